@@ -1,0 +1,7 @@
+"""Allow `python -m labkit VERB ...`."""
+
+import sys
+
+from labkit.cli import main
+
+sys.exit(main())

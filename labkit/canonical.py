@@ -1,0 +1,108 @@
+"""Canonical JSON, its SHA-256, and a strict loader for JSON files.
+
+Canonical JSON is the form a hash is taken over: sorted keys, no whitespace,
+UTF-8, and no NaN or Infinity. The strict loader refuses what Python's
+``json`` module would quietly accept: a repeated key (the last one would win),
+``NaN``/``Infinity``, and files over a stated size limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import InvalidJSON
+
+#: Files larger than this are refused before parsing (1 MB, as in the routing walkthrough).
+MAX_JSON_BYTES = 1_000_000
+
+
+def canonical_json(value: Any) -> str:
+    """Return the canonical JSON text of ``value``: sorted keys, no whitespace, no NaN."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        raise InvalidJSON(f"Cannot write canonical JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
+
+
+def canonical_sha256(value: Any) -> str:
+    """Return the SHA-256 hex digest of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """Return the SHA-256 hex digest of a file's exact bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def pretty_json(value: Any) -> str:
+    """Return diff-friendly JSON for files on disk: sorted keys, two-space indent, newline at end."""
+    try:
+        return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise InvalidJSON(f"Cannot write JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidJSON(f"repeated JSON key {key!r}: keep exactly one value for it")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise InvalidJSON(f"non-finite number {name} is not allowed: use a finite number or null")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise InvalidJSON(f"number {text} overflows to infinity: use a smaller number")
+    return value
+
+
+def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
+    """Parse JSON text, refusing repeated keys and non-finite numbers.
+
+    ``source`` names the input in error messages (a file path, say).
+    """
+    try:
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_float=_finite_float
+        )
+    except InvalidJSON as exc:
+        raise InvalidJSON(f"{source}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidJSON(f"{source}: not UTF-8 text ({exc.reason}); save the file as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidJSON(
+            f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise InvalidJSON(f"{source}: JSON nested too deeply to read") from None
+
+
+def read_strict_bytes(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """Read a file's bytes, refusing one larger than ``max_bytes``."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise InvalidJSON(f"{path}: no such file; check the path") from None
+    if size > max_bytes:
+        raise InvalidJSON(f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit; refusing to read it")
+    raw = path.read_bytes()
+    if len(raw) > max_bytes:  # the file grew between stat and read
+        raise InvalidJSON(f"{path}: over the {max_bytes:,}-byte limit; refusing to read it")
+    return raw
+
+
+def load_strict(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> tuple[Any, str]:
+    """Load a JSON file strictly and return ``(data, sha256 of its exact bytes)``."""
+    raw = read_strict_bytes(path, max_bytes=max_bytes)
+    return loads_strict(raw, source=str(path)), hashlib.sha256(raw).hexdigest()

@@ -1,0 +1,56 @@
+"""`labkit run`: execute every notebook headless and offline; print notebook, status and seconds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from labkit.errors import LabkitError
+
+
+class NoSuchNotebook(LabkitError, FileNotFoundError):
+    """A notebook named on the command line is not in notebooks/."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
+    parser = subparsers.add_parser(
+        name,
+        help="execute the notebooks headless and offline",
+        description="Execute every numbered notebook in replay mode with the network blocked, "
+        "print a table of notebook, status and seconds, and exit 1 if any failed.",
+        epilog="examples:\n  labkit run\n  labkit run 06\n  labkit run --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                        help="run only these (a number such as 06, or a file name)")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
+    parser.set_defaults(handler=run)
+
+
+def _select(names: list[str]) -> list[Path]:
+    from labkit.runner import course_notebooks
+
+    every = course_notebooks()
+    if not names:
+        return every
+    chosen = []
+    for name in names:
+        match = [p for p in every if p.name == name or p.name.startswith(f"{name}_") or p.stem == name]
+        if not match:
+            known = ", ".join(p.name for p in every)
+            raise NoSuchNotebook(f"no notebook {name!r}; the notebooks are: {known}")
+        chosen.extend(match)
+    return chosen
+
+
+def run(args: argparse.Namespace) -> int:
+    from labkit.runner import results_json, results_table, run_notebook
+
+    results = []
+    for path in _select(args.notebooks):
+        if not args.json:
+            print(f"running {path.name} ...", flush=True)
+        results.append(run_notebook(path))
+    print(json.dumps(results_json(results), indent=2) if args.json else results_table(results))
+    return 0 if results and all(r.status == "passed" for r in results) else 1

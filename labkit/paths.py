@@ -1,0 +1,44 @@
+"""Where the course's folders are: the project root, fixtures, recorded runs and the scratch folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root() -> Path:
+    """Return the course checkout: ``$LABKIT_ROOT`` if set, else the folder that holds the ``labkit`` package."""
+    override = os.environ.get("LABKIT_ROOT")
+    return Path(override).resolve() if override else Path(__file__).resolve().parent.parent
+
+
+def fixtures_dir() -> Path:
+    """Return the folder of committed fixture files."""
+    return project_root() / "fixtures"
+
+
+def recorded_runs_dir() -> Path:
+    """Return the folder of committed recorded runs."""
+    return project_root() / "recorded_runs"
+
+
+def notebooks_dir() -> Path:
+    """Return the folder of the numbered notebooks."""
+    return project_root() / "notebooks"
+
+
+def scratch_dir() -> Path:
+    """Return (and create) the scratch folder, the only place notebooks write: ``$LABKIT_SCRATCH`` or ``scratch/``."""
+    override = os.environ.get("LABKIT_SCRATCH")
+    path = Path(override) if override else project_root() / "scratch"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def relative_to_root(path: str | Path) -> str:
+    """Return ``path`` relative to the project root with forward slashes, for display and for run files."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(project_root()).as_posix()
+    except ValueError:
+        return path.as_posix()

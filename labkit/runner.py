@@ -1,0 +1,101 @@
+"""Run the course's notebooks headless, offline, in replay mode, and report each one's status and time."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Literal
+
+from labkit.paths import notebooks_dir
+
+#: Seconds one cell may run before the notebook counts as failed.
+CELL_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class NotebookResult:
+    """How one notebook fared."""
+
+    notebook: str
+    """File name, such as ``06_routing_gate.ipynb``."""
+    status: Literal["passed", "failed"]
+    """``passed`` when every cell ran without an error."""
+    seconds: float
+    """Seconds spent executing cells, kernel start excluded."""
+    error: str = ""
+    """The first error's name and message, for a failed notebook."""
+
+
+def course_notebooks(folder: Path | None = None) -> list[Path]:
+    """Return the numbered notebooks in teaching order."""
+    folder = folder or notebooks_dir()
+    return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+@contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S) -> NotebookResult:
+    """Execute one notebook in a fresh offline kernel, without writing to the notebook file."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    from labkit.offline import offline_kernel_env
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
+        offline_kernel_env(ipython_dir=Path(tmp))
+    ):
+        start = None
+        try:
+            with client.setup_kernel():
+                start = time.perf_counter()
+                for index, cell in enumerate(nb.cells):
+                    client.execute_cell(cell, index)
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            seconds = time.perf_counter() - start if start else 0.0
+            first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            detail = getattr(exc, "ename", type(exc).__name__)
+            message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
+            return NotebookResult(path.name, "failed", round(seconds, 2), message[:300])
+    return NotebookResult(path.name, "passed", round(time.perf_counter() - start, 2))
+
+
+def run_course(paths: list[Path]) -> list[NotebookResult]:
+    """Execute each notebook in order and return their results."""
+    return [run_notebook(path) for path in paths]
+
+
+def results_table(results: list[NotebookResult]) -> str:
+    """Return a plain-text table of notebook, status and seconds."""
+    width = max([len("notebook")] + [len(r.notebook) for r in results])
+    lines = [f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}"]
+    for r in results:
+        lines.append(f"{r.notebook:<{width}}  {r.status:<6}  {r.seconds:>7.2f}")
+        if r.error:
+            lines.append(f"{'':<{width}}  -> {r.error}")
+    passed = sum(r.status == "passed" for r in results)
+    lines.append(f"{passed} of {len(results)} notebooks passed")
+    return "\n".join(lines)
+
+
+def results_json(results: list[NotebookResult]) -> list[dict[str, object]]:
+    """Return the results as JSON-ready dicts, for scripts."""
+    return [asdict(r) for r in results]

@@ -1,0 +1,19 @@
+"""Shared test setup: every write goes under pytest's tmp_path, never into the checkout."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+# Hypothesis would otherwise keep an example database in .hypothesis/ inside the checkout.
+settings.register_profile("labkit", database=None, deadline=None)
+settings.load_profile("labkit")
+
+
+@pytest.fixture(autouse=True)
+def scratch_in_tmp(tmp_path, monkeypatch):
+    """Point labkit's scratch folder at a temporary folder for every test."""
+    scratch = tmp_path / "scratch"
+    monkeypatch.setenv("LABKIT_SCRATCH", str(scratch))
+    monkeypatch.delenv("LABKIT_MODE", raising=False)
+    return scratch

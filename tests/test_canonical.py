@@ -1,0 +1,110 @@
+import hashlib
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labkit.canonical import (
+    MAX_JSON_BYTES,
+    canonical_json,
+    canonical_sha256,
+    load_strict,
+    loads_strict,
+    pretty_json,
+)
+from labkit.errors import InvalidJSON, LabkitError
+
+
+def test_canonical_json_sorts_keys_and_drops_whitespace():
+    assert canonical_json({"b": 1, "a": [1, {"d": 2, "c": "é"}]}) == '{"a":[1,{"c":"é","d":2}],"b":1}'
+
+
+def test_canonical_sha256_ignores_key_order_but_not_values():
+    assert canonical_sha256({"a": 1, "b": 2}) == canonical_sha256({"b": 2, "a": 1})
+    assert canonical_sha256({"a": 1}) != canonical_sha256({"a": 2})
+    assert canonical_sha256({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()
+
+
+def test_canonical_json_refuses_nan():
+    with pytest.raises(InvalidJSON, match="NaN"):
+        canonical_json({"x": float("nan")})
+
+
+def test_pretty_json_is_sorted_indented_and_ends_with_newline():
+    assert pretty_json({"b": 1, "a": 2}) == '{\n  "a": 2,\n  "b": 1\n}\n'
+
+
+def test_repeated_key_is_refused_and_named():
+    with pytest.raises(InvalidJSON, match="repeated JSON key 'route'"):
+        loads_strict('{"route": "sales", "route": "billing"}')
+
+
+def test_repeated_key_in_nested_object_is_refused():
+    with pytest.raises(InvalidJSON, match="repeated"):
+        loads_strict('[{"id": 1, "x": {"k": 1, "k": 1}}]')
+
+
+@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', '[-Infinity]', "[1e999]"])
+def test_non_finite_numbers_are_refused(text):
+    with pytest.raises(InvalidJSON, match="finit"):
+        loads_strict(text)
+
+
+def test_malformed_json_names_line_and_column():
+    with pytest.raises(InvalidJSON, match="line 2, column"):
+        loads_strict('{\n  "a": }', source="suite.json")
+
+
+def test_file_over_the_size_limit_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text('"' + "x" * MAX_JSON_BYTES + '"', encoding="utf-8")
+    with pytest.raises(InvalidJSON, match="over the 1,000,000-byte limit"):
+        load_strict(path)
+
+
+def test_file_at_the_size_limit_is_read(tmp_path):
+    path = tmp_path / "edge.json"
+    path.write_text('"' + "x" * (MAX_JSON_BYTES - 2) + '"', encoding="utf-8")
+    data, _ = load_strict(path)
+    assert len(data) == MAX_JSON_BYTES - 2
+
+
+def test_load_strict_returns_the_hash_of_the_exact_bytes(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'{"a": 1}\n')
+    data, digest = load_strict(path)
+    assert data == {"a": 1}
+    assert digest == hashlib.sha256(b'{"a": 1}\n').hexdigest()
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(InvalidJSON, match="no such file"):
+        load_strict(tmp_path / "absent.json")
+
+
+def test_invalid_utf8_is_refused(tmp_path):
+    path = tmp_path / "latin.json"
+    path.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(InvalidJSON, match="UTF-8"):
+        load_strict(path)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_round_trip_preserves_value(value):
+    assert loads_strict(canonical_json(value)) == json.loads(canonical_json(value))
+
+
+@given(st.binary(max_size=200))
+def test_arbitrary_bytes_never_raise_a_bare_exception(raw):
+    try:
+        loads_strict(raw)
+    except LabkitError:
+        pass

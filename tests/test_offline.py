@@ -1,0 +1,56 @@
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from labkit.offline import NetworkBlocked, offline_kernel_env
+
+
+def test_connection_to_another_machine_is_refused():
+    # The labkit pytest plugin has blocked the network for this whole test run.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with pytest.raises(NetworkBlocked, match="blocked"):
+            sock.connect(("192.0.2.1", 443))
+
+
+def test_name_lookup_of_a_remote_host_is_refused():
+    with pytest.raises(NetworkBlocked):
+        socket.getaddrinfo("api.openai.com", 443)
+
+
+def test_network_blocked_is_an_os_error():
+    assert issubclass(NetworkBlocked, OSError)
+
+
+def test_loopback_connection_is_allowed():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        with socket.create_connection(server.getsockname(), timeout=5):
+            pass
+
+
+def test_kernel_environment_is_offline_replay_without_key(tmp_path):
+    env = offline_kernel_env({"OPENAI_API_KEY": "sk-test", "LABKIT_MODE": "live", "PATH": "/bin"}, ipython_dir=tmp_path)
+    assert env["LABKIT_MODE"] == "replay"
+    assert "OPENAI_API_KEY" not in env
+    assert (tmp_path / "profile_default" / "startup" / "00-labkit-offline.py").is_file()
+
+
+def test_a_kernel_started_with_that_environment_refuses_the_network(tmp_path):
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", env=offline_kernel_env(ipython_dir=tmp_path / "ipython"))
+    outputs = []
+    try:
+        reply = client.execute_interactive(
+            "import socket\ntry:\n    socket.getaddrinfo('example.com', 80)\nexcept OSError as e:\n    print(type(e).__name__)",
+            timeout=60,
+            output_hook=outputs.append,
+        )
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok"
+    assert "NetworkBlocked" in "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")

@@ -1,0 +1,84 @@
+import json
+
+import nbformat
+import pytest
+
+from labkit.cli import main
+from labkit.runner import course_notebooks, results_table, run_notebook
+
+
+def _notebook(path, *sources):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path / "notebooks"
+
+
+def test_passing_notebook_is_reported_passed_and_left_unchanged(course):
+    path = _notebook(course / "01_ok.ipynb", "x = 1 + 1", "print(x)")
+    before = path.read_bytes()
+    result = run_notebook(path)
+    assert (result.notebook, result.status, result.error) == ("01_ok.ipynb", "passed", "")
+    assert path.read_bytes() == before
+
+
+def test_failing_notebook_is_reported_with_its_error(course):
+    result = run_notebook(_notebook(course / "02_bad.ipynb", "raise ValueError('broken cell')"))
+    assert result.status == "failed"
+    assert "ValueError" in result.error and "broken cell" in result.error
+
+
+def test_notebook_kernel_runs_offline_in_replay_mode(course):
+    code = "import os, socket\nassert os.environ['LABKIT_MODE'] == 'replay'\nsocket.getaddrinfo('example.com', 80)"
+    result = run_notebook(_notebook(course / "03_net.ipynb", code))
+    assert result.status == "failed" and "NetworkBlocked" in result.error
+
+
+def test_notebooks_are_found_in_teaching_order(course):
+    for name in ("06_b.ipynb", "01_a.ipynb", "scratchpad.ipynb"):
+        _notebook(course / name, "pass")
+    assert [p.name for p in course_notebooks()] == ["01_a.ipynb", "06_b.ipynb"]
+
+
+def test_run_prints_a_table_and_exits_nonzero_on_any_failure(course, capsys):
+    _notebook(course / "01_ok.ipynb", "pass")
+    _notebook(course / "02_bad.ipynb", "1/0")
+    assert main(["run"]) == 1
+    out = capsys.readouterr().out
+    assert "01_ok.ipynb" in out and "passed" in out
+    assert "02_bad.ipynb" in out and "ZeroDivisionError" in out
+    assert "1 of 2 notebooks passed" in out
+
+
+def test_run_of_one_notebook_by_number_with_json_summary(course, capsys):
+    _notebook(course / "01_ok.ipynb", "pass")
+    _notebook(course / "02_bad.ipynb", "1/0")
+    assert main(["run", "01", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [(r["notebook"], r["status"]) for r in summary] == [("01_ok.ipynb", "passed")]
+
+
+def test_unknown_notebook_is_a_one_line_error(course, capsys):
+    _notebook(course / "01_ok.ipynb", "pass")
+    assert main(["run", "09"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no notebook '09'" in captured.err
+
+
+def test_run_with_no_notebooks_fails(course, capsys):
+    assert main(["run"]) == 1
+
+
+def test_results_table_counts_passes():
+    from labkit.runner import NotebookResult
+
+    table = results_table([NotebookResult("01_a.ipynb", "passed", 1.234)])
+    assert "1.23" in table and "1 of 1 notebooks passed" in table
