@@ -61,7 +61,7 @@ class Binding(_Strict):
     key: str = Field(description="SHA-256 of the canonical JSON of `request`.")
     request: dict[str, Any] = Field(description="The exact chat-completions request body: model, messages, settings.")
     response: dict[str, Any] | None = Field(description="The response body, or None when every attempt failed.")
-    status_code: int = Field(default=200, description="HTTP status of the recorded response.")
+    status_code: int = Field(default=200, description="HTTP status of the recorded response; 0 when no response came.")
     question: str | None = Field(default=None, description="The learner's question this request was built from, if any.")
     usage: Usage | None = Field(default=None, description="Token usage (captured runs only).")
     latency_s: float | None = Field(default=None, ge=0, description="Measured seconds for the exchange (captured only).")
@@ -77,6 +77,8 @@ class Binding(_Strict):
                 f"binding key {self.key[:12]}… is not the SHA-256 of its request ({expected[:12]}…); "
                 "the request was edited after recording: record the run again instead of editing it"
             )
+        if self.status_code == 200 and self.response is None:
+            raise ValueError(f"binding {self.key[:12]}… has status 200 but no response")
         return self
 
 
@@ -114,7 +116,7 @@ class RecordedRun(_Strict):
             missing = [
                 b.key[:12]
                 for b in self.bindings
-                if b.response is not None and (b.usage is None or b.latency_s is None or b.recorded_at is None)
+                if b.status_code == 200 and (b.usage is None or b.latency_s is None or b.recorded_at is None)
             ]
             if missing:
                 raise ValueError(f"captured bindings {missing} lack usage, latency or recording time")
@@ -184,9 +186,10 @@ def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
 
 
 def fixture_hashes(paths: list[str | Path], *, root: Path | None = None) -> dict[str, str]:
-    """Return ``{relative path: sha256}`` for fixture files, for a new run's ``fixtures`` field."""
+    """Return ``{path relative to the root: sha256}`` for fixture files (relative paths are taken from the root)."""
     root = (root or project_root()).resolve()
-    return {Path(p).resolve().relative_to(root).as_posix(): file_sha256(p) for p in paths}
+    absolute = [(root / p).resolve() for p in paths]  # an absolute path stays as it is
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in absolute}
 
 
 def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:

@@ -1,0 +1,146 @@
+"""The model boundary: one place decides whether a model call is replayed, live or recorded.
+
+Lesson code asks `connect` for a `ModelBoundary` and calls its real
+`openai.OpenAI` client (or its `chat` shortcut); it never knows the mode.
+
+``LABKIT_MODE`` chooses:
+- ``replay`` (default): answers come from a recorded run, bound to exact requests; no key, no socket.
+- ``live``: a real OpenAI-compatible endpoint (``LABKIT_BASE_URL``, ``LABKIT_API_KEY``, ``LABKIT_MODEL``).
+- ``record``: live, and every exchange is kept; `ModelBoundary.save` writes a new captured run.
+
+The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
+127.0.0.1: point ``LABKIT_BASE_URL`` at the URL it prints.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from labkit.errors import LabkitError
+
+Mode = Literal["replay", "live", "record"]
+MODES: tuple[Mode, ...] = ("replay", "live", "record")
+
+
+class BoundaryConfigError(LabkitError, ValueError):
+    """The mode or endpoint settings in the environment are missing or invalid."""
+
+
+def current_mode() -> Mode:
+    """Return the mode chosen by ``LABKIT_MODE`` (default ``replay``)."""
+    mode = os.environ.get("LABKIT_MODE", "replay").strip().lower() or "replay"
+    if mode not in MODES:
+        raise BoundaryConfigError(f"LABKIT_MODE={mode!r} is not a mode; use one of {', '.join(MODES)} (default replay)")
+    return mode  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A live OpenAI-compatible endpoint, read from the environment."""
+
+    base_url: str
+    api_key: str
+    model: str
+
+    @property
+    def kind(self) -> str:
+        """``local-llama-cpp`` for the bundled server on loopback, else ``openai-compatible``."""
+        override = os.environ.get("LABKIT_ENDPOINT_KIND")
+        if override:
+            return override
+        host = urlparse(self.base_url).hostname or ""
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        return "local-llama-cpp" if loopback else "openai-compatible"
+
+
+def endpoint_from_env() -> Endpoint:
+    """Read the live endpoint from ``LABKIT_BASE_URL``, ``LABKIT_API_KEY`` and ``LABKIT_MODEL``."""
+    base_url = os.environ.get("LABKIT_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    model = os.environ.get("LABKIT_MODEL")
+    if not base_url or not model:
+        raise BoundaryConfigError(
+            "live and record modes need LABKIT_BASE_URL and LABKIT_MODEL (and LABKIT_API_KEY for a hosted endpoint). "
+            "For the bundled local model: run `labkit serve`, then set LABKIT_BASE_URL to the URL it prints and "
+            "LABKIT_MODEL=SmolLM2-135M-Instruct."
+        )
+    key = os.environ.get("LABKIT_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed-for-local"
+    return Endpoint(base_url=base_url, api_key=key, model=model)
+
+
+@dataclass
+class ModelBoundary:
+    """What lesson code talks to: a real `openai` client, the model id to send, and the mode behind them."""
+
+    mode: Mode
+    client: Any
+    model: str
+    run_id: str
+    lesson: str
+    origin: str | None = None
+    """For replay: the origin of the run being replayed (``captured`` or ``authored``)."""
+    recorder: Any = None
+    endpoint: Endpoint | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def chat(self, messages: list[dict[str, Any]], *, question: str | None = None, **settings: Any) -> Any:
+        """Send one chat-completion request with this boundary's model and settings; return the ChatCompletion."""
+        request = {"model": self.model, "messages": messages, **self.settings, **settings}
+        if self.recorder is not None and question is not None:
+            self.recorder.note_question(request, question)
+        return self.client.chat.completions.create(**request)
+
+    def save(self, *, description: str, fixtures: list[str | Path], run_id: str | None = None,
+             runs_dir: Path | None = None) -> Path:
+        """Write what record mode captured as a new run with ``origin: captured``; returns its file."""
+        from labkit.capture import build_run, save_captured
+
+        if self.mode != "record" or self.recorder is None or self.endpoint is None:
+            raise BoundaryConfigError("only a boundary in record mode has a run to save; set LABKIT_MODE=record")
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%S")
+        run = build_run(
+            self.recorder,
+            run_id=run_id or f"{self.run_id}-captured-{stamp}",
+            lesson=self.lesson,
+            description=description,
+            model_id=self.model,
+            endpoint_kind=self.endpoint.kind,
+            settings=self.settings,
+            fixtures=fixtures,
+        )
+        return save_captured(run, runs_dir=runs_dir)
+
+
+def connect(run_id: str, *, lesson: str, settings: dict[str, Any] | None = None, mode: Mode | None = None) -> ModelBoundary:
+    """Return the model boundary for a lesson: replaying ``run_id``, or live, or recording, as the mode says."""
+    import httpx
+    import openai
+
+    mode = mode or current_mode()
+    settings = dict(settings or {})
+    if mode == "replay":
+        from labkit.recording import load_run
+        from labkit.replay import BindingStore, replay_client
+
+        run = load_run(run_id)
+        return ModelBoundary("replay", replay_client(BindingStore.from_run(run)), run.model.id, run_id, lesson,
+                             origin=run.origin, settings=settings)
+    endpoint = endpoint_from_env()
+    recorder = None
+    if mode == "record":
+        from labkit.capture import RecordingTransport
+
+        recorder = RecordingTransport()
+        http_client = httpx.Client(transport=recorder, timeout=120)
+    else:
+        http_client = httpx.Client(timeout=120)
+    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=2)
+    return ModelBoundary(mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings)

@@ -1,0 +1,58 @@
+"""A tiny OpenAI-compatible endpoint on 127.0.0.1 for record-mode tests: it answers by echoing the question."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeEndpoint:
+    """Serve chat completions on loopback; `fail_first` makes the first N attempts answer 429."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.fail_first = fail_first
+        self.attempts = 0
+        self.headers_seen: list[dict[str, str]] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                endpoint.attempts += 1
+                endpoint.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
+                if endpoint.attempts <= endpoint.fail_first:
+                    payload, status = {"error": {"message": "rate limited", "type": "rate_limit"}}, 429
+                else:
+                    text = "echo: " + body["messages"][-1]["content"]
+                    payload, status = {
+                        "id": f"fake-{endpoint.attempts}", "object": "chat.completion", "created": 1, "model": body["model"],
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+                    }, 200
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                if status == 429:
+                    self.send_header("retry-after-ms", "1")
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeEndpoint:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

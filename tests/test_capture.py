@@ -1,0 +1,84 @@
+import json
+
+import pytest
+
+from labkit.boundary import connect
+from labkit.recording import load_run
+from tests.fake_endpoint import FakeEndpoint
+
+KEY = "sk-test0123456789abcdefghijklmnop"
+
+
+@pytest.fixture
+def course_root(tmp_path, monkeypatch):
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "inputs.json").write_text('["Where is my order?"]\n', encoding="utf-8")
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def _record(monkeypatch, endpoint, questions, run_id="06-demo"):
+    monkeypatch.setenv("LABKIT_MODE", "record")
+    monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+    monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
+    monkeypatch.setenv("LABKIT_API_KEY", KEY)
+    boundary = connect("06-demo", lesson="06", settings={"temperature": 0, "seed": 1})
+    replies = [boundary.chat([{"role": "user", "content": q}], question=q).choices[0].message.content for q in questions]
+    path = boundary.save(description="Echo replies from a test endpoint.", fixtures=["fixtures/inputs.json"], run_id=run_id)
+    return path, replies
+
+
+def test_record_mode_captures_each_exchange_with_its_measurements(course_root, monkeypatch):
+    with FakeEndpoint() as endpoint:
+        path, replies = _record(monkeypatch, endpoint, ["Where is my order?", "Cancel it"])
+    run = load_run(path.parent, root=course_root)
+    assert run.origin == "captured" and run.model.id == "SmolLM2-135M-Instruct"
+    assert run.model.endpoint_kind == "local-llama-cpp"
+    assert [b.question for b in run.bindings] == ["Where is my order?", "Cancel it"]
+    first = run.bindings[0]
+    assert first.usage.total_tokens == 13 and first.latency_s >= 0 and first.recorded_at.endswith("Z")
+    assert first.request["temperature"] == 0 and first.retries == 0
+    assert replies == ["echo: Where is my order?", "echo: Cancel it"]
+
+
+def test_recorded_run_never_holds_the_api_key_or_auth_header(course_root, monkeypatch):
+    with FakeEndpoint() as endpoint:
+        path, _ = _record(monkeypatch, endpoint, ["Where is my order?"])
+        assert any(KEY in h.get("authorization", "") for h in endpoint.headers_seen)  # the key was really sent
+    text = path.read_text(encoding="utf-8")
+    assert KEY not in text and "Bearer" not in text and "authorization" not in text.lower()
+
+
+def test_retry_after_rate_limit_is_recorded_with_the_failed_attempt(course_root, monkeypatch):
+    with FakeEndpoint(fail_first=1) as endpoint:
+        path, replies = _record(monkeypatch, endpoint, ["Where is my order?"])
+    binding = load_run(path.parent, root=course_root).bindings[0]
+    assert replies == ["echo: Where is my order?"]
+    assert binding.retries == 1 and binding.transport_errors[0].error.startswith("HTTP 429")
+
+
+def test_captured_run_replays_offline_with_the_same_replies(course_root, monkeypatch):
+    with FakeEndpoint() as endpoint:
+        path, recorded = _record(monkeypatch, endpoint, ["Where is my order?", "Cancel it"], run_id="06-echo")
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    monkeypatch.delenv("LABKIT_API_KEY")
+    boundary = connect("06-echo", lesson="06", settings={"temperature": 0, "seed": 1})
+    assert boundary.origin == "captured"
+    replayed = [boundary.chat([{"role": "user", "content": q}]).choices[0].message.content for q in ["Cancel it", "Where is my order?"]]
+    assert replayed == list(reversed(recorded))
+
+
+def test_request_that_failed_every_attempt_is_kept_without_a_reply(course_root, monkeypatch):
+    with FakeEndpoint(fail_first=99) as endpoint:
+        monkeypatch.setenv("LABKIT_MODE", "record")
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "m")
+        boundary = connect("06-demo", lesson="06")
+        import openai
+
+        with pytest.raises(openai.RateLimitError):
+            boundary.chat([{"role": "user", "content": "hi"}])
+        path = boundary.save(description="All attempts failed.", fixtures=[], run_id="06-failed")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    (binding,) = data["bindings"]
+    assert binding["status_code"] == 429 and binding["retries"] == 2 and len(binding["transport_errors"]) == 3

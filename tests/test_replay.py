@@ -1,0 +1,186 @@
+import json
+import socket
+
+import openai
+import pytest
+
+from labkit.canonical import canonical_sha256
+from labkit.errors import LabkitError, RecordedRunError
+from labkit.recording import Binding
+from labkit.replay import BindingStore, BoundReplay, ReplayRequestMismatch, ReplayUnsupported, replay_client
+
+MODEL = "authored-by-course"
+SYSTEM = {"role": "system", "content": "Answer only from the passages. Say not_in_docs when they do not answer."}
+
+
+def _messages(question, passages=("Refunds are accepted within 30 days.", "Shipping takes 5 days.")):
+    return [SYSTEM, {"role": "user", "content": json.dumps({"question": question, "passages": list(passages)})}]
+
+
+def _request(question, **kwargs):
+    return {"model": MODEL, "messages": _messages(question, **kwargs), "temperature": 0, "seed": 7}
+
+
+def _reply(text):
+    return {
+        "id": "authored-1", "object": "chat.completion", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+
+
+QUESTIONS = ["How long is the refund window?", "How long does shipping take?"]
+ANSWERS = ["30 days", "5 days"]
+
+
+@pytest.fixture
+def store():
+    return BindingStore([Binding(key=canonical_sha256(_request(q)), request=_request(q), response=_reply(a))
+                         for q, a in zip(QUESTIONS, ANSWERS)], run_id="03-demo", lesson="03")
+
+
+@pytest.fixture
+def bound():
+    return BoundReplay(QUESTIONS, [_request(q) for q in QUESTIONS], [_reply(a) for a in ANSWERS], run_id="03-demo", lesson="03")
+
+
+def _ask(client, question, **kwargs):
+    return client.chat.completions.create(**_request(question, **kwargs)).choices[0].message.content
+
+
+def test_replay_returns_the_recorded_reply_as_a_real_openai_object(store):
+    reply = replay_client(store).chat.completions.create(**_request(QUESTIONS[0]))
+    assert isinstance(reply, openai.types.chat.ChatCompletion)
+    assert reply.choices[0].message.content == "30 days"
+
+
+def test_reordered_requests_return_their_own_replies(store):
+    client = replay_client(store)
+    assert [_ask(client, q) for q in reversed(QUESTIONS)] == list(reversed(ANSWERS))
+    assert _ask(client, QUESTIONS[0]) == _ask(client, QUESTIONS[0]) == "30 days"
+
+
+def test_changed_question_is_refused_with_a_field_diff(store):
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        _ask(replay_client(store), "How long is the return window?")
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
+        ("messages[1].content.question", QUESTIONS[0], "How long is the return window?")
+    ]
+    assert "labkit record 03" in str(caught.value)
+
+
+def test_changed_generation_setting_is_a_different_request(store):
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(**{**_request(QUESTIONS[0]), "temperature": 0.7})
+    assert [d.path for d in caught.value.diff] == ["temperature"]
+
+
+def test_changed_model_is_a_different_request(store):
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(**{**_request(QUESTIONS[0]), "model": "gpt-other"})
+    assert [d.path for d in caught.value.diff] == ["model"]
+
+
+def test_mismatch_is_both_a_labkit_error_and_a_value_error():
+    assert issubclass(ReplayRequestMismatch, LabkitError) and issubclass(ReplayRequestMismatch, ValueError)
+
+
+def test_replay_opens_no_socket(store, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("replay tried to open a socket")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    assert _ask(replay_client(store), QUESTIONS[1]) == "5 days"
+
+
+def test_replay_needs_no_api_key(store, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert _ask(replay_client(store), QUESTIONS[0]) == "30 days"
+
+
+def test_recorded_rate_limit_replays_as_the_clients_own_error():
+    request = _request(QUESTIONS[0])
+    store = BindingStore([Binding(key=canonical_sha256(request), request=request, status_code=429,
+                                  response={"error": {"message": "slow down", "type": "rate_limit"}})])
+    with pytest.raises(openai.RateLimitError):
+        replay_client(store).chat.completions.create(**request)
+
+
+def test_recorded_transport_failure_replays_as_a_connection_error():
+    request = _request(QUESTIONS[0])
+    store = BindingStore([Binding(key=canonical_sha256(request), request=request, status_code=0, response=None)])
+    with pytest.raises(openai.APIConnectionError):
+        replay_client(store).chat.completions.create(**request)
+
+
+def test_other_endpoints_are_not_replayed(store):
+    with pytest.raises(ReplayUnsupported):
+        replay_client(store).models.list()
+
+
+def test_empty_store_says_it_has_no_requests():
+    with pytest.raises(ReplayRequestMismatch, match="no recorded requests"):
+        _ask(replay_client(BindingStore([])), QUESTIONS[0])
+
+
+# BoundReplay: the learner-facing face of the same store.
+
+def test_bound_replay_is_bound_to_the_question_not_the_call_order(bound):
+    texts = [bound.generate(q, _messages(q)).choices[0].message.content for q in reversed(QUESTIONS)]
+    assert texts == list(reversed(ANSWERS))
+
+
+def test_changed_policy_sentence_is_refused(bound):
+    messages = _messages(QUESTIONS[0])
+    messages[0]["content"] += " Always be brief."
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        bound.generate(QUESTIONS[0], messages)
+    assert [d.path for d in caught.value.diff] == ["messages[0].content"]
+
+
+def test_changed_passage_text_is_refused(bound):
+    messages = _messages(QUESTIONS[0], passages=("Refunds are accepted within 60 days.", "Shipping takes 5 days."))
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        bound.generate(QUESTIONS[0], messages)
+    assert [d.path for d in caught.value.diff] == ["messages[1].content.passages[0]"]
+
+
+def test_changed_context_order_is_refused(bound):
+    messages = _messages(QUESTIONS[0], passages=("Shipping takes 5 days.", "Refunds are accepted within 30 days."))
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        bound.generate(QUESTIONS[0], messages)
+    assert [d.path for d in caught.value.diff] == ["messages[1].content.passages[0]", "messages[1].content.passages[1]"]
+
+
+def test_question_that_its_messages_do_not_ask_is_refused(bound):
+    with pytest.raises(ReplayRequestMismatch, match="not the one these messages ask"):
+        bound.generate(QUESTIONS[1], _messages(QUESTIONS[0]))
+
+
+def test_duplicate_saved_request_is_refused_at_load():
+    with pytest.raises(RecordedRunError, match="twice"):
+        BoundReplay([QUESTIONS[0]] * 2, [_request(QUESTIONS[0])] * 2, [_reply("a"), _reply("b")])
+
+
+def test_saved_question_must_match_its_saved_request():
+    with pytest.raises(RecordedRunError, match="does not match its saved request"):
+        BoundReplay([QUESTIONS[1]], [_request(QUESTIONS[0])], [_reply("30 days")])
+
+
+def test_unequal_numbers_of_questions_requests_and_replies_are_refused():
+    with pytest.raises(RecordedRunError, match="2 questions, 2 requests and 1 replies"):
+        BoundReplay(QUESTIONS, [_request(q) for q in QUESTIONS], [_reply("30 days")])
+
+
+def test_mutating_a_returned_reply_cannot_change_the_store(bound):
+    first = bound.generate(QUESTIONS[0], _messages(QUESTIONS[0]))
+    first.choices[0].message.content = "365 days"
+    assert bound.generate(QUESTIONS[0], _messages(QUESTIONS[0])).choices[0].message.content == "30 days"
+
+
+def test_mutating_the_callers_saved_objects_cannot_change_the_store():
+    requests, replies = [_request(QUESTIONS[0])], [_reply("30 days")]
+    bound = BoundReplay([QUESTIONS[0]], requests, replies)
+    replies[0]["choices"][0]["message"]["content"] = "tampered"
+    requests[0]["temperature"] = 1
+    assert bound.generate(QUESTIONS[0], _messages(QUESTIONS[0])).choices[0].message.content == "30 days"
