@@ -13,6 +13,7 @@ import sys
 #: Verb name -> module under labkit.cli that implements it.
 VERBS = {
     "run": "labkit.cli.run",
+    "grade-routes": "labkit.cli.grade_routes",
 }
 
 

@@ -1,0 +1,398 @@
+"""The routing regression gate: grade two saved routing runs against one labelled suite.
+
+A suite holds labelled support tickets and a penalty per expected route. A run
+holds one predicted route per ticket and the SHA-256 of the exact suite bytes
+it answered. ``compare`` grades a baseline and a candidate run and applies the
+release rule: the candidate's correct count does not fall, its penalty points
+do not rise, it misses no ``urgent_support`` case, and (optionally) no
+protected case that the baseline got right goes wrong. Every malformed input
+raises ``RouteGradeError``; nothing is repaired or skipped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import reprlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labkit.canonical import load_strict
+from labkit.errors import LabkitError, RouteGradeError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ROUTES = ("sales", "billing", "support", "urgent_support")
+URGENT = "urgent_support"
+ORIGINS = ("simulated", "captured")
+
+SUITE_FIELDS = frozenset({"version", "penalties", "cases"})
+CASE_FIELDS = frozenset({"id", "message", "expected"})
+RUN_FIELDS = frozenset({"label", "origin", "suite_sha256", "predictions"})
+PREDICTION_FIELDS = frozenset({"id", "route"})
+
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+
+
+def _shown(value: Any) -> str:
+    """Render a value from an input file as JSON for a message, cut to a readable length."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = _repr.repr(value)
+    return text if len(text) <= 60 else text[:45] + "..." + text[-10:]
+
+
+def _short_sha(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12] + "..."
+    return _shown(value)
+
+
+def load(path: str | Path) -> tuple[Any, str]:
+    """Load a suite or run file strictly and return ``(data, sha256 of its exact bytes)``."""
+    try:
+        return load_strict(path)
+    except LabkitError:
+        raise
+    except OSError as exc:
+        raise RouteGradeError(f"{path}: cannot read it ({exc.strerror or exc}); check the path and permissions") from None
+    except (TypeError, ValueError) as exc:  # e.g. a NUL byte in the path, or no path at all
+        raise RouteGradeError(f"{path!r} is not a usable file path ({exc}); pass the path of a JSON file") from None
+
+
+def id_order(case_id: str) -> tuple[Any, ...]:
+    """Sort key that puts ``t2`` before ``t10`` (digit runs compare by value, without int conversion)."""
+    parts = re.split(r"([0-9]+)", case_id)
+    key = tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p for i, p in enumerate(parts))
+    return key, case_id
+
+
+def _ids(ids: Iterable[str], limit: int = 6) -> str:
+    ordered = sorted(ids, key=id_order)
+    shown = ", ".join(ordered[:limit])
+    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check_fields(value: Any, fields: frozenset[str], where: str) -> None:
+    if not isinstance(value, dict):
+        raise RouteGradeError(f"{where} must be a JSON object, got {type(value).__name__}; see the shipped fixtures for the shape")
+    missing = sorted(fields - value.keys())
+    unexpected = sorted(_shown(k) for k in value.keys() - fields)
+    if missing or unexpected:
+        problems = []
+        if missing:
+            problems.append(f"missing field(s) {', '.join(map(_shown, missing))}")
+        if unexpected:
+            problems.append(f"unexpected field(s) {', '.join(unexpected)}")
+        raise RouteGradeError(
+            f"{where} has {' and '.join(problems)}; it must have exactly {', '.join(sorted(fields))}"
+        )
+
+
+def _check_text(value: Any, where: str) -> None:
+    if not _is_text(value):
+        raise RouteGradeError(f"{where} must be non-blank text, got {_shown(value)}")
+
+
+def _check_route(value: Any, where: str) -> None:
+    if not isinstance(value, str) or value not in ROUTES:
+        raise RouteGradeError(f"{where} is {_shown(value)}, not a known route; use one of {', '.join(ROUTES)}")
+
+
+def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
+    """Check a suite's shape and return its cases keyed by id, in file order."""
+    _check_fields(suite, SUITE_FIELDS, "suite")
+    _check_text(suite["version"], "suite version")
+    penalties = suite["penalties"]
+    _check_fields(penalties, frozenset(ROUTES), "suite penalties")
+    for route in ROUTES:
+        weight = penalties[route]
+        if type(weight) is not int or weight <= 0:
+            raise RouteGradeError(
+                f"suite penalty for {route} is {_shown(weight)}; penalties must be positive whole numbers "
+                "(not 0, negative, true/false, text or decimals)"
+            )
+    cases = suite["cases"]
+    if not isinstance(cases, list):
+        raise RouteGradeError(f"suite cases must be a list, got {type(cases).__name__}")
+    if not cases:
+        raise RouteGradeError("suite has no cases; a gate over an empty suite would pass anything, so add labelled cases")
+    by_id: dict[str, dict[str, Any]] = {}
+    for number, case in enumerate(cases, start=1):
+        where = f"suite case {number}"
+        _check_fields(case, CASE_FIELDS, where)
+        _check_text(case["id"], f"{where} id")
+        _check_text(case["message"], f"{where} message")
+        _check_route(case["expected"], f"{where} expected route")
+        if case["id"] in by_id:
+            raise RouteGradeError(f"suite case id {_shown(case['id'])} appears more than once; give every case its own id")
+        by_id[case["id"]] = case
+    return by_id
+
+
+def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha256: str, name: str) -> dict[str, str]:
+    """Check one run against a validated suite and return its predicted route per case id."""
+    where = f"{name} run"
+    _check_fields(run, RUN_FIELDS, where)
+    _check_text(run["label"], f"{where} label")
+    if not isinstance(run["origin"], str) or run["origin"] not in ORIGINS:
+        raise RouteGradeError(
+            f"{where} origin is {_shown(run['origin'])}; it must be \"simulated\" (authored to show a rule) "
+            "or \"captured\" (recorded from a real model call)"
+        )
+    if run["suite_sha256"] != suite_sha256:
+        raise RouteGradeError(
+            f"{where} was made for suite bytes with sha256 {_short_sha(run['suite_sha256'])}, but this suite's "
+            f"bytes hash to {_short_sha(suite_sha256)}; grade it against the suite it was made for, or re-run it on this suite"
+        )
+    predictions = run["predictions"]
+    if not isinstance(predictions, list):
+        raise RouteGradeError(f"{where} predictions must be a list of {{id, route}} objects, got {type(predictions).__name__}")
+    routes: dict[str, str] = {}
+    for number, row in enumerate(predictions, start=1):
+        at = f"{where} prediction {number}"
+        _check_fields(row, PREDICTION_FIELDS, at)
+        _check_text(row["id"], f"{at} id")
+        _check_route(row["route"], f"{at} route")
+        if row["id"] in routes:
+            raise RouteGradeError(f"{where} predicts case {_shown(row['id'])} more than once; keep exactly one prediction per case")
+        routes[row["id"]] = row["route"]
+    missing = cases.keys() - routes.keys()
+    extra = routes.keys() - cases.keys()
+    if missing:
+        raise RouteGradeError(
+            f"{where} has no prediction for {_ids(missing)}; a run must answer every suite case "
+            "(record the failure as a wrong route, never drop the case)"
+        )
+    if extra:
+        raise RouteGradeError(f"{where} predicts ids the suite does not have: {_ids(extra)}; remove them or use the matching suite")
+    return routes
+
+
+def _summary(run: Mapping[str, Any], routes: Mapping[str, str], cases: Mapping[str, Mapping[str, Any]],
+             penalties: Mapping[str, int]) -> dict[str, Any]:
+    failures = [
+        {"id": cid, "expected": case["expected"], "actual": routes[cid], "penalty": penalties[case["expected"]]}
+        for cid, case in sorted(cases.items(), key=lambda item: id_order(item[0]))
+        if routes[cid] != case["expected"]
+    ]
+    by_route = {route: {"cases": 0, "correct": 0, "penalty_points": 0} for route in ROUTES}
+    for cid, case in cases.items():
+        row = by_route[case["expected"]]
+        row["cases"] += 1
+        if routes[cid] == case["expected"]:
+            row["correct"] += 1
+        else:
+            row["penalty_points"] += penalties[case["expected"]]
+    correct = len(cases) - len(failures)
+    return {
+        "label": run["label"],
+        "origin": run["origin"],
+        "cases": len(cases),
+        "correct": correct,
+        "accuracy": correct / len(cases),
+        "penalty_points": sum(f["penalty"] for f in failures),
+        "urgent_misses": sum(f["expected"] == URGENT for f in failures),
+        "failures": failures,
+        "by_route": by_route,
+    }
+
+
+def _check_protected(protected: Any, cases: Mapping[str, Any]) -> list[str]:
+    if isinstance(protected, str) or not isinstance(protected, Iterable):
+        raise RouteGradeError(f"protected must be a list of case ids, got {_shown(protected)}; write [\"t3\"], not \"t3\"")
+    ids = list(protected)
+    for cid in ids:
+        if not isinstance(cid, str) or cid not in cases:
+            raise RouteGradeError(
+                f"protected case id {_shown(cid)} is not in the suite; protect ids such as {_ids(cases)}"
+            )
+    return sorted(set(ids), key=id_order)
+
+
+def _reasons(old: Mapping[str, Any], new: Mapping[str, Any], protected_regressions: list[str]) -> list[str]:
+    reasons = []
+    if new["correct"] < old["correct"]:
+        reasons.append(f"correct routes fell from {old['correct']} to {new['correct']} of {new['cases']}")
+    if new["penalty_points"] > old["penalty_points"]:
+        reasons.append(f"penalty points rose from {old['penalty_points']} to {new['penalty_points']}")
+    if new["urgent_misses"]:
+        missed = [f"{f['id']} (sent to {f['actual']})" for f in new["failures"] if f["expected"] == URGENT]
+        reasons.append(f"{new['urgent_misses']} urgent_support case(s) misrouted: {', '.join(missed)}")
+    if protected_regressions:
+        reasons.append(f"protected case(s) regressed: {_ids(protected_regressions, limit=len(protected_regressions))}")
+    return reasons
+
+
+def _passes(old: Mapping[str, Any], correct: int, penalty: int, urgent_misses: int, protected_regressions: int) -> bool:
+    return (correct >= old["correct"] and penalty <= old["penalty_points"]
+            and urgent_misses == 0 and protected_regressions == 0)
+
+
+def _smallest_flip(old: Mapping[str, Any], new: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]],
+                   penalties: Mapping[str, int], protected_ids: set[str], regressed: list[str]) -> list[dict[str, str]]:
+    """The fewest candidate predictions to change so that the verdict flips ([] if none can)."""
+    correct, penalty = new["correct"], new["penalty_points"]
+    protected_regressions = [cid for cid in regressed if cid in protected_ids]
+    if not _passes(old, correct, penalty, new["urgent_misses"], len(protected_regressions)):
+        # Failing: fixing urgent misses and protected regressions is unavoidable; then fix the
+        # costliest remaining failures until both counts are back within the baseline's.
+        must = {f["id"] for f in new["failures"] if f["expected"] == URGENT} | set(protected_regressions)
+        rest = sorted((f for f in new["failures"] if f["id"] not in must),
+                      key=lambda f: (-f["penalty"], id_order(f["id"])))
+        chosen = [f for f in new["failures"] if f["id"] in must]
+        correct += len(chosen)
+        penalty -= sum(f["penalty"] for f in chosen)
+        for failure in rest:
+            if correct >= old["correct"] and penalty <= old["penalty_points"]:
+                break
+            chosen.append(failure)
+            correct += 1
+            penalty -= failure["penalty"]
+        return [{"id": f["id"], "route": f["expected"]} for f in sorted(chosen, key=lambda f: id_order(f["id"]))]
+    # Passing: misroute the correct cases that hurt most until the rule breaks. One urgent or
+    # protected case is always enough on its own, so those come first.
+    wrong = {f["id"] for f in new["failures"]}
+    baseline_wrong = {f["id"] for f in old["failures"]}
+
+    def breaks_alone(cid: str) -> bool:
+        return cases[cid]["expected"] == URGENT or (cid in protected_ids and cid not in baseline_wrong)
+
+    right = sorted((cid for cid in cases if cid not in wrong),
+                   key=lambda cid: (not breaks_alone(cid), -penalties[cases[cid]["expected"]], id_order(cid)))
+    chosen_ids: list[str] = []
+    for cid in right:
+        chosen_ids.append(cid)
+        correct -= 1
+        penalty += penalties[cases[cid]["expected"]]
+        if breaks_alone(cid) or not _passes(old, correct, penalty, 0, 0):
+            return [{"id": c, "route": next(r for r in ROUTES if r != cases[c]["expected"])}
+                    for c in sorted(chosen_ids, key=id_order)]
+    return []
+
+
+def compare(suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *,
+            protected: Iterable[str] = ()) -> dict[str, Any]:
+    """Grade a baseline and a candidate run on one suite and apply the release rule; return a JSON-ready report.
+
+    The report holds ``suite_version``, ``suite_sha256``, the sorted ``protected`` ids, a summary per
+    run (``baseline``, ``candidate``: label, origin, cases, correct, accuracy, penalty_points,
+    urgent_misses, failures sorted by id, by_route), ``pass``, the ``reasons`` it failed, and an
+    ``explanation``: cases fixed and regressed, and ``smallest_flip``, the fewest ``{id, route}``
+    changes to the candidate that would flip the verdict (``apply_changes`` applies them).
+    """
+    cases = validate_suite(suite)
+    if not isinstance(suite_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", suite_sha256):
+        raise RouteGradeError(f"suite_sha256 {_shown(suite_sha256)} is not a SHA-256 hex digest; pass the hash that load() returned")
+    penalties = suite["penalties"]
+    old_routes = validate_run(baseline, cases=cases, suite_sha256=suite_sha256, name="baseline")
+    new_routes = validate_run(candidate, cases=cases, suite_sha256=suite_sha256, name="candidate")
+    protected_ids = _check_protected(protected, cases)
+    old = _summary(baseline, old_routes, cases, penalties)
+    new = _summary(candidate, new_routes, cases, penalties)
+
+    def right(routes: Mapping[str, str], cid: str) -> bool:
+        return routes[cid] == cases[cid]["expected"]
+
+    ordered = sorted(cases, key=id_order)
+    regressed = [cid for cid in ordered if right(old_routes, cid) and not right(new_routes, cid)]
+    fixed = [cid for cid in ordered if not right(old_routes, cid) and right(new_routes, cid)]
+    protected_regressions = [cid for cid in regressed if cid in protected_ids]
+    reasons = _reasons(old, new, protected_regressions)
+    flip = _smallest_flip(old, new, cases, penalties, set(protected_ids), regressed)
+    return {
+        "suite_version": suite["version"],
+        "suite_sha256": suite_sha256,
+        "protected": protected_ids,
+        "baseline": old,
+        "candidate": new,
+        "pass": not reasons,
+        "reasons": reasons,
+        "explanation": {
+            "fixed": fixed,
+            "regressed": regressed,
+            "deciding_cases": [change["id"] for change in flip],
+            "smallest_flip": flip,
+            "summary": _flip_sentence(not reasons, flip),
+        },
+    }
+
+
+def grade_files(suite_path: str | Path, baseline_path: str | Path, candidate_path: str | Path, *,
+                protected: Iterable[str] = ()) -> dict[str, Any]:
+    """Load a suite and two run files strictly and ``compare`` them (what ``labkit grade-routes`` does)."""
+    suite, suite_sha256 = load(suite_path)
+    baseline, _ = load(baseline_path)
+    candidate, _ = load(candidate_path)
+    return compare(suite, suite_sha256, baseline, candidate, protected=protected)
+
+
+def _flip_sentence(passed: bool, flip: list[dict[str, str]]) -> str:
+    if not flip:
+        return "The candidate passes, and no change to the candidate alone could fail it: the baseline got every case wrong."
+    steps = ", ".join(f"route {c['id']} to {c['route']}" for c in flip)
+    count = f"{len(flip)} change{'s' if len(flip) != 1 else ''}"
+    if passed:
+        return f"The candidate passes. The smallest change that would fail it ({count}): {steps}."
+    return f"The candidate fails. The smallest change that would make it pass ({count}): {steps}."
+
+
+def explain(report: Mapping[str, Any]) -> str:
+    """Return a few plain lines saying what decided the verdict and how close it is to flipping."""
+    old, new, why = report["baseline"], report["candidate"], report["explanation"]
+    lines = [
+        f"verdict: {'pass' if report['pass'] else 'fail'}",
+        f"fixed by the candidate: {', '.join(why['fixed']) or 'none'}",
+        f"regressed in the candidate: {', '.join(why['regressed']) or 'none'}",
+        f"correct {old['correct']} -> {new['correct']}, penalty points {old['penalty_points']} -> "
+        f"{new['penalty_points']}, urgent misses {old['urgent_misses']} -> {new['urgent_misses']}",
+    ]
+    lines += [f"reason: {reason}" for reason in report["reasons"]]
+    lines.append(f"deciding cases: {', '.join(why['deciding_cases'])}")
+    lines.append(why["summary"])
+    return "\n".join(lines)
+
+
+def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) -> dict[str, Any]:
+    """Return a copy of ``run`` with the given ``{id, route}`` changes applied (used to test a suggested flip)."""
+    new_routes = {change["id"]: change["route"] for change in changes}
+    predictions = [{**row, "route": new_routes.get(row["id"], row["route"])} for row in run["predictions"]]
+    return {**run, "predictions": predictions}
+
+
+def route_slices(report: Mapping[str, Any]) -> pd.DataFrame:
+    """Return accuracy and penalty points per expected route for both runs, one row per route."""
+    import pandas as pd
+
+    rows = []
+    for route in ROUTES:
+        row: dict[str, Any] = {"route": route, "cases": report["baseline"]["by_route"][route]["cases"]}
+        for side in ("baseline", "candidate"):
+            part = report[side]["by_route"][route]
+            row[f"{side}_correct"] = part["correct"]
+            row[f"{side}_accuracy"] = round(part["correct"] / part["cases"], 3) if part["cases"] else None
+            row[f"{side}_penalty"] = part["penalty_points"]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("route")
+
+
+def route_confusion(suite: Any, suite_sha256: str, run: Any, *, name: str = "run") -> pd.DataFrame:
+    """Return the confusion matrix of one validated run: rows are expected routes, columns predicted routes."""
+    import pandas as pd
+    from sklearn.metrics import confusion_matrix
+
+    cases = validate_suite(suite)
+    routes = validate_run(run, cases=cases, suite_sha256=suite_sha256, name=name)
+    ordered = sorted(cases, key=id_order)
+    matrix = confusion_matrix([cases[c]["expected"] for c in ordered], [routes[c] for c in ordered], labels=list(ROUTES))
+    frame = pd.DataFrame(matrix, index=pd.Index(ROUTES, name="expected"), columns=pd.Index(ROUTES, name="predicted"))
+    return frame

@@ -1,0 +1,151 @@
+"""`labkit grade-routes`: the report on standard output and the exit codes 0, 2 and 1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit.canonical import pretty_json
+from labkit.cli import main
+from labkit.paths import fixtures_dir
+from labkit.routing import load
+from labkit.routing_suite import write_routing_fixtures
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write_routing_fixtures(tmp_path / "routing")
+    return tmp_path / "routing"
+
+
+def grade(folder, candidate="candidate.json", *extra):
+    return main(["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"),
+                 str(folder / candidate), *extra])
+
+
+def write_candidate(folder, name, edit):
+    run, _ = load(folder / "candidate.json")
+    edit(run)
+    (folder / name).write_text(pretty_json(run), encoding="utf-8")
+
+
+def test_shipped_fixtures_exit_2_with_the_lesson_numbers(capsys):
+    shipped = fixtures_dir() / "routing"
+    code = main(["grade-routes", str(shipped / "suite.json"), str(shipped / "baseline.json"),
+                 str(shipped / "candidate.json")])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert code == 2
+    assert captured.err == ""
+    old, new = report["baseline"], report["candidate"]
+    assert (old["correct"], old["cases"], old["penalty_points"], old["urgent_misses"]) == (8, 10, 2, 0)
+    assert (new["correct"], new["cases"], new["penalty_points"], new["urgent_misses"]) == (9, 10, 20, 1)
+    assert report["pass"] is False
+
+
+def test_report_is_printed_as_indented_json(folder, capsys):
+    grade(folder)
+    out = capsys.readouterr().out
+    assert out.startswith('{\n  "suite_version": ')
+    assert out.endswith("}\n")
+
+
+def test_passing_candidate_exits_0(folder, capsys):
+    def fix_t1(run):
+        run["predictions"][0]["route"] = "urgent_support"
+
+    write_candidate(folder, "fixed.json", fix_t1)
+    assert grade(folder, "fixed.json") == 0
+    assert json.loads(capsys.readouterr().out)["pass"] is True
+
+
+def test_protect_flag_turns_an_allowed_swap_into_a_failure(folder, capsys):
+    def swap(run):
+        run["predictions"][0]["route"] = "urgent_support"
+        run["predictions"][2]["route"] = "sales"  # t3 regresses; t7 and t9 stay fixed
+
+    write_candidate(folder, "swap.json", swap)
+    assert grade(folder, "swap.json") == 0
+    capsys.readouterr()
+    assert grade(folder, "swap.json", "--protect", "t3", "--protect", "t6") == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["protected"] == ["t3", "t6"]
+    assert report["reasons"] == ["protected case(s) regressed: t3"]
+
+
+def drop_t10(run):
+    run["predictions"].pop()
+
+
+def add_field(run):
+    run["notes"] = "hand-checked"
+
+
+def nan_text(folder, name):
+    (folder / name).write_text('{"label": NaN}', encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda f, n: write_candidate(f, n, drop_t10), "candidate run has no prediction for t10"),
+        (lambda f, n: write_candidate(f, n, add_field), 'unexpected field(s) "notes"'),
+        (nan_text, "non-finite number NaN"),
+        (lambda f, n: None, "no such file"),
+        (lambda f, n: (f / n).mkdir(), "cannot read it"),
+    ],
+    ids=["missing-id", "unexpected-field", "nan", "missing-file", "folder"],
+)
+def test_invalid_input_exits_1_with_one_line_and_no_report(folder, capsys, make, problem):
+    make(folder, "bad.json")
+    assert grade(folder, "bad.json") == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("labkit grade-routes: ")
+    assert problem in captured.err
+
+
+def test_unknown_protected_id_exits_1(folder, capsys):
+    assert grade(folder, "candidate.json", "--protect", "t42") == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and '"t42" is not in the suite' in captured.err
+
+
+def test_wrong_number_of_arguments_exits_1_not_2(folder, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["grade-routes", str(folder / "suite.json")])
+    assert stopped.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "required" in captured.err
+
+
+def test_help_shows_an_example_and_the_exit_codes(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["grade-routes", "--help"])
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    assert "labkit grade-routes fixtures/routing/suite.json" in out
+    assert "2  the inputs are valid and the candidate fails" in out
+
+
+def run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "labkit", "grade-routes", *args],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+def test_real_process_exit_codes_are_0_2_and_1(folder):
+    write_candidate(folder, "fixed.json", lambda run: run["predictions"][0].update(route="urgent_support"))
+    write_candidate(folder, "short.json", drop_t10)
+    passed = run_cli("suite.json", "baseline.json", "fixed.json", cwd=folder)
+    failed = run_cli("suite.json", "baseline.json", "candidate.json", cwd=folder)
+    invalid = run_cli("suite.json", "baseline.json", "short.json", cwd=folder)
+    assert (passed.returncode, failed.returncode, invalid.returncode) == (0, 2, 1)
+    assert json.loads(passed.stdout)["pass"] is True
+    assert json.loads(failed.stdout)["reasons"][-1] == "1 urgent_support case(s) misrouted: t1 (sent to billing)"
+    assert invalid.stdout == ""
+    assert invalid.stderr.count("\n") == 1 and "Traceback" not in invalid.stderr

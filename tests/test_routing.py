@@ -1,0 +1,521 @@
+"""The routing gate: strict inputs, the release rule, the explanation, slices and the confusion matrix."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from labkit.errors import InvalidJSON, LabkitError, RouteGradeError
+from labkit.routing import ROUTES, apply_changes, compare, explain, load, route_confusion, route_slices
+from labkit.routing_suite import write_routing_fixtures
+
+
+class Gate:
+    """Fresh, independently mutable copies of the shipped suite and runs."""
+
+    def __init__(self, folder: Path) -> None:
+        write_routing_fixtures(folder)
+        self.folder = folder
+        self.suite, self.sha = load(folder / "suite.json")
+        self.baseline, _ = load(folder / "baseline.json")
+        self.candidate, _ = load(folder / "candidate.json")
+
+    def report(self, **options):
+        return compare(self.suite, self.sha, self.baseline, self.candidate, **options)
+
+    def perfect(self) -> dict:
+        run = copy.deepcopy(self.candidate)
+        run["predictions"] = [{"id": c["id"], "route": c["expected"]} for c in self.suite["cases"]]
+        return run
+
+
+@pytest.fixture
+def gate(tmp_path) -> Gate:
+    return Gate(tmp_path / "routing")
+
+
+def routes_of(run: dict) -> dict[str, str]:
+    return {row["id"]: row["route"] for row in run["predictions"]}
+
+
+def with_routes(run: dict, routes: dict[str, str]) -> dict:
+    return apply_changes(run, [{"id": cid, "route": route} for cid, route in routes.items()])
+
+
+# --- the release rule -------------------------------------------------------------------------
+
+
+def test_checkout_outage_sent_to_billing_fails_the_gate(gate):
+    report = gate.report()
+    old, new = report["baseline"], report["candidate"]
+    assert (old["correct"], old["accuracy"], old["penalty_points"], old["urgent_misses"]) == (8, 0.8, 2, 0)
+    assert (new["correct"], new["accuracy"], new["penalty_points"], new["urgent_misses"]) == (9, 0.9, 20, 1)
+    assert new["failures"] == [{"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}]
+    assert report["pass"] is False
+    assert report["reasons"] == [
+        "penalty points rose from 2 to 20",
+        "1 urgent_support case(s) misrouted: t1 (sent to billing)",
+    ]
+
+
+def test_report_names_suite_and_keeps_each_runs_origin(gate):
+    report = gate.report()
+    assert report["suite_version"] == "quillfeather-routing-v1"
+    assert report["suite_sha256"] == gate.sha
+    assert (report["baseline"]["origin"], report["candidate"]["origin"]) == ("simulated", "simulated")
+    assert json.loads(json.dumps(report, allow_nan=False)) == report
+
+
+def test_failures_are_sorted_by_id_with_t10_after_t9(gate):
+    gate.candidate = with_routes(gate.candidate, {"t10": "sales", "t2": "sales", "t9": "sales"})
+    ids = [f["id"] for f in gate.report()["candidate"]["failures"]]
+    assert ids == ["t1", "t2", "t9", "t10"]
+
+
+def test_perfect_candidate_passes(gate):
+    gate.candidate = gate.perfect()
+    report = gate.report()
+    assert report["pass"] is True
+    assert report["reasons"] == []
+    assert (report["candidate"]["correct"], report["candidate"]["penalty_points"]) == (10, 0)
+
+
+def test_identical_runs_pass(gate):
+    gate.candidate = copy.deepcopy(gate.baseline)
+    assert gate.report()["pass"] is True
+
+
+def test_reordered_predictions_give_the_same_report(gate):
+    expected = gate.report()
+    gate.candidate["predictions"].reverse()
+    gate.baseline["predictions"] = gate.baseline["predictions"][3:] + gate.baseline["predictions"][:3]
+    assert gate.report() == expected
+
+
+def test_ordinary_accuracy_regression_without_urgent_misses_fails(gate):
+    gate.candidate = with_routes(gate.baseline, {"t3": "sales"})
+    report = gate.report()
+    assert report["candidate"]["urgent_misses"] == 0
+    assert report["pass"] is False
+    assert report["reasons"] == ["correct routes fell from 8 to 7 of 10", "penalty points rose from 2 to 3"]
+
+
+def test_ordinary_swap_that_keeps_counts_passes_without_protection(gate):
+    # Fixes t7 and t9, breaks t3: more correct, fewer points, so the three-condition rule passes.
+    gate.candidate = with_routes(gate.perfect(), {"t3": "sales"})
+    assert gate.report()["pass"] is True
+
+
+def test_protected_case_that_regresses_fails_with_its_id(gate):
+    gate.candidate = with_routes(gate.perfect(), {"t3": "sales", "t4": "support"})
+    report = gate.report(protected=["t4", "t3", "t6"])
+    assert report["pass"] is False
+    assert report["protected"] == ["t3", "t4", "t6"]
+    assert report["reasons"] == ["protected case(s) regressed: t3, t4"]
+
+
+def test_protected_case_the_baseline_already_missed_cannot_regress(gate):
+    gate.candidate = copy.deepcopy(gate.baseline)
+    assert gate.report(protected=["t7", "t9"])["pass"] is True
+
+
+@pytest.mark.parametrize("protected", [["t99"], ["t1", "T1"], [7], "t1"])
+def test_unknown_or_malformed_protected_id_is_rejected(gate, protected):
+    with pytest.raises(RouteGradeError, match="protect"):
+        gate.report(protected=protected)
+
+
+# --- the explanation --------------------------------------------------------------------------
+
+
+def test_explanation_names_the_deciding_case_and_the_flip(gate):
+    why = gate.report()["explanation"]
+    assert why["fixed"] == ["t7", "t9"]
+    assert why["regressed"] == ["t1"]
+    assert why["deciding_cases"] == ["t1"]
+    assert why["smallest_flip"] == [{"id": "t1", "route": "urgent_support"}]
+    assert "route t1 to urgent_support" in why["summary"]
+    assert "route t1 to urgent_support" in explain(gate.report())
+
+
+def test_applying_the_suggested_flip_makes_the_shipped_candidate_pass(gate):
+    flip = gate.report()["explanation"]["smallest_flip"]
+    assert compare(gate.suite, gate.sha, gate.baseline, apply_changes(gate.candidate, flip))["pass"] is True
+
+
+def test_a_passing_candidate_is_told_which_single_misroute_would_fail_it(gate):
+    gate.candidate = gate.perfect()
+    flip = gate.report()["explanation"]["smallest_flip"]
+    assert flip == [{"id": "t1", "route": "sales"}]
+    assert compare(gate.suite, gate.sha, gate.baseline, apply_changes(gate.candidate, flip))["pass"] is False
+
+
+def _flips(gate, baseline, candidate, protected, changes) -> bool:
+    before = compare(gate.suite, gate.sha, baseline, candidate, protected=protected)["pass"]
+    return compare(gate.suite, gate.sha, baseline, apply_changes(candidate, changes), protected=protected)["pass"] != before
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_suggested_flip_flips_the_verdict_and_no_smaller_change_does(gate, data):
+    ids = [c["id"] for c in gate.suite["cases"]]
+    expected = {c["id"]: c["expected"] for c in gate.suite["cases"]}
+    baseline = with_routes(gate.baseline, {i: data.draw(st.sampled_from(ROUTES)) for i in ids})
+    candidate = with_routes(gate.candidate, {i: data.draw(st.sampled_from(ROUTES)) for i in ids})
+    protected = data.draw(st.lists(st.sampled_from(ids), max_size=3))
+    flip = compare(gate.suite, gate.sha, baseline, candidate, protected=protected)["explanation"]["smallest_flip"]
+    if not flip:  # only possible for a passing candidate against a baseline that got everything wrong
+        assert all(routes_of(baseline)[i] != expected[i] for i in ids)
+        return
+    assert _flips(gate, baseline, candidate, protected, flip)
+    # No smaller change flips it. Fixing more cases only helps a failing candidate and misrouting
+    # more only hurts a passing one, so checking every set one change smaller is enough.
+    passed = compare(gate.suite, gate.sha, baseline, candidate, protected=protected)["pass"]
+    useful = [i for i in ids if (routes_of(candidate)[i] == expected[i]) == passed]
+    for chosen in itertools.combinations(useful, len(flip) - 1):
+        changes = [{"id": i, "route": next(r for r in ROUTES if r != expected[i]) if passed else expected[i]}
+                   for i in chosen]
+        assert not _flips(gate, baseline, candidate, protected, changes)
+
+
+# --- slices, confusion matrix, plot -----------------------------------------------------------
+
+
+def test_route_slices_show_the_urgent_slice_carrying_the_penalty(gate):
+    slices = route_slices(gate.report())
+    assert list(slices.index) == list(ROUTES)
+    urgent = slices.loc["urgent_support"]
+    assert (urgent["cases"], urgent["baseline_accuracy"], urgent["candidate_accuracy"]) == (2, 1.0, 0.5)
+    assert (urgent["baseline_penalty"], urgent["candidate_penalty"]) == (0, 20)
+    assert slices["baseline_penalty"].sum() == 2 and slices["candidate_penalty"].sum() == 20
+
+
+def test_confusion_matrix_puts_the_checkout_outage_in_the_billing_column(gate):
+    matrix = route_confusion(gate.suite, gate.sha, gate.candidate)
+    assert list(matrix.index) == list(ROUTES) == list(matrix.columns)
+    assert matrix.loc["urgent_support", "billing"] == 1
+    assert matrix.loc["urgent_support", "urgent_support"] == 1
+    assert int(matrix.to_numpy().trace()) == 9 and int(matrix.to_numpy().sum()) == 10
+
+
+def test_confusion_matrix_refuses_an_invalid_run(gate):
+    gate.candidate["predictions"].pop()
+    with pytest.raises(RouteGradeError, match="no prediction for t10"):
+        route_confusion(gate.suite, gate.sha, gate.candidate)
+
+
+def test_confusion_plot_draws_one_panel_per_run(gate):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from labkit.plots import plot_route_confusion
+
+    matrices = {name: route_confusion(gate.suite, gate.sha, run) for name, run in
+                (("baseline", gate.baseline), ("candidate", gate.candidate))}
+    fig = plot_route_confusion(matrices, title="routes")
+    try:
+        titles = [ax.get_title() for ax in fig.axes]
+        assert titles == ["baseline", "candidate"]
+        assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == list(ROUTES)
+    finally:
+        plt.close(fig)
+
+
+def test_importing_the_grader_does_not_import_heavy_libraries():
+    code = ("import sys, labkit.routing, labkit.routing_suite, labkit.plots, labkit.cli.grade_routes; "
+            "print(sorted(m for m in ('pandas', 'sklearn', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# --- strict inputs: every rejection says what is wrong ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ('{"label": "a", "label": "b"}', "repeated JSON key 'label'"),
+        ('{"penalty": NaN}', "non-finite number NaN"),
+        ('{"penalty": Infinity}', "non-finite number Infinity"),
+        ('{"penalty": -Infinity}', "non-finite number -Infinity"),
+        ('{"penalty": 1e999}', "overflows to infinity"),
+        ('{"cases": [', "malformed JSON"),
+    ],
+)
+def test_ambiguous_or_malformed_json_file_is_rejected(tmp_path, raw, problem):
+    path = tmp_path / "run.json"
+    path.write_text(raw, encoding="utf-8")
+    with pytest.raises(InvalidJSON, match=problem) as caught:
+        load(path)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_file_over_one_megabyte_is_rejected(tmp_path):
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"pad": "x" * 1_000_001}), encoding="utf-8")
+    with pytest.raises(InvalidJSON, match="over the 1,000,000-byte limit"):
+        load(path)
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_unreadable_file_is_rejected_with_the_path(tmp_path, kind):
+    path = tmp_path / "nothing.json"
+    if kind == "folder":
+        path.mkdir()
+    with pytest.raises(LabkitError, match="nothing.json"):
+        load(path)
+
+
+@pytest.mark.parametrize("path", ["run\0.json", None])
+def test_unusable_path_is_rejected(path):
+    with pytest.raises(RouteGradeError, match="not a usable file path"):
+        load(path)
+
+
+def _suite(g):
+    return g.suite
+
+
+def _case(g):
+    return g.suite["cases"][2]
+
+
+def _run(g):
+    return g.candidate
+
+
+def _prediction(g):
+    return g.candidate["predictions"][4]
+
+
+PARTS = {"suite": _suite, "case": _case, "run": _run, "prediction": _prediction}
+FIELDS = {"suite": "cases", "case": "expected", "run": "suite_sha256", "prediction": "route"}
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_unexpected_field_is_rejected(gate, part):
+    PARTS[part](gate)["note"] = "looks right to me"
+    with pytest.raises(RouteGradeError, match='unexpected field\\(s\\) "note"'):
+        gate.report()
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_missing_field_is_rejected(gate, part):
+    del PARTS[part](gate)[FIELDS[part]]
+    with pytest.raises(RouteGradeError, match=f'missing field\\(s\\) "{FIELDS[part]}"'):
+        gate.report()
+
+
+@pytest.mark.parametrize("where", ["case", "prediction"])
+@pytest.mark.parametrize("route", ["maybe", "Urgent_Support", "urgent", "", 3, None])
+def test_unknown_route_is_rejected(gate, where, route):
+    if where == "case":
+        gate.suite["cases"][0]["expected"] = route
+    else:
+        gate.candidate["predictions"][0]["route"] = route
+    with pytest.raises(RouteGradeError, match="not a known route; use one of sales, billing, support, urgent_support"):
+        gate.report()
+
+
+def test_penalties_must_name_exactly_the_four_routes(gate):
+    gate.suite["penalties"]["refunds"] = 3
+    with pytest.raises(RouteGradeError, match='suite penalties has unexpected field\\(s\\) "refunds"'):
+        gate.report()
+
+
+def test_missing_prediction_is_rejected(gate):
+    del gate.candidate["predictions"][6]
+    with pytest.raises(RouteGradeError, match="candidate run has no prediction for t7; a run must answer every suite case"):
+        gate.report()
+
+
+def test_extra_prediction_is_rejected(gate):
+    gate.baseline["predictions"].append({"id": "t11", "route": "sales"})
+    with pytest.raises(RouteGradeError, match="baseline run predicts ids the suite does not have: t11"):
+        gate.report()
+
+
+def test_duplicate_prediction_is_rejected(gate):
+    gate.candidate["predictions"].append({"id": "t2", "route": "urgent_support"})
+    with pytest.raises(RouteGradeError, match='candidate run predicts case "t2" more than once'):
+        gate.report()
+
+
+def test_duplicate_case_id_is_rejected(gate):
+    gate.suite["cases"][9]["id"] = "t1"
+    with pytest.raises(RouteGradeError, match='suite case id "t1" appears more than once'):
+        gate.report()
+
+
+def test_run_made_for_other_suite_bytes_is_rejected(gate):
+    gate.candidate["suite_sha256"] = "0" * 64
+    with pytest.raises(RouteGradeError, match="candidate run was made for suite bytes with sha256 000000000000[.][.][.], but this suite's bytes hash to [0-9a-f]{12}[.][.][.];"):
+        gate.report()
+
+
+def test_edited_suite_file_no_longer_matches_its_runs(gate):
+    path = gate.folder / "suite.json"
+    path.write_bytes(path.read_bytes() + b"\n")
+    suite, sha = load(path)
+    with pytest.raises(RouteGradeError, match="grade it against the suite it was made for"):
+        compare(suite, sha, gate.baseline, gate.candidate)
+
+
+@pytest.mark.parametrize("sha", ["", "abc", "F" * 64, None, 64])
+def test_suite_fingerprint_argument_must_be_a_sha256(gate, sha):
+    with pytest.raises(RouteGradeError, match="not a SHA-256 hex digest"):
+        compare(gate.suite, sha, gate.baseline, gate.candidate)
+
+
+def test_empty_suite_is_rejected(gate):
+    gate.suite["cases"] = []
+    with pytest.raises(RouteGradeError, match="suite has no cases"):
+        gate.report()
+
+
+@pytest.mark.parametrize("weight", [0, -1, True, False, "20", 2.5, 20.0, None, [20]])
+def test_bad_penalty_weight_is_rejected(gate, weight):
+    gate.suite["penalties"]["urgent_support"] = weight
+    with pytest.raises(RouteGradeError, match="penalties must be positive whole numbers"):
+        gate.report()
+
+
+TEXT_FIELDS = {
+    "suite version": lambda g, v: g.suite.__setitem__("version", v),
+    "suite case 3 id": lambda g, v: g.suite["cases"][2].__setitem__("id", v),
+    "suite case 3 message": lambda g, v: g.suite["cases"][2].__setitem__("message", v),
+    "baseline run label": lambda g, v: g.baseline.__setitem__("label", v),
+    "candidate run prediction 5 id": lambda g, v: g.candidate["predictions"][4].__setitem__("id", v),
+}
+
+
+@pytest.mark.parametrize("field", TEXT_FIELDS)
+@pytest.mark.parametrize("value", ["", "   \n", 7, None, ["t3"], {"text": "x"}])
+def test_non_text_or_blank_field_is_rejected(gate, field, value):
+    TEXT_FIELDS[field](gate, value)
+    with pytest.raises(RouteGradeError, match=f"{field} must be non-blank text"):
+        gate.report()
+
+
+@pytest.mark.parametrize("origin", ["authored", "real", "Captured", "captured ", "", None, 1, ["captured"]])
+def test_origin_other_than_simulated_or_captured_is_rejected(gate, origin):
+    gate.baseline["origin"] = origin
+    with pytest.raises(RouteGradeError, match='it must be "simulated" .* or "captured"'):
+        gate.report()
+
+
+@pytest.mark.parametrize("predictions", [{}, {"t1": "sales"}, "t1", None, 10])
+def test_predictions_that_are_not_a_list_are_rejected(gate, predictions):
+    gate.candidate["predictions"] = predictions
+    with pytest.raises(RouteGradeError, match="candidate run predictions must be a list"):
+        gate.report()
+
+
+@pytest.mark.parametrize("cases", [{}, "t1", None])
+def test_cases_that_are_not_a_list_are_rejected(gate, cases):
+    gate.suite["cases"] = cases
+    with pytest.raises(RouteGradeError, match="suite cases must be a list"):
+        gate.report()
+
+
+@pytest.mark.parametrize("which", ["suite", "baseline", "candidate"])
+@pytest.mark.parametrize("top", [[], "suite", None, 3, [{"id": "t1"}]])
+def test_top_level_that_is_not_an_object_is_rejected(gate, which, top):
+    setattr(gate, which, top)
+    label = which if which == "suite" else f"{which} run"
+    with pytest.raises(RouteGradeError, match=f"^{label} must be a JSON object"):
+        gate.report()
+
+
+@pytest.mark.parametrize("where", ["case", "prediction"])
+def test_non_object_row_is_rejected(gate, where):
+    rows = gate.suite["cases"] if where == "case" else gate.candidate["predictions"]
+    rows[0] = ["t1", "urgent_support"]
+    with pytest.raises(RouteGradeError, match="must be a JSON object, got list"):
+        gate.report()
+
+
+# --- arbitrary malformed inputs raise only the library's error -------------------------------
+
+json_leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    | st.sampled_from(ROUTES + ("t1", "t10", "simulated", "captured", "", " ", "0" * 64))
+)
+json_like = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=6) | st.sampled_from(["id", "route", "label", "cases"]), inner, max_size=3),
+    max_leaves=8,
+)
+odd_values = json_like | st.tuples(json_leaves) | st.sets(st.integers(), max_size=2) | st.binary(max_size=4) \
+    | st.dictionaries(st.integers() | st.none(), json_leaves, max_size=2) | st.just(object())
+
+
+def _containers(value, path=()):
+    """Yield (path, container) for every dict and list inside value, the root first."""
+    if isinstance(value, (dict, list)):
+        yield path, value
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in items:
+            yield from _containers(child, path + (key,))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_arbitrary_substitution_raises_only_labkit_errors(gate, data):
+    docs = {"suite": copy.deepcopy(gate.suite), "baseline": copy.deepcopy(gate.baseline),
+            "candidate": copy.deepcopy(gate.candidate)}
+    for _ in range(data.draw(st.integers(1, 3))):
+        which = data.draw(st.sampled_from(sorted(docs)))
+        spots = list(_containers(docs[which]))
+        path, container = data.draw(st.sampled_from(spots + [((), None)]))
+        action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if container is None:
+            docs[which] = data.draw(odd_values)
+        elif isinstance(container, dict) and container and action != "add":
+            key = data.draw(st.sampled_from(list(container)))
+            if action == "delete":
+                del container[key]
+            else:
+                container[key] = data.draw(odd_values)
+        elif isinstance(container, list) and container and action != "add":
+            index = data.draw(st.integers(0, len(container) - 1))
+            if action == "delete":
+                del container[index]
+            else:
+                container[index] = data.draw(odd_values)
+        elif isinstance(container, dict):
+            container[data.draw(st.text(max_size=6) | st.integers())] = data.draw(odd_values)
+        else:
+            container.append(data.draw(odd_values))
+    protected = data.draw(st.lists(st.sampled_from(["t1", "t3", "t10"]), max_size=2) | odd_values)
+    try:
+        report = compare(docs["suite"], gate.sha, docs["baseline"], docs["candidate"], protected=protected)
+    except LabkitError as exc:
+        event(" ".join(str(exc).split()[:3]))  # see --hypothesis-show-statistics: which checks were reached
+        return
+    assert isinstance(report["pass"], bool)
+    json.dumps(report, allow_nan=False)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=200) | st.builds(lambda t: t.encode("utf-8"), st.text(max_size=200))
+       | st.builds(lambda v: json.dumps(v).encode("utf-8"), json_like))
+def test_arbitrary_file_bytes_raise_only_labkit_errors(gate, tmp_path, raw):
+    path = tmp_path / "candidate.json"
+    path.write_bytes(raw)
+    try:
+        candidate, _ = load(path)
+        compare(gate.suite, gate.sha, gate.baseline, candidate)
+    except LabkitError:
+        return

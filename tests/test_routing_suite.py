@@ -1,0 +1,168 @@
+"""The routing fixtures script: what it writes, that it is deterministic, and that it spares captured runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from labkit.canonical import pretty_json
+from labkit.errors import FixtureOverwriteRefused, LabkitError
+from labkit.paths import fixtures_dir
+from labkit.routing import compare, grade_files, load
+from labkit.routing_suite import FILES, main, write_bad_inputs, write_routing_fixtures
+
+
+def snapshot(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_writer_creates_the_four_files_with_the_lesson_numbers(tmp_path):
+    write_routing_fixtures(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)
+    suite, sha = load(tmp_path / "suite.json")
+    assert suite["penalties"] == {"sales": 1, "billing": 1, "support": 1, "urgent_support": 20}
+    assert [c["id"] for c in suite["cases"]] == [f"t{n}" for n in range(1, 11)]
+    assert Counter(c["expected"] for c in suite["cases"]) == {
+        "urgent_support": 2, "billing": 3, "sales": 3, "support": 2}
+    assert suite["cases"][0]["expected"] == "urgent_support"
+
+
+def test_runs_are_simulated_and_fingerprint_the_exact_suite_bytes(tmp_path):
+    write_routing_fixtures(tmp_path)
+    sha = hashlib.sha256((tmp_path / "suite.json").read_bytes()).hexdigest()
+    for name in ("baseline.json", "candidate.json"):
+        run, _ = load(tmp_path / name)
+        assert run["origin"] == "simulated"
+        assert run["suite_sha256"] == sha
+
+
+def test_baseline_misses_t7_and_t9_and_candidate_sends_the_checkout_outage_to_billing(tmp_path):
+    write_routing_fixtures(tmp_path)
+    suite, sha = load(tmp_path / "suite.json")
+    report = compare(suite, sha, load(tmp_path / "baseline.json")[0], load(tmp_path / "candidate.json")[0])
+    assert [f["id"] for f in report["baseline"]["failures"]] == ["t7", "t9"]
+    assert report["candidate"]["failures"] == [
+        {"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}]
+
+
+def test_model_inputs_hold_ids_and_messages_only(tmp_path):
+    write_routing_fixtures(tmp_path)
+    inputs, _ = load(tmp_path / "model-inputs.json")
+    suite, _ = load(tmp_path / "suite.json")
+    assert all(set(row) == {"id", "message"} for row in inputs)
+    assert inputs == [{"id": c["id"], "message": c["message"]} for c in suite["cases"]]
+    text = (tmp_path / "model-inputs.json").read_text(encoding="utf-8")
+    assert "expected" not in text and "penalt" not in text and "urgent_support" not in text
+
+
+def test_files_are_canonical_pretty_json(tmp_path):
+    write_routing_fixtures(tmp_path)
+    for name in FILES:
+        raw = (tmp_path / name).read_text(encoding="utf-8")
+        assert raw == pretty_json(json.loads(raw))
+
+
+def test_writing_twice_gives_byte_identical_files(tmp_path):
+    first = write_routing_fixtures(tmp_path / "a")
+    before = snapshot(tmp_path / "a")
+    second = write_routing_fixtures(tmp_path / "a")
+    assert snapshot(tmp_path / "a") == before
+    write_routing_fixtures(tmp_path / "b")
+    assert snapshot(tmp_path / "b") == before
+    assert first == second == {name: hashlib.sha256(raw).hexdigest() for name, raw in before.items()}
+
+
+def test_shipped_fixtures_equal_a_fresh_write(tmp_path):
+    write_routing_fixtures(tmp_path)
+    assert snapshot(fixtures_dir() / "routing") == snapshot(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["candidate.json", "my-real-run.json"])
+def test_folder_holding_a_captured_run_is_refused_and_left_unchanged(tmp_path, name):
+    write_routing_fixtures(tmp_path)
+    run, _ = load(tmp_path / "candidate.json")
+    (tmp_path / name).write_text(pretty_json({**run, "origin": "captured", "label": "local-model"}), encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("keep me", encoding="utf-8")
+    before = snapshot(tmp_path)
+    with pytest.raises(FixtureOverwriteRefused, match=f"{name} is a captured run; .*nothing was written"):
+        write_routing_fixtures(tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+def test_folder_with_unreadable_json_is_refused_because_it_might_be_captured(tmp_path):
+    (tmp_path / "half-written.json").write_text('{"origin": "capt', encoding="utf-8")
+    with pytest.raises(FixtureOverwriteRefused, match="might be a captured run"):
+        write_routing_fixtures(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half-written.json"]
+
+
+def test_a_file_in_place_of_the_folder_is_refused(tmp_path):
+    target = tmp_path / "routing"
+    target.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(FixtureOverwriteRefused, match="is a file, not a folder"):
+        write_routing_fixtures(target)
+
+
+def test_module_entry_point_writes_into_the_given_folder(tmp_path, capsys):
+    assert main([str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(FILES)
+    assert capsys.readouterr().out.count("\n") == 4
+
+
+def test_module_entry_point_refusal_exits_1_with_one_line(tmp_path, capsys):
+    (tmp_path / "run.json").write_text(pretty_json({"origin": "captured"}), encoding="utf-8")
+    assert main([str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "captured run" in captured.err
+
+
+def test_module_runs_with_python_dash_m(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "labkit.routing_suite", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "suite.json").exists()
+
+
+EXPECTED_MESSAGES = {
+    "repeated key": "repeated JSON key 'label'",
+    "NaN weight": "non-finite number NaN",
+    "over 1 MB": "over the 1,000,000-byte limit",
+    "unexpected field": 'unexpected field(s) "confidence"',
+    "missing field": 'missing field(s) "suite_sha256"',
+    "unknown route": '"refunds", not a known route',
+    "missing prediction": "no prediction for t10",
+    "extra prediction": "ids the suite does not have: t11",
+    "duplicate prediction": 'predicts case "t4" more than once',
+    "duplicate case id": 'suite case id "t9" appears more than once',
+    "wrong fingerprint": "grade it against the suite it was made for",
+    "empty suite": "suite has no cases",
+    "zero weight": "penalty for sales is 0;",
+    "negative weight": "penalty for billing is -1;",
+    "true as a weight": "penalty for urgent_support is true;",
+    "text weight": 'penalty for urgent_support is "20";',
+    "decimal weight": "penalty for support is 1.5;",
+    "blank message": "suite case 6 message must be non-blank text",
+    "blank label": "candidate run label must be non-blank text",
+    "wrong origin": 'origin is "production"',
+    "predictions not a list": "predictions must be a list",
+    "not an object": "candidate run must be a JSON object, got list",
+}
+
+
+def test_every_bad_input_example_is_refused_with_its_own_message(tmp_path):
+    write_routing_fixtures(tmp_path / "good")
+    good = {role: tmp_path / "good" / f"{role}.json" for role in ("suite", "baseline", "candidate")}
+    examples = write_bad_inputs(tmp_path / "bad")
+    assert [e.name for e in examples] == list(EXPECTED_MESSAGES)
+    for example in examples:
+        paths = {**good, example.role: example.path}
+        with pytest.raises(LabkitError) as caught:
+            grade_files(paths["suite"], paths["baseline"], paths["candidate"])
+        assert isinstance(caught.value, ValueError)
+        assert EXPECTED_MESSAGES[example.name] in str(caught.value), example.name
