@@ -25,6 +25,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "labkit.canonical": ("canonical_json", "canonical_sha256", "file_sha256", "load_strict", "loads_strict"),
     "labkit.recording": ("RecordedRun", "Binding", "load_run", "save_run"),
     "labkit.offline": ("NetworkBlocked", "block_network"),
+    "labkit.boundary": ("ModelBoundary", "connect", "current_mode"),
+    "labkit.replay": ("BoundReplay", "ReplayRequestMismatch", "OrderedReplay"),
+    "labkit.traces": ("Trace", "TraceEvent"),
+    "labkit.widgets": ("TraceViewer",),
+    "labkit.embeddings": ("SavedEmbeddings", "UnrecordedText"),
+    "labkit.serve": ("local_model_server", "local_response_format"),
+    "labkit.rag_trace": ("Reply", "check_reply", "trace_request", "load_docs_index"),
+    "labkit.routing": ("compare", "explain"),
 }
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

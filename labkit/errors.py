@@ -6,7 +6,19 @@
     │   └── FixtureChanged                 a fixture a run depends on no longer matches its hash
     ├── RouteGradeError(ValueError)        routing-gate inputs are invalid
     ├── FixtureOverwriteRefused(FileExistsError)   a fixture script would overwrite a captured run
-    └── MissingExtra(ImportError)          an optional extra is not installed
+    ├── MissingExtra(ImportError)          an optional extra is not installed
+    └── (defined beside the code that raises them)
+        ReplayRequestMismatch(ValueError)  replay.py: no reply is recorded for this exact request
+        ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
+        BoundaryConfigError(ValueError)    boundary.py: LABKIT_MODE or the endpoint settings are wrong
+        NetworkBlocked(OSError)            offline.py: a connection to another machine while offline
+        UnrecordedText(KeyError)           embeddings.py: no saved vector for this exact text
+        InvalidEmbeddingsFile(ValueError), EmbeddingsOverwriteRefused(FileExistsError),
+        UnknownEmbeddingSet(LookupError)   embeddings.py
+        LocalServerError(RuntimeError)     serve.py: the bundled local model failed to start
+        CorpusError, StaleIndex, ReplyRejected (ValueError)   rag_trace.py
+        TraceFormatError(ValueError)       traces.py
+        UnknownLesson(LookupError)         lessons.py
 
 Every message names what is wrong and what to do next; an ordinary
 ``except ValueError`` keeps working because each class subclasses a built-in.

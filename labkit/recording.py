@@ -203,3 +203,17 @@ def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
     path = folder / RUN_FILE
     path.write_text(pretty_json(run.model_dump(mode="json")), encoding="utf-8")
     return path
+
+
+def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:
+    """Load every run under ``runs_dir``; return ``(folder name, run or None, problem or "")`` for each, sorted."""
+    from labkit.errors import LabkitError
+
+    runs_dir = runs_dir or recorded_runs_dir()
+    results: list[tuple[str, RecordedRun | None, str]] = []
+    for folder in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
+        try:
+            results.append((folder.name, load_run(folder, root=root), ""))
+        except LabkitError as exc:
+            results.append((folder.name, None, str(exc)))
+    return results

@@ -270,3 +270,27 @@ class BoundReplay:
                 run_id=self.store.run_id,
             )
         return self._client.chat.completions.create(**request)
+
+
+class OrderedReplay:
+    """The shortcut that lesson 03 replaces: hand back saved replies in recording order, whatever is asked.
+
+    It is here to be shown failing: ask the recorded questions in another
+    order and each gets the other's reply, with nothing to warn you.
+    """
+
+    mode = "order-based replay"
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self._replies = copy.deepcopy(replies)
+        self._next = 0
+
+    def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:
+        """Return the next saved reply, ignoring the question and messages."""
+        from openai.types.chat import ChatCompletion
+
+        if self._next >= len(self._replies):
+            raise RecordedRunError(f"order-based replay ran out after {len(self._replies)} saved replies")
+        reply = self._replies[self._next]
+        self._next += 1
+        return ChatCompletion.model_validate(copy.deepcopy(reply))

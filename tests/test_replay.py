@@ -184,3 +184,20 @@ def test_mutating_the_callers_saved_objects_cannot_change_the_store():
     replies[0]["choices"][0]["message"]["content"] = "tampered"
     requests[0]["temperature"] = 1
     assert bound.generate(QUESTIONS[0], _messages(QUESTIONS[0])).choices[0].message.content == "30 days"
+
+
+def test_order_based_replay_gives_a_reordered_question_the_wrong_reply():
+    from labkit.replay import OrderedReplay
+
+    ordered = OrderedReplay([_reply(a) for a in ANSWERS])
+    second_question_first = ordered.generate(QUESTIONS[1], _messages(QUESTIONS[1])).choices[0].message.content
+    assert second_question_first == "30 days"  # the shipping question got the refund answer
+
+
+def test_order_based_replay_runs_out_instead_of_inventing():
+    from labkit.replay import OrderedReplay
+
+    ordered = OrderedReplay([_reply("30 days")])
+    ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0]))
+    with pytest.raises(RecordedRunError, match="ran out"):
+        ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0]))

@@ -14,6 +14,10 @@ import sys
 VERBS = {
     "run": "labkit.cli.run",
     "grade-routes": "labkit.cli.grade_routes",
+    "serve": "labkit.cli.serve",
+    "embed": "labkit.cli.embed",
+    "record": "labkit.cli.record",
+    "verify": "labkit.cli.verify",
 }
 
 

@@ -1,0 +1,42 @@
+"""`labkit record LESSON`: make a lesson's model requests again and save them as a new run."""
+
+from __future__ import annotations
+
+import argparse
+
+from labkit.paths import relative_to_root
+
+
+def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
+    parser = subparsers.add_parser(
+        name,
+        help="record a lesson's model run (captured from an endpoint, or the authored run)",
+        description="Run a lesson's model requests against the endpoint in LABKIT_BASE_URL / LABKIT_MODEL "
+        "in record mode and save a new captured run beside the old ones; or, with --authored, rewrite the "
+        "lesson's authored run from the replies the course wrote.",
+        epilog="examples:\n"
+        "  labkit serve &    # the bundled local model; prints its base URL\n"
+        "  LABKIT_BASE_URL=http://127.0.0.1:PORT/v1 LABKIT_MODEL=SmolLM2-135M-Instruct labkit record 02\n"
+        "  labkit record 02 --authored",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("lesson", metavar="LESSON", help="the lesson number, such as 02")
+    parser.add_argument("--authored", action="store_true", help="rewrite the authored run instead of capturing")
+    parser.add_argument("--run-id", help="id of the new captured run (default: the lesson's id plus a timestamp)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from labkit.lessons import RECORDABLE, lesson_module, record_captured, write_authored
+
+    module = lesson_module(args.lesson)
+    lesson = args.lesson.zfill(2)
+    if args.authored:
+        path = write_authored(lesson)
+        print(f"wrote the authored run {relative_to_root(path)}")
+    else:
+        path = record_captured(lesson, run_id=args.run_id)
+        print(f"saved a new captured run {relative_to_root(path)}")
+        print(f"To replay it, set RUN_CAPTURED in {module.__name__} to {path.parent.name!r}, then refresh the "
+              f"outputs of notebooks/{RECORDABLE[lesson][1]} (cells that show the captured run change).")
+    return 0

@@ -1,0 +1,42 @@
+"""`labkit verify`: every recorded run loads, matches its fixtures, says its origin, and holds no secret."""
+
+from __future__ import annotations
+
+import argparse
+
+from labkit.paths import relative_to_root
+
+
+def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
+    parser = subparsers.add_parser(
+        name,
+        help="check every recorded run: loadable, fixtures unchanged, honest origin, no secrets",
+        description="Load every run under recorded_runs/, refusing a changed fixture, a missing or dishonest "
+        "origin (an authored run that claims latency or usage, a captured run without them), and scan the "
+        "folder for key-like strings. Exits 1 on any problem.",
+        epilog="example:\n  labkit verify",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from labkit.paths import recorded_runs_dir
+    from labkit.recording import verify_runs
+    from labkit.secret_scan import scan_for_secrets
+
+    results = verify_runs()
+    width = max([len("run")] + [len(name) for name, _, _ in results])
+    print(f"{'run':<{width}}  {'origin':<8}  {'lesson':<6}  {'bindings':>8}  status")
+    for name, loaded, problem in results:
+        if loaded is None:
+            print(f"{name:<{width}}  {'?':<8}  {'?':<6}  {'?':>8}  REFUSED: {problem}")
+        else:
+            print(f"{name:<{width}}  {loaded.origin:<8}  {loaded.lesson:<6}  {len(loaded.bindings):>8}  ok ({loaded.model.id})")
+    findings = scan_for_secrets(recorded_runs_dir())
+    for finding in findings:
+        print(f"SECRET: {relative_to_root(finding.path)}:{finding.line}: {finding.kind}; remove it and rotate the key")
+    failed = sum(loaded is None for _, loaded, _ in results) + len(findings)
+    print(f"{len(results) - sum(loaded is None for _, loaded, _ in results)} of {len(results)} runs verified, "
+          f"{len(findings)} key-like strings found")
+    return 0 if results and not failed else 1

@@ -1,0 +1,75 @@
+"""Which lessons make model calls, and how their runs are authored or recorded.
+
+A lesson module that calls a model provides: ``RUN_CAPTURED`` (a run id),
+``SETTINGS``, ``CAPTURED_DESCRIPTION``, ``run_fixtures()`` (the files its
+requests depend on) and ``make_requests(adapter)``; one with an authored run
+also ``RUN_AUTHORED``, ``AUTHORED_REPLIES`` (question -> reply text) and
+``AUTHORED_DESCRIPTION``. ``make_requests(adapter)`` which makes every model
+request of the lesson through ``adapter.generate(question, messages)``.
+The same lesson code thus produces the authored run, a captured run, and the
+requests that replay must match.
+"""
+
+from __future__ import annotations
+
+import importlib
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+
+from labkit.errors import LabkitError
+
+#: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
+RECORDABLE: dict[str, tuple[str, str]] = {
+    "02": ("labkit.rag_trace", "02_rag_trace.ipynb"),
+    "06": ("labkit.routing_capture", "06_routing_gate.ipynb"),
+}
+
+
+class UnknownLesson(LabkitError, LookupError):
+    """No lesson with that number records model runs."""
+
+
+def lesson_module(lesson: str) -> ModuleType:
+    """Return the module of a recordable lesson."""
+    lesson = lesson.zfill(2)
+    if lesson not in RECORDABLE:
+        raise UnknownLesson(f"lesson {lesson!r} records no model runs; choose one of {', '.join(sorted(RECORDABLE))}")
+    return importlib.import_module(RECORDABLE[lesson][0])
+
+
+def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str = "2026-11-29T00:00:00Z") -> Path:
+    """Write (or rewrite) a lesson's authored run by running its requests against the authored replies."""
+    from labkit.authored import AuthoringAdapter, authored_run, write_authored_run
+
+    module = lesson_module(lesson)
+    if not hasattr(module, "AUTHORED_REPLIES"):
+        raise UnknownLesson(f"lesson {lesson} has no authored model run; record a captured one with `labkit record {lesson}`")
+    adapter = AuthoringAdapter(module.AUTHORED_REPLIES, settings=module.SETTINGS)
+    module.make_requests(adapter)
+    run = authored_run(
+        run_id=module.RUN_AUTHORED,
+        lesson=lesson.zfill(2),
+        description=module.AUTHORED_DESCRIPTION,
+        created_at=created_at,
+        settings=module.SETTINGS,
+        fixtures=module.run_fixtures(),
+        exchanges=adapter.exchanges,
+    )
+    return write_authored_run(run, runs_dir=runs_dir)
+
+
+def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | None = None) -> Path:
+    """Make a lesson's requests against the live endpoint in record mode and save a new captured run."""
+    from labkit.boundary import connect
+
+    module = lesson_module(lesson)
+    boundary = connect(module.RUN_CAPTURED, lesson=lesson.zfill(2), settings=module.SETTINGS, mode="record")
+    module.make_requests(boundary)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%S")
+    return boundary.save(
+        description=module.CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
+        fixtures=module.run_fixtures(),
+        run_id=run_id or f"{module.RUN_CAPTURED}-{stamp}",
+        runs_dir=runs_dir,
+    )

@@ -1,0 +1,471 @@
+"""Lesson 02, part A: a small docs RAG app whose every request leaves a trace.
+
+The corpus is a set of short API summaries written for the course. It is
+split with LangChain's ``RecursiveCharacterTextSplitter``, indexed in an
+``InMemoryVectorStore`` over saved real vectors (`SavedEmbeddings`), and each
+request goes through `trace_request`, which records, in order:
+``request_accepted``, ``retrieval_completed``, ``context_selected``,
+``model_request_ready``, ``model_reply_returned``, ``reply_checked``,
+``source_links_resolved``, ``request_completed``; or a branch:
+``request_rejected``, ``retrieval_refused``, ``model_skipped``,
+``replay_refused``, ``reply_rejected``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labkit.canonical import canonical_sha256, file_sha256, load_strict
+from labkit.embeddings import SavedEmbeddings, UnrecordedText, register_embedding_set
+from labkit.errors import LabkitError
+from labkit.paths import fixtures_dir, relative_to_root
+from labkit.traces import Trace
+
+#: The splitter settings; they are part of the logical index identity.
+SPLITTER = {"name": "RecursiveCharacterTextSplitter", "chunk_size": 220, "chunk_overlap": 40}
+#: How many passages retrieval returns and the context keeps.
+K = 3
+#: The recorded questions: one the corpus answers, one it cannot.
+QUESTIONS = {
+    "answered": "How do I parse an ISO 8601 timestamp that ends in Z?",
+    "not_in_docs": "How many days does this service keep backups?",
+}
+EMBEDDING_SET = "rag-docs"
+RUN_AUTHORED = "02-rag-authored"
+
+SYSTEM_POLICY = (
+    "You answer questions about Python APIs using only the passages you are given. "
+    "Reply with a JSON object: status is 'answered' or 'not_in_docs'; answer is one or two sentences; "
+    "source_ids lists the source_id of every passage the answer uses. "
+    "If the passages do not answer the question, use status 'not_in_docs' and an empty source_ids list."
+)
+
+
+class CorpusError(LabkitError, ValueError):
+    """The docs corpus file is malformed: a missing field, a blank text or a repeated id."""
+
+
+class StaleIndex(LabkitError, ValueError):
+    """The corpus or splitter changed since its vectors were recorded, so the old vectors cannot serve it."""
+
+
+class ReplyRejected(LabkitError, ValueError):
+    """A model reply broke the reply contract: invalid shape, or a source outside the selected context."""
+
+
+class DocSummary(BaseModel):
+    """One API summary in the corpus."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="The source id, naming the document.")
+    title: str = Field(min_length=1, description="The API the summary describes.")
+    url: str = Field(pattern=r"^https://", description="The link a resolved source points to.")
+    text: str = Field(min_length=20, description="The summary, written for the course.")
+
+
+class Reply(BaseModel):
+    """What the model must return: a status, an answer, and the ids of the sources it used."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["answered", "not_in_docs"] = Field(description="Whether the passages answered the question.")
+    answer: str = Field(description="The answer in one or two sentences.")
+    source_ids: list[str] = Field(description="Source ids of the passages the answer uses.")
+
+
+#: ``response_format`` in the form llama-cpp-python's server turns into a grammar, so the bundled
+#: local model can only produce JSON of this schema (see `labkit.serve`).
+REPLY_FORMAT = {"type": "json_object", "schema": Reply.model_json_schema()}
+#: Every generation setting; they are part of each request, and so of each replay binding.
+SETTINGS = {"temperature": 0, "seed": 7, "max_tokens": 160, "response_format": REPLY_FORMAT}
+
+
+def corpus_path() -> Path:
+    """Return the committed corpus file."""
+    return fixtures_dir() / "docs" / "api_summaries.json"
+
+
+def embeddings_path() -> Path:
+    """Return the committed saved-vectors file of this lesson."""
+    return fixtures_dir() / "docs" / "embeddings.json"
+
+
+def load_corpus(path: Path | None = None) -> list[Any]:
+    """Load the API summaries as LangChain ``Document`` objects, refusing a malformed corpus."""
+    from langchain_core.documents import Document
+
+    path = path or corpus_path()
+    data, _ = load_strict(path)
+    if not isinstance(data, list) or not data:
+        raise CorpusError(f"{path}: the corpus must be a non-empty JSON list of summaries")
+    docs, seen = [], set()
+    for number, item in enumerate(data):
+        try:
+            summary = DocSummary.model_validate(item)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+            raise CorpusError(f"{path}: summary {number}: {problems}") from None
+        if summary.id in seen:
+            raise CorpusError(f"{path}: source id {summary.id!r} appears twice; each document needs its own id")
+        seen.add(summary.id)
+        docs.append(Document(page_content=summary.text, metadata={"id": summary.id, "title": summary.title, "url": summary.url}))
+    return docs
+
+
+def split_corpus(docs: list[Any], *, chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"]) -> list[Any]:
+    """Split the documents into passages; each keeps its document's id, title and link."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    return splitter.split_documents(docs)
+
+
+def chunk_id(doc: Any) -> str:
+    """Return a passage's id: its source id and a hash of its text and link."""
+    return doc.metadata["id"] + ":" + canonical_sha256({"text": doc.page_content, "url": doc.metadata["url"]})[:16]
+
+
+@register_embedding_set(EMBEDDING_SET)
+def embedding_texts() -> tuple[list[str], Path]:
+    """Return every text lesson 02 embeds (passages and recorded questions) and the file they are saved in."""
+    passages = [doc.page_content for doc in split_corpus(load_corpus())]
+    probes = [QUESTIONS["answered"].replace("parse", "read")]  # an edited question for lesson 03's exercise
+    return sorted(set(passages) | set(QUESTIONS.values()) | set(probes)), embeddings_path()
+
+
+@dataclass
+class DocsIndex:
+    """A vector store with the passages it holds and its logical identity."""
+
+    store: Any
+    chunks: list[Any]
+    identity: dict[str, Any]
+
+
+def index_identity(corpus_file: Path, chunks: list[Any], embeddings: SavedEmbeddings, splitter: dict[str, Any]) -> dict[str, Any]:
+    """Return the logical index identity: a hash of corpus, saved vectors, splitter and ordered chunk ids."""
+    descriptor = {
+        "corpus_sha256": file_sha256(corpus_file),
+        "embedding_model": embeddings.model,
+        "saved_vectors_sha256": canonical_sha256({c.page_content: embeddings.vector(c.page_content) for c in chunks}),
+        "splitter": splitter,
+        "chunk_ids": [chunk_id(c) for c in chunks],
+    }
+    return {"logical_index_id": canonical_sha256(descriptor), "index_descriptor": descriptor}
+
+
+def load_docs_index(
+    *, corpus_file: Path | None = None, embeddings: SavedEmbeddings | None = None, empty: bool = False,
+    chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"],
+) -> DocsIndex:
+    """Build the ``InMemoryVectorStore`` from saved vectors; refuse a corpus the vectors were not recorded for."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    corpus_file = corpus_file or corpus_path()
+    embeddings = embeddings or SavedEmbeddings.from_set(EMBEDDING_SET)
+    chunks = [] if empty else split_corpus(load_corpus(corpus_file), chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    missing = [chunk_id(c) for c in chunks if c.page_content not in embeddings]
+    if missing:
+        raise StaleIndex(
+            f"{len(missing)} passage(s) of {relative_to_root(corpus_file)} have no saved vector ({', '.join(missing[:3])}): "
+            f"the corpus or splitter changed since the vectors were recorded. Restore the corpus, or recompute "
+            f"the vectors with `labkit embed {EMBEDDING_SET}` (needs the [embed] extra)."
+        )
+    splitter = {**SPLITTER, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
+    store = InMemoryVectorStore(embeddings)
+    if chunks:
+        store.add_documents(chunks, ids=[chunk_id(c) for c in chunks])
+    return DocsIndex(store, chunks, index_identity(corpus_file, chunks, embeddings, splitter))
+
+
+def prompt(question: str, selected: list[Any]) -> list[dict[str, str]]:
+    """Return the messages for a question and its selected passages: the policy, then the question as JSON."""
+    passages = [{"source_id": d.metadata["id"], "text": d.page_content} for d in selected]
+    return [
+        {"role": "system", "content": SYSTEM_POLICY},
+        {"role": "user", "content": json.dumps({"question": question, "passages": passages}, ensure_ascii=False)},
+    ]
+
+
+def check_reply(reply: Reply, selected: list[Any]) -> None:
+    """Check a reply's sources against this request's selected passages (not the whole corpus)."""
+    allowed = {d.metadata["id"] for d in selected}
+    if reply.status == "answered" and not reply.source_ids:
+        raise ReplyRejected("an answered reply must cite at least one selected source")
+    if reply.status == "not_in_docs" and reply.source_ids:
+        raise ReplyRejected(f"a not_in_docs reply may not attach sources, but cites {reply.source_ids}")
+    outside = [s for s in reply.source_ids if s not in allowed]
+    if outside:
+        raise ReplyRejected(f"reply cites {outside}, outside this request's selected context {sorted(allowed)}")
+
+
+def request_key(question: str, identity: dict[str, Any]) -> str:
+    """Return the hash of the question and the logical index id: equal for a repeated request."""
+    return canonical_sha256({"question": question, "index": identity["logical_index_id"]})
+
+
+Outcome = Literal["completed", "request_rejected", "retrieval_refused", "replay_refused", "reply_rejected"]
+
+
+@dataclass
+class TracedRequest:
+    """What one traced request produced: its key, its result (if it completed), its trace and its outcome."""
+
+    question: str
+    request_key: str | None
+    outcome: Outcome
+    trace: Trace
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """The reply status for a completed request, else the outcome."""
+        return self.result["status"] if self.result else self.outcome
+
+
+def _reply_text(completion: Any) -> str:
+    return completion.choices[0].message.content or ""
+
+
+def trace_request(question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None) -> TracedRequest:
+    """Answer one question through retrieval, context, model and checks, recording each step.
+
+    ``adapter`` is anything with ``generate(question, messages)`` returning a
+    ChatCompletion and a ``mode`` (a `ModelBoundary`, a `BoundReplay`).
+    ``reply_override`` replaces the model's reply text for a controlled probe;
+    the trace marks such a reply as supplied by the driver, not by the model.
+    """
+    from labkit.replay import ReplayRequestMismatch
+
+    trace = Trace()
+    identity = index.identity
+    if not isinstance(question, str) or not question.strip():
+        trace.emit("request_rejected", reason="blank_question")
+        return TracedRequest(str(question), None, "request_rejected", trace, error="Ask a question that is not blank.")
+    key = request_key(question, identity)
+    trace.emit("request_accepted", question=question, request_key=key, logical_index_id=identity["logical_index_id"])
+    try:
+        ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
+    except UnrecordedText as exc:
+        trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
+        return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
+    candidates = [
+        {"rank": rank, "chunk_id": chunk_id(doc), "source_id": doc.metadata["id"], "score": round(float(score), 6),
+         "text": doc.page_content, "url": doc.metadata["url"]}
+        for rank, (doc, score) in enumerate(ranked, start=1)
+    ]
+    trace.emit("retrieval_completed", candidates=candidates, score_kind="cosine similarity (InMemoryVectorStore)")
+    selected = [doc for doc, _ in ranked]
+    trace.emit("context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected])
+    if not selected:
+        trace.emit("model_skipped", reason="empty_context")
+        reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
+    else:
+        messages = prompt(question, selected)
+        trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
+        try:
+            completion = adapter.generate(question, messages)
+        except ReplayRequestMismatch as exc:
+            diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in exc.diff]
+            trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
+            return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
+        text = _reply_text(completion) if reply_override is None else reply_override
+        trace.emit("model_reply_returned", reply=text, model=completion.model,
+                   supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode)
+        try:
+            reply = Reply.model_validate_json(text)
+        except ValidationError as exc:
+            message = f"invalid shape: {exc.errors(include_url=False)[0]['msg']}"
+            trace.emit("reply_rejected", reason="invalid_shape", error=message)
+            return TracedRequest(question, key, "reply_rejected", trace, error=message)
+    try:
+        check_reply(reply, selected)
+    except ReplyRejected as exc:
+        trace.emit("reply_rejected", reason="source_contract", error=str(exc))
+        return TracedRequest(question, key, "reply_rejected", trace, error=str(exc))
+    trace.emit("reply_checked", status=reply.status, source_ids=reply.source_ids,
+               checks=["reply_shape", "source_membership", "status_source_consistency"])
+    links = {d.metadata["id"]: d.metadata["url"] for d in selected}
+    result = {"question": question, "context_ids": [d.metadata["id"] for d in selected], **reply.model_dump(),
+              "source_links": [links[s] for s in reply.source_ids]}
+    trace.emit("source_links_resolved", source_links=copy.deepcopy(result["source_links"]))
+    trace.emit("request_completed", status=reply.status)
+    return TracedRequest(question, key, "completed", trace, result=result)
+
+
+# --- the lesson's recorded runs ------------------------------------------------------------------
+
+RUN_CAPTURED = "02-rag-smollm2"
+AUTHORED_DESCRIPTION = (
+    "Replies written by the course to show the intended behaviour of the docs RAG app: "
+    "one answered question with its source, one question the docs cannot answer. No model produced them."
+)
+CAPTURED_DESCRIPTION = "Replies captured from a real model for lesson 02's two questions, schema-constrained JSON."
+AUTHORED_REPLIES = {
+    QUESTIONS["answered"]: json.dumps({
+        "status": "answered",
+        "answer": "Pass the string to datetime.fromisoformat(); since Python 3.11 it accepts a trailing Z and "
+                  "returns a timezone-aware datetime in UTC.",
+        "source_ids": ["datetime-fromisoformat"],
+    }),
+    QUESTIONS["not_in_docs"]: json.dumps({
+        "status": "not_in_docs",
+        "answer": "The passages describe Python APIs; they say nothing about how long backups are kept.",
+        "source_ids": [],
+    }),
+}
+
+
+def run_fixtures() -> list[Path]:
+    """Return the files this lesson's requests depend on (their hashes go into every run)."""
+    return [corpus_path(), embeddings_path()]
+
+
+def make_requests(adapter: Any) -> list[TracedRequest]:
+    """Ask each recorded question through `trace_request`: what the runs of this lesson hold."""
+    index = load_docs_index()
+    return [trace_request(question, index, adapter) for question in QUESTIONS.values()]
+
+
+# --- what the lesson notebooks (02 and 03) show ---------------------------------------------------
+
+#: Widgets of `stable_trace_viewer` are named from this namespace and a counter, not from random UUIDs.
+_WIDGET_NAMESPACE = "labkit.rag_trace.stable_trace_viewer"
+_widget_numbers = iter(range(1, 1 << 62))
+
+
+def portable_message(text: str) -> str:
+    """Return ``text`` with this machine's scratch and project folders written as ``scratch/`` and relative paths.
+
+    Some error messages name a file by its absolute path; a notebook shows them
+    through this function so that its output reads the same on every machine.
+    """
+    import os
+
+    from labkit.paths import project_root, scratch_dir
+
+    for folder, shown in ((scratch_dir(), "scratch/"), (project_root(), "")):
+        for prefix in sorted({str(folder), str(Path(folder).resolve())}, key=len, reverse=True):
+            text = text.replace(prefix + os.sep, shown)
+    return text
+
+
+def _window(text: str, start: int, width: int) -> str:
+    begin = max(0, start - width // 3)
+    return ("…" if begin else "") + text[begin : begin + width] + ("…" if begin + width < len(text) else "")
+
+
+def _cell(value: Any, width: int) -> str:
+    from labkit.canonical import canonical_json
+
+    if value is None:
+        return "(absent)"
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def diff_table(diff: list[Any], *, width: int = 60) -> Any:
+    """Return a replay refusal's diff as a pandas table: the field, its recorded value, its value in this request.
+
+    Two texts are cut to the same ``width``-character window around their first
+    difference, so a changed word deep inside a long prompt is visible. ``diff``
+    holds `labkit.replay.FieldDiff` objects or the dicts of a ``replay_refused`` event.
+    """
+    import pandas as pd
+
+    rows = []
+    for item in diff:
+        if isinstance(item, dict):
+            path, recorded, actual = item["path"], item["recorded"], item["actual"]
+        else:
+            path, recorded, actual = item.path, item.recorded, item.actual
+        if isinstance(recorded, str) and isinstance(actual, str):
+            start = next((i for i, (r, a) in enumerate(zip(recorded, actual)) if r != a), min(len(recorded), len(actual)))
+            shown = (_window(recorded, start, width), _window(actual, start, width))
+        else:
+            shown = (_cell(recorded, width), _cell(actual, width))
+        rows.append({"field": path, "recorded": shown[0], "this request": shown[1]})
+    return pd.DataFrame(rows, columns=["field", "recorded", "this request"])
+
+
+def replay_refusal(adapter: Any, question: str, messages: list[dict[str, str]]) -> Any:
+    """Ask ``adapter`` for the reply to these messages; return the `ReplayRequestMismatch` it raises, or None if it replied."""
+    from labkit.replay import ReplayRequestMismatch
+
+    try:
+        adapter.generate(question, messages)
+    except ReplayRequestMismatch as exc:
+        return exc
+    return None
+
+
+def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str) -> Path:
+    """Write a copy of the committed corpus to ``path`` in which one summary's text has ``old`` replaced by ``new``."""
+    from labkit.canonical import pretty_json
+
+    data, _ = load_strict(corpus_path())
+    summary = next((item for item in data if item.get("id") == source_id), None)
+    if summary is None:
+        raise CorpusError(f"the corpus has no summary {source_id!r}; its ids are {', '.join(sorted(d['id'] for d in data))}")
+    if old not in summary["text"]:
+        raise CorpusError(f"summary {source_id!r} does not contain {old!r}; copy the words to replace from its text")
+    summary["text"] = summary["text"].replace(old, new, 1)
+    path = Path(path)
+    path.write_text(pretty_json(data), encoding="utf-8")
+    return path
+
+
+def bindings_table(run: Any) -> Any:
+    """Return a pandas table of a recorded run's bindings: question, finish reason, tokens and measured seconds.
+
+    An authored run measured nothing, so its token and latency cells are empty.
+    """
+    import pandas as pd
+
+    rows = []
+    for binding in run.bindings:
+        choices = (binding.response or {}).get("choices") or [{}]
+        usage = binding.usage
+        rows.append({
+            "question": binding.question,
+            "finish_reason": choices[0].get("finish_reason"),
+            "prompt_tokens": usage.prompt_tokens if usage else None,
+            "completion_tokens": usage.completion_tokens if usage else None,
+            "latency_s": binding.latency_s,
+        })
+    return pd.DataFrame(rows)
+
+
+def stable_trace_viewer(trace: Trace, *, title: str = "Request trace") -> Any:
+    """Return a `TraceViewer` whose widgets are named by a counter instead of random UUIDs.
+
+    An executed notebook stores each widget's id; with ids numbered from the
+    start of the kernel, running the notebook again saves the same bytes.
+    """
+    import uuid
+
+    import ipywidgets
+
+    from labkit.widgets import TraceViewer
+
+    namespace = uuid.uuid5(uuid.NAMESPACE_URL, _WIDGET_NAMESPACE)
+    previous = ipywidgets.Widget._widget_construction_callback
+
+    def name(widget: Any) -> None:
+        if widget._model_id is None:  # runs before the widget opens its comm, which takes this id
+            widget._model_id = uuid.uuid5(namespace, str(next(_widget_numbers))).hex
+        if callable(previous):
+            previous(widget)
+
+    ipywidgets.Widget.on_widget_constructed(name)
+    try:
+        return TraceViewer(trace, title=title)
+    finally:
+        ipywidgets.Widget.on_widget_constructed(previous)

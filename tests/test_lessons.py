@@ -1,0 +1,55 @@
+import shutil
+
+import pytest
+
+from labkit.cli import main
+from labkit.lessons import UnknownLesson, write_authored
+from labkit.paths import project_root
+from labkit.recording import load_run
+from tests.fake_endpoint import FakeEndpoint
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    for name in ("fixtures", "recorded_runs"):
+        shutil.copytree(project_root() / name, tmp_path / name)
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_authored_run_is_rewritten_byte_for_byte(course):
+    path = course / "recorded_runs" / "02-rag-authored" / "run.json"
+    before = path.read_bytes()
+    assert write_authored("02") == path and path.read_bytes() == before
+
+
+def test_authored_run_never_replaces_a_captured_run(course, monkeypatch):
+    from labkit import rag_trace
+    from labkit.errors import RecordedRunError
+
+    monkeypatch.setattr(rag_trace, "RUN_AUTHORED", "02-rag-smollm2")
+    with pytest.raises(RecordedRunError, match="never replaces"):
+        write_authored("02")
+    assert load_run("02-rag-smollm2").origin == "captured"
+
+
+def test_lesson_without_model_calls_is_refused(course):
+    with pytest.raises(UnknownLesson, match="02, 06"):
+        write_authored("04")
+
+
+def test_lesson_without_an_authored_run_says_so(course):
+    with pytest.raises(UnknownLesson, match="no authored model run"):
+        write_authored("06")
+
+
+def test_record_writes_a_new_captured_run_beside_the_old_one(course, monkeypatch, capsys):
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-echo")
+        assert main(["record", "06", "--run-id", "06-routing-echo"]) == 0
+    out = capsys.readouterr().out
+    assert "recorded_runs/06-routing-echo/run.json" in out and "06_routing_gate.ipynb" in out
+    run = load_run("06-routing-echo")
+    assert run.origin == "captured" and len(run.bindings) == 10 and run.model.id == "fake-echo"
+    assert load_run("06-routing-smollm2").origin == "captured"  # the old run is untouched

@@ -1,0 +1,30 @@
+"""The committed recorded runs: each loads against today's fixtures, says its origin honestly, holds no secret."""
+
+import pytest
+
+from labkit.paths import recorded_runs_dir
+from labkit.recording import verify_runs
+from labkit.secret_scan import scan_for_secrets
+
+RUNS = verify_runs()
+
+
+def test_there_are_committed_runs_of_both_origins():
+    assert {loaded.origin for _, loaded, _ in RUNS if loaded} == {"authored", "captured"}
+
+
+@pytest.mark.parametrize("name,loaded,problem", RUNS, ids=[name for name, _, _ in RUNS])
+def test_committed_run_loads_against_current_fixtures(name, loaded, problem):
+    assert problem == "" and loaded is not None
+
+
+@pytest.mark.parametrize("name,loaded,problem", RUNS, ids=[name for name, _, _ in RUNS])
+def test_captured_run_carries_model_settings_usage_and_times(name, loaded, problem):
+    if loaded.origin != "captured":
+        pytest.skip("authored run")
+    assert loaded.model.id and loaded.settings
+    assert all(b.usage and b.latency_s is not None and b.recorded_at for b in loaded.bindings if b.status_code == 200)
+
+
+def test_no_file_under_recorded_runs_holds_a_key_like_string():
+    assert scan_for_secrets(recorded_runs_dir()) == []
