@@ -171,7 +171,7 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
     if missing:
         raise RouteGradeError(
             f"{where} has no prediction for {_ids(missing)}; a run must answer every suite case "
-            "(record the failure as a wrong route, never drop the case)"
+            "(count a missing or malformed reply separately; never fill it in or drop the case)"
         )
     if extra:
         raise RouteGradeError(f"{where} predicts ids the suite does not have: {_ids(extra)}; remove them or use the matching suite")

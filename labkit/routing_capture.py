@@ -1,0 +1,107 @@
+"""Lesson 06 with a real model: route the model inputs through the model boundary and grade the result.
+
+The model sees the routing policy as its system prompt and one ticket per
+fresh conversation (its id and message as JSON); never the expected routes or
+the penalties. Its raw replies are kept in a recorded run. `routing_run` turns
+them into a run the grader reads, without repairing anything: a reply that is
+not a JSON object with the ticket's id and a route is counted as malformed and
+its ticket gets no prediction, so the grader refuses the run as incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labkit.canonical import file_sha256
+from labkit.paths import fixtures_dir
+from labkit.routing import ROUTES
+from labkit.routing_suite import POLICY
+
+RUN_CAPTURED = "06-routing-smollm2"
+CAPTURED_DESCRIPTION = (
+    "Routes chosen by a real model for the ten routing model inputs: the policy as system prompt, one ticket per "
+    "fresh conversation, schema-constrained JSON; labels and penalties never in the prompt."
+)
+INSTRUCTION = 'Reply with only a JSON object: {"id": the ticket id unchanged, "route": one queue name}.'
+#: The reply schema; the bundled server turns it into a grammar (see `labkit.serve`).
+ROUTE_FORMAT = {
+    "type": "json_object",
+    "schema": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "route": {"type": "string", "enum": list(ROUTES)}},
+        "required": ["id", "route"],
+    },
+}
+SETTINGS = {"temperature": 0, "seed": 0, "max_tokens": 40, "response_format": ROUTE_FORMAT}
+
+
+def run_fixtures() -> list[Path]:
+    """Return the files the routing requests depend on."""
+    folder = fixtures_dir() / "routing"
+    return [folder / "model-inputs.json", folder / "suite.json"]
+
+
+def routing_messages(ticket: dict[str, str]) -> list[dict[str, str]]:
+    """Return one fresh conversation for a ticket: the policy, then the ticket as JSON data."""
+    return [
+        {"role": "system", "content": POLICY + INSTRUCTION},
+        {"role": "user", "content": json.dumps({"id": ticket["id"], "message": ticket["message"]}, ensure_ascii=False)},
+    ]
+
+
+def make_requests(adapter: Any) -> list[tuple[str, str]]:
+    """Ask the model to route each model input; return ``(ticket id, raw reply text)`` in input order."""
+    from labkit.routing import load
+
+    inputs, _ = load(fixtures_dir() / "routing" / "model-inputs.json")
+    replies = []
+    for ticket in inputs:
+        messages = routing_messages(ticket)
+        completion = adapter.generate(messages[-1]["content"], messages)
+        replies.append((ticket["id"], completion.choices[0].message.content or ""))
+    return replies
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A reply the grader cannot use, kept with what was wrong."""
+
+    id: str
+    raw: str
+    problem: str
+
+
+def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]:
+    """Return ``(route, None)`` for a well-formed reply, or ``(None, problem)``; an unknown route is kept as is."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None, "not JSON"
+    if not isinstance(data, dict) or set(data) != {"id", "route"}:
+        return None, "not an object with exactly id and route"
+    if data["id"] != ticket_id:
+        return None, f"id changed to {data['id']!r}"
+    if not isinstance(data["route"], str):
+        return None, "route is not text"
+    return data["route"], None
+
+
+def routing_run(replies: list[tuple[str, str]], *, label: str, suite_sha256: str) -> tuple[dict[str, Any], list[Malformed]]:
+    """Build a gradable run (``origin: captured``) from raw replies, and list the malformed ones separately."""
+    predictions, malformed = [], []
+    for ticket_id, raw in replies:
+        route, problem = parse_route_reply(ticket_id, raw)
+        if problem:
+            malformed.append(Malformed(ticket_id, raw, problem))
+        else:
+            predictions.append({"id": ticket_id, "route": route})
+    run = {"label": label, "origin": "captured", "suite_sha256": suite_sha256, "predictions": predictions}
+    return run, malformed
+
+
+def suite_sha256() -> str:
+    """Return the SHA-256 of the committed suite file, which every run must name."""
+    return file_sha256(fixtures_dir() / "routing" / "suite.json")

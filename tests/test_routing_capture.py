@@ -1,0 +1,38 @@
+import json
+
+from labkit.authored import AuthoringAdapter
+from labkit.routing_capture import SETTINGS, make_requests, parse_route_reply, routing_messages, routing_run
+
+
+def test_model_sees_the_policy_and_one_ticket_never_the_labels_or_penalties():
+    messages = routing_messages({"id": "t1", "message": "Checkout is down."})
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert json.loads(messages[1]["content"]) == {"id": "t1", "message": "Checkout is down."}
+    text = json.dumps(messages)
+    assert "expected" not in text and "penalt" not in text.lower()
+
+
+def test_each_ticket_is_its_own_fresh_conversation():
+    class Recording(AuthoringAdapter):
+        def generate(self, question, messages):
+            ticket = json.loads(question)  # answer every ticket, whatever it says
+            self.replies[question] = json.dumps({"id": ticket["id"], "route": "support"})
+            return super().generate(question, messages)
+
+    adapter = Recording({}, settings=SETTINGS)
+    out = make_requests(adapter)
+    assert len(out) == 10 and all(len(request["messages"]) == 2 for _, request, _ in adapter.exchanges)
+
+
+def test_well_formed_reply_gives_its_route_and_an_unknown_route_is_kept_for_the_grader():
+    assert parse_route_reply("t1", '{"id": "t1", "route": "billing"}') == ("billing", None)
+    assert parse_route_reply("t1", '{"id": "t1", "route": "legal"}') == ("legal", None)
+
+
+def test_malformed_replies_are_counted_and_never_repaired():
+    replies = [("t1", '{"id": "t1", "route": "sales"}'), ("t2", "urgent_support"), ("t3", '{"id": "t03", "route": "billing"}'),
+               ("t4", '{"id": "t4", "route": "billing", "why": "x"}')]
+    run, malformed = routing_run(replies, label="x", suite_sha256="abc")
+    assert run["predictions"] == [{"id": "t1", "route": "sales"}] and run["origin"] == "captured"
+    assert [(m.id, m.problem) for m in malformed] == [
+        ("t2", "not JSON"), ("t3", "id changed to 't03'"), ("t4", "not an object with exactly id and route")]
