@@ -5,8 +5,10 @@
     python3 course.py test    # unit tests plus every notebook under nbval in strict mode
 
 Each creates (or reuses) the virtual environment `.venv/` in this folder and installs
-labkit with the tested pins in `constraints.txt` before running. Arguments after the
-command go to `labkit run` or to `pytest`. Only the standard library is used here.
+labkit with the tested pins in `constraints.txt` before running. `--extras embed,local`
+right after the command also installs optional extras (their tests then run instead of
+skipping). Other arguments go to `labkit run` or to `pytest`. Only the standard library
+is used here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".labkit-install"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-EXTRAS = {"run": "test", "test": "test"}
+COMMANDS = ("run", "test")
+OPTIONAL_EXTRAS = ("embed", "local")
 
 
 def _install_fingerprint(extras: str) -> str:
@@ -51,12 +54,26 @@ def ensure_environment(extras: str) -> None:
     STAMP.write_text(wanted)
 
 
+def _extras(rest: list[str]) -> tuple[str, list[str]]:
+    """Split a leading `--extras a,b` off the arguments; return the pip extras string and the rest."""
+    chosen: list[str] = []
+    if rest[:1] == ["--extras"]:
+        if len(rest) < 2:
+            sys.exit(f"--extras needs a comma-separated list, such as --extras {','.join(OPTIONAL_EXTRAS)}")
+        chosen, rest = [e.strip() for e in rest[1].split(",") if e.strip()], rest[2:]
+        unknown = sorted(set(chosen) - set(OPTIONAL_EXTRAS))
+        if unknown:
+            sys.exit(f"unknown extras {unknown}; the optional extras are {', '.join(OPTIONAL_EXTRAS)}")
+    return ",".join(["test", *sorted(set(chosen))]), rest
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in EXTRAS:
+    if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip())
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    command, rest = argv[0], argv[1:]
-    ensure_environment(EXTRAS[command])
+    command = argv[0]
+    extras, rest = _extras(argv[1:])
+    ensure_environment(extras)
     env = dict(os.environ, PYTHONNOUSERSITE="1")
     if command == "run":
         return subprocess.call([str(BIN / "labkit"), "run", *rest], cwd=ROOT, env=env)
