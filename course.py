@@ -5,7 +5,7 @@
     python3 course.py test    # unit tests plus every notebook under nbval in strict mode
 
 Each creates (or reuses) the virtual environment `.venv/` in this folder and installs
-labkit with the tested pins in `constraints.txt` before running. `--extras embed,local`
+labkit with the tested pins in `constraints.txt` before running. `--extras embed,local,mcp`
 right after the command also installs optional extras (their tests then run instead of
 skipping). Other arguments go to `labkit run` or to `pytest`. Only the standard library
 is used here.
@@ -26,7 +26,7 @@ STAMP = VENV / ".labkit-install"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 COMMANDS = ("run", "test")
-OPTIONAL_EXTRAS = ("embed", "local")
+OPTIONAL_EXTRAS = ("embed", "local", "mcp")
 
 
 def _install_fingerprint(extras: str) -> str:
