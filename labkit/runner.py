@@ -8,7 +8,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from labkit.paths import notebooks_dir
 
@@ -48,8 +48,31 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S) -> NotebookResult:
-    """Execute one notebook in a fresh offline kernel, without writing to the notebook file."""
+def kernel_manager(folder: Path) -> Any:
+    """Return a python3 kernel manager; on POSIX over Unix sockets in ``folder`` (no TCP port, no warning)."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name == "posix":
+        return KernelManager(kernel_name="python3", transport="ipc", ip=str(folder / "kernel"))
+    return KernelManager(kernel_name="python3")
+
+
+def export_html(nb: Any, path: Path) -> Path:
+    """Write an executed notebook as a standalone HTML page (for sharing a run with a room)."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | None = None) -> NotebookResult:
+    """Execute one notebook in a fresh offline kernel, without writing to the notebook file.
+
+    With ``html_dir``, the executed notebook (failed ones included, up to the failing cell) is
+    also written there as ``<name>.html``.
+    """
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -57,12 +80,12 @@ def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S) -> NotebookResult
     from labkit.offline import offline_kernel_env
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
     with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
         offline_kernel_env(ipython_dir=Path(tmp))
     ):
+        client = NotebookClient(
+            nb, timeout=timeout, km=kernel_manager(Path(tmp)), resources={"metadata": {"path": str(path.parent)}}
+        )
         start = None
         try:
             with client.setup_kernel():
@@ -74,8 +97,12 @@ def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S) -> NotebookResult
             first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
             detail = getattr(exc, "ename", type(exc).__name__)
             message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
-            return NotebookResult(path.name, "failed", round(seconds, 2), message[:300])
-    return NotebookResult(path.name, "passed", round(time.perf_counter() - start, 2))
+            result = NotebookResult(path.name, "failed", round(seconds, 2), message[:300])
+        else:
+            result = NotebookResult(path.name, "passed", round(time.perf_counter() - start, 2))
+    if html_dir is not None:
+        export_html(nb, html_dir / f"{path.stem}.html")
+    return result
 
 
 def run_course(paths: list[Path]) -> list[NotebookResult]:

@@ -82,3 +82,10 @@ def test_results_table_counts_passes():
 
     table = results_table([NotebookResult("01_a.ipynb", "passed", 1.234)])
     assert "1.23" in table and "1 of 1 notebooks passed" in table
+
+
+def test_run_exports_each_executed_notebook_as_html(course, tmp_path, capsys):
+    _notebook(course / "01_ok.ipynb", "print('hello from the room')")
+    assert main(["run", "--html", str(tmp_path / "html")]) == 0
+    page = (tmp_path / "html" / "01_ok.html").read_text(encoding="utf-8")
+    assert "hello from the room" in page

@@ -18,6 +18,7 @@ VERBS = {
     "embed": "labkit.cli.embed",
     "record": "labkit.cli.record",
     "verify": "labkit.cli.verify",
+    "doctor": "labkit.cli.doctor",
 }
 
 

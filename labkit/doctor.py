@@ -1,0 +1,176 @@
+"""Workshop preflight: check, offline, that this machine can run the whole course, and say what to fix.
+
+Each check returns a `Check`; `labkit doctor` prints them as a one-page report
+and exits nonzero if any failed. Nothing here needs the network.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from labkit.paths import project_root, recorded_runs_dir, relative_to_root
+
+#: Below this much free disk a workshop laptop gets a warning-level failure.
+MIN_FREE_BYTES = 1_000_000_000
+
+#: Optional extra -> (a module it brings, what it enables).
+EXTRAS = {
+    "local": ("llama_cpp", "labkit serve: a real model on 127.0.0.1 for live and record modes"),
+    "embed": ("sentence_transformers", "labkit embed: recomputing the saved embedding vectors"),
+    "mcp": ("mcp", "lesson 04's MCP boundary, served and called over stdio"),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one preflight check."""
+
+    name: str
+    """What was checked."""
+    ok: bool
+    """True when nothing needs fixing."""
+    detail: str
+    """What was found, and on failure what to do."""
+
+
+def check_python() -> Check:
+    """Python must be 3.11 or newer."""
+    version = ".".join(map(str, sys.version_info[:3]))
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, version if ok else f"{version}: install Python 3.11 or newer and run course.py again")
+
+
+def _pins(constraints: Path) -> dict[str, str]:
+    pins = {}
+    for line in constraints.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", line)
+        if match:
+            pins[re.sub(r"[-_.]+", "-", match[1]).lower()] = match[2]
+    return pins
+
+
+def _core_requirements() -> list[str]:
+    names = []
+    for requirement in importlib.metadata.requires("labkit") or []:
+        if "extra ==" in requirement:
+            continue
+        names.append(re.sub(r"[-_.]+", "-", re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]).lower())
+    return names
+
+
+def check_dependencies(constraints: Path | None = None) -> Check:
+    """Every core dependency is installed at the tested (pinned) version."""
+    pins = _pins(constraints or project_root() / "constraints.txt")
+    problems, count = [], 0
+    for name in _core_requirements():
+        count += 1
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            problems.append(f"{name} missing")
+            continue
+        pinned = pins.get(name)
+        if pinned and installed.split("+")[0] != pinned.split("+")[0]:
+            problems.append(f"{name} {installed} (tested {pinned})")
+    if problems:
+        return Check("dependencies", False, "; ".join(problems) + ". Reinstall: python3 course.py run (it installs the pins)")
+    return Check("dependencies", True, f"{count} core packages at their tested versions")
+
+
+def check_kernel(timeout: float = 60) -> Check:
+    """A Python kernel starts and answers; reports how long that took."""
+    import tempfile
+
+    from labkit.runner import kernel_manager
+
+    with tempfile.TemporaryDirectory(prefix="labkit-doctor-") as folder:
+        manager = kernel_manager(Path(folder))
+        started = time.perf_counter()
+        try:
+            manager.start_kernel()
+            client = manager.client()
+            client.start_channels()
+            client.wait_for_ready(timeout=timeout)
+        except Exception as exc:  # any failure here is what the instructor needs to see
+            manager.shutdown_kernel(now=True)
+            return Check("kernel", False, f"could not start a python3 kernel: {exc}. Reinstall with python3 course.py run")
+        seconds = time.perf_counter() - started
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return Check("kernel", True, f"python3 kernel ready in {seconds:.1f} s")
+
+
+def check_notebooks() -> list[Check]:
+    """Every notebook executes in replay mode with the network blocked."""
+    from labkit.runner import course_notebooks, run_notebook
+
+    checks = []
+    for path in course_notebooks():
+        result = run_notebook(path)
+        detail = f"{result.seconds:.1f} s" if result.status == "passed" else f"{result.error} (run: labkit run {path.name[:2]})"
+        checks.append(Check(f"notebook {path.name}", result.status == "passed", detail))
+    return checks or [Check("notebooks", False, "no numbered notebooks found in notebooks/")]
+
+
+def check_recorded_runs() -> list[Check]:
+    """Every recorded run loads, matches its fixtures, states its origin; no key-like strings."""
+    from labkit.recording import verify_runs
+    from labkit.secret_scan import scan_for_secrets
+
+    checks = [
+        Check(f"run {name}", loaded is not None,
+              f"{loaded.origin}, {loaded.model.id}, {len(loaded.bindings)} bindings" if loaded else problem)
+        for name, loaded, problem in verify_runs()
+    ]
+    findings = scan_for_secrets(recorded_runs_dir())
+    checks.append(Check(
+        "secret scan", not findings,
+        "no key-like strings in recorded_runs/" if not findings else
+        "; ".join(f"{relative_to_root(f.path)}:{f.line} {f.kind}" for f in findings) + ": remove them and rotate the keys",
+    ))
+    return checks
+
+
+def check_extras() -> list[Check]:
+    """Report each optional extra as present or absent; absence is not a failure."""
+    checks = []
+    for extra, (module, enables) in EXTRAS.items():
+        present = importlib.util.find_spec(module) is not None
+        how = "" if present else f' (absent; to add: pip install -c constraints.txt -e ".[{extra}]")'
+        checks.append(Check(f"extra {extra}", True, f"{'present' if present else 'absent'}: {enables}{how}"))
+    return checks
+
+
+def check_disk(minimum: int = MIN_FREE_BYTES) -> Check:
+    """There is enough free disk for scratch files and an extra's install."""
+    free = shutil.disk_usage(project_root()).free
+    ok = free >= minimum
+    detail = f"{free / 1e9:.1f} GB free" + ("" if ok else f"; free at least {minimum / 1e9:.0f} GB")
+    return Check("disk", ok, detail)
+
+
+def run_checks(*, notebooks: bool = True) -> list[Check]:
+    """Run every preflight check in report order."""
+    checks = [check_python(), check_dependencies(), check_kernel()]
+    if notebooks:
+        checks.extend(check_notebooks())
+    checks.extend(check_recorded_runs())
+    checks.extend(check_extras())
+    checks.append(check_disk())
+    return checks
+
+
+def report(checks: list[Check]) -> str:
+    """Return the one-page report: one line per check, then a verdict."""
+    width = max(len(c.name) for c in checks)
+    lines = [f"{'ok' if c.ok else 'FAIL':<4}  {c.name:<{width}}  {c.detail}" for c in checks]
+    failed = sum(not c.ok for c in checks)
+    lines.append(f"{len(checks) - failed} of {len(checks)} checks passed" + ("" if not failed else ": fix the FAIL lines above"))
+    return "\n".join(lines)

@@ -1,0 +1,68 @@
+import json
+import shutil
+
+import nbformat
+import pytest
+
+from labkit import doctor
+from labkit.cli import main
+from labkit.paths import project_root
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    for name in ("fixtures", "recorded_runs"):
+        shutil.copytree(project_root() / name, tmp_path / name)
+    shutil.copyfile(project_root() / "constraints.txt", tmp_path / "constraints.txt")
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def _notebook(path, source):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_doctor_passes_on_a_healthy_course(course, capsys):
+    _notebook(course / "notebooks" / "01_ok.ipynb", "print(1)")
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "ok    notebook 01_ok.ipynb" in out and "checks passed" in out and "FAIL" not in out
+
+
+def test_doctor_catches_a_failing_notebook(course, capsys):
+    _notebook(course / "notebooks" / "01_broken.ipynb", "raise RuntimeError('laptop problem')")
+    assert main(["doctor"]) == 1
+    line = next(l for l in capsys.readouterr().out.splitlines() if "01_broken" in l)
+    assert line.startswith("FAIL") and "laptop problem" in line and "labkit run 01" in line
+
+
+def test_doctor_catches_a_tampered_recorded_run(course, capsys):
+    path = course / "recorded_runs" / "06-routing-smollm2" / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["bindings"][0]["response"]["choices"][0]["message"]["content"] = '{"id": "t1", "route": "urgent_support"}'
+    data["bindings"][0]["request"]["messages"][1]["content"] += " "
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["doctor", "--skip-notebooks"]) == 1
+    line = next(l for l in capsys.readouterr().out.splitlines() if "run 06-routing-smollm2" in l)
+    assert line.startswith("FAIL") and "edited after recording" in line
+
+
+def test_doctor_reports_a_package_at_an_untested_version(course, monkeypatch):
+    real = doctor.importlib.metadata.version
+    monkeypatch.setattr(doctor.importlib.metadata, "version", lambda name: "0.0.1" if name == "openai" else real(name))
+    check = doctor.check_dependencies()
+    assert not check.ok and "openai 0.0.1 (tested" in check.detail
+
+
+def test_doctor_flags_a_full_disk():
+    assert not doctor.check_disk(minimum=10**18).ok
+
+
+def test_absent_extra_is_reported_not_failed(monkeypatch):
+    monkeypatch.setattr(doctor.importlib.util, "find_spec", lambda name: None)
+    checks = doctor.check_extras()
+    assert all(c.ok for c in checks) and all('pip install -c constraints.txt -e ".[' in c.detail for c in checks)
