@@ -36,6 +36,16 @@ def _install_fingerprint(extras: str) -> str:
     return digest.hexdigest()
 
 
+def pip_command(extras: str) -> list[str]:
+    """Return the pip install command; with a `wheelhouse/` folder (or $LABKIT_WHEELHOUSE) it stays offline."""
+    command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "-c", "constraints.txt", "-e", f".[{extras}]"]
+    wheelhouse = Path(os.environ.get("LABKIT_WHEELHOUSE", ROOT / "wheelhouse"))
+    if wheelhouse.is_dir():
+        command += ["--no-index", "--find-links", str(wheelhouse)]
+    return command
+
+
 def ensure_environment(extras: str) -> None:
     """Create `.venv` if needed and install labkit with the pinned versions unless already current."""
     if sys.version_info < (3, 11):
@@ -47,9 +57,7 @@ def ensure_environment(extras: str) -> None:
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
     print(f"Installing labkit[{extras}] with the tested pins (first time: a few minutes) ...", flush=True)
-    command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "-c", "constraints.txt", "-e", f".[{extras}]"]
-    if subprocess.call(command, cwd=ROOT) != 0:
+    if subprocess.call(pip_command(extras), cwd=ROOT) != 0:
         sys.exit("Installing labkit failed; the pip output above says why. Fix it and run the command again.")
     STAMP.write_text(wanted)
 
