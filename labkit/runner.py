@@ -67,11 +67,15 @@ def export_html(nb: Any, path: Path) -> Path:
     return path
 
 
-def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | None = None) -> NotebookResult:
-    """Execute one notebook in a fresh offline kernel, without writing to the notebook file.
+def run_notebook(
+    path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | None = None, write_back: bool = False
+) -> NotebookResult:
+    """Execute one notebook in a fresh offline kernel; the notebook file is left as it is unless asked.
 
     With ``html_dir``, the executed notebook (failed ones included, up to the failing cell) is
-    also written there as ``<name>.html``.
+    also written there as ``<name>.html``. With ``write_back``, a notebook that passed is saved
+    in place with its new outputs (each cell's stream output merged into one piece, no timings),
+    which is how a lesson's committed outputs are refreshed.
     """
     import nbformat
     from nbclient import NotebookClient
@@ -83,8 +87,9 @@ def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | 
     with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
         offline_kernel_env(ipython_dir=Path(tmp))
     ):
+        manager = kernel_manager(Path(tmp))
         client = NotebookClient(
-            nb, timeout=timeout, km=kernel_manager(Path(tmp)), resources={"metadata": {"path": str(path.parent)}}
+            nb, timeout=timeout, km=manager, record_timing=False, resources={"metadata": {"path": str(path.parent)}}
         )
         start = None
         try:
@@ -100,8 +105,16 @@ def run_notebook(path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | 
             result = NotebookResult(path.name, "failed", round(seconds, 2), message[:300])
         else:
             result = NotebookResult(path.name, "passed", round(time.perf_counter() - start, 2))
+        finally:
+            if manager.has_kernel:  # the client shuts down only kernels it started itself
+                manager.shutdown_kernel(now=True)
     if html_dir is not None:
         export_html(nb, html_dir / f"{path.stem}.html")
+    if write_back and result.status == "passed":
+        from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+        nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+        nbformat.write(nb, path)
     return result
 
 

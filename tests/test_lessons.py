@@ -34,8 +34,8 @@ def test_authored_run_never_replaces_a_captured_run(course, monkeypatch):
 
 
 def test_lesson_without_model_calls_is_refused(course):
-    with pytest.raises(UnknownLesson, match="02, 06"):
-        write_authored("04")
+    with pytest.raises(UnknownLesson, match="records no model runs; choose one of 0"):
+        write_authored("03")
 
 
 def test_lesson_without_an_authored_run_says_so(course):

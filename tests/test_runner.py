@@ -89,3 +89,27 @@ def test_run_exports_each_executed_notebook_as_html(course, tmp_path, capsys):
     assert main(["run", "--html", str(tmp_path / "html")]) == 0
     page = (tmp_path / "html" / "01_ok.html").read_text(encoding="utf-8")
     assert "hello from the room" in page
+
+
+def test_update_saves_new_outputs_in_one_stream_piece_and_no_timings(course):
+    path = _notebook(course / "01_ok.ipynb", "import sys\nfor i in range(3):\n    print(i)\n    sys.stdout.flush()")
+    assert main(["run", "01", "--update"]) == 0
+    (cell,) = nbformat.read(path, as_version=4).cells
+    assert [o["text"] for o in cell.outputs] == ["0\n1\n2\n"]
+    assert "execution" not in cell.metadata
+
+
+def test_update_leaves_a_failing_notebook_untouched(course):
+    path = _notebook(course / "01_bad.ipynb", "1/0")
+    before = path.read_bytes()
+    assert main(["run", "01", "--update"]) == 1
+    assert path.read_bytes() == before
+
+
+def test_no_kernel_process_outlives_its_notebook(course):
+    import psutil
+
+    run_notebook(_notebook(course / "01_ok.ipynb", "pass"))
+    run_notebook(_notebook(course / "02_bad.ipynb", "1/0"))
+    kernels = [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
+    assert kernels == []

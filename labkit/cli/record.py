@@ -38,5 +38,6 @@ def run(args: argparse.Namespace) -> int:
         path = record_captured(lesson, run_id=args.run_id)
         print(f"saved a new captured run {relative_to_root(path)}")
         print(f"To replay it, set RUN_CAPTURED in {module.__name__} to {path.parent.name!r}, then refresh the "
-              f"outputs of notebooks/{RECORDABLE[lesson][1]} (cells that show the captured run change).")
+              f"outputs of notebooks/{RECORDABLE[lesson][1]} with `labkit run {lesson} --update` "
+              "(cells that show the captured run change).")
     return 0

@@ -19,13 +19,15 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         help="execute the notebooks headless and offline",
         description="Execute every numbered notebook in replay mode with the network blocked, "
         "print a table of notebook, status and seconds, and exit 1 if any failed.",
-        epilog="examples:\n  labkit run\n  labkit run 06\n  labkit run --json\n  labkit run --html scratch/html",
+        epilog="examples:\n  labkit run\n  labkit run 06\n  labkit run --json\n  labkit run --html scratch/html\n  labkit run 02 --update",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help="run only these (a number such as 06, or a file name)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
     parser.add_argument("--html", metavar="DIR", type=Path, help="also write each executed notebook to DIR as HTML")
+    parser.add_argument("--update", action="store_true",
+                        help="save each notebook that passed in place with its new outputs (refresh after re-recording)")
     parser.set_defaults(handler=run)
 
 
@@ -52,6 +54,6 @@ def run(args: argparse.Namespace) -> int:
     for path in _select(args.notebooks):
         if not args.json:
             print(f"running {path.name} ...", flush=True)
-        results.append(run_notebook(path, html_dir=args.html))
+        results.append(run_notebook(path, html_dir=args.html, write_back=args.update))
     print(json.dumps(results_json(results), indent=2) if args.json else results_table(results))
     return 0 if results and all(r.status == "passed" for r in results) else 1
