@@ -89,14 +89,26 @@ def request_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     return []
 
 
-def _short(value: Any, limit: int = 70) -> str:
-    text = value if isinstance(value, str) else canonical_json(value)
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+def _window(text: str, start: int, width: int) -> str:
+    begin = max(0, start - width // 3)
+    return ("…" if begin else "") + text[begin : begin + width] + ("…" if begin + width < len(text) else "")
+
+
+def excerpt_pair(recorded: Any, actual: Any, *, width: int = 60) -> tuple[str, str]:
+    """Return both values as short text; two texts are cut to the same window around their first difference."""
+    texts = ["(absent)" if v is None else v if isinstance(v, str) else canonical_json(v) for v in (recorded, actual)]
+    if isinstance(recorded, str) and isinstance(actual, str):
+        start = next((i for i, (r, a) in enumerate(zip(recorded, actual)) if r != a), min(len(recorded), len(actual)))
+        return _window(recorded, start, width), _window(actual, start, width)
+    return tuple(t if len(t) <= width else t[: width - 1] + "…" for t in texts)  # type: ignore[return-value]
 
 
 def describe_diff(diff: list[FieldDiff], *, limit: int = 6) -> str:
-    """Return the diff as indented lines ``path: recorded -> actual``."""
-    lines = [f"  {d.path}: {_short(d.recorded)} -> {_short(d.actual)}" for d in diff[:limit]]
+    """Return the diff as indented lines ``path: recorded -> actual``, showing where long texts differ."""
+    lines = []
+    for d in diff[:limit]:
+        recorded, actual = excerpt_pair(d.recorded, d.actual)
+        lines.append(f"  {d.path}: {recorded!r} -> {actual!r}")
     if len(diff) > limit:
         lines.append(f"  ... and {len(diff) - limit} more (see .diff)")
     return "\n".join(lines)

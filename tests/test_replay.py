@@ -201,3 +201,11 @@ def test_order_based_replay_runs_out_instead_of_inventing():
     ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0]))
     with pytest.raises(RecordedRunError, match="ran out"):
         ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0]))
+
+
+def test_refusal_message_shows_where_a_long_text_differs():
+    from labkit.replay import FieldDiff, describe_diff
+
+    policy = "Answer only from the passages you are given, in one or two sentences, and cite them."
+    line = describe_diff([FieldDiff("messages[0].content", policy, policy.replace("cite them", "never cite"))])
+    assert "cite them" in line and "never cite" in line and line.count("…") == 2
