@@ -22,6 +22,7 @@ from labkit.errors import LabkitError
 #: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
 RECORDABLE: dict[str, tuple[str, str]] = {
     "02": ("labkit.rag_trace", "02_rag_trace.ipynb"),
+    "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
     "06": ("labkit.routing_capture", "06_routing_gate.ipynb"),
 }
 
@@ -73,3 +74,12 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
         run_id=run_id or f"{module.RUN_CAPTURED}-{stamp}",
         runs_dir=runs_dir,
     )
+
+
+def cells_showing_runs(notebook: Path, names: list[str]) -> list[int]:
+    """Return the numbers (from 1) of the code cells whose source names any of ``names`` (run ids or constants)."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    code = [c for c in cells if c.cell_type == "code"]
+    return [number for number, cell in enumerate(code, start=1) if any(name in cell.source for name in names)]

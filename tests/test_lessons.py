@@ -11,7 +11,7 @@ from tests.fake_endpoint import FakeEndpoint
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
+    for name in ("fixtures", "recorded_runs", "notebooks"):
         shutil.copytree(project_root() / name, tmp_path / name)
     monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
     return tmp_path
@@ -50,6 +50,19 @@ def test_record_writes_a_new_captured_run_beside_the_old_one(course, monkeypatch
         assert main(["record", "06", "--run-id", "06-routing-echo"]) == 0
     out = capsys.readouterr().out
     assert "recorded_runs/06-routing-echo/run.json" in out and "06_routing_gate.ipynb" in out
+    assert "Code cells that show the captured run, whose outputs will change:" in out
     run = load_run("06-routing-echo")
     assert run.origin == "captured" and len(run.bindings) == 10 and run.model.id == "fake-echo"
     assert load_run("06-routing-smollm2").origin == "captured"  # the old run is untouched
+
+
+def test_cells_showing_a_run_are_found_by_constant_or_id(tmp_path):
+    import nbformat
+
+    from labkit.lessons import cells_showing_runs
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("RUN_CAPTURED in prose"), nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_code_cell("load_run(RUN_CAPTURED)"), nbformat.v4.new_code_cell("load_run('06-a')")]
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    assert cells_showing_runs(tmp_path / "n.ipynb", ["RUN_CAPTURED", "06-a"]) == [2, 3]

@@ -1,0 +1,276 @@
+"""The refund policy: a real PDF written by a project script, read page by page, split and indexed in FAISS.
+
+``python -m labkit.system.policy`` writes ``fixtures/system/refund_policy.pdf``
+with fpdf2, with fixed metadata and creation date, so writing it again gives
+the same bytes. `load_policy_pages` reads it with LangChain's ``PyPDFLoader``
+and gives each page the citation id ``refund_policy.pdf#p<one-based page>``;
+`split_policy` cuts the pages with ``RecursiveCharacterTextSplitter(800, 100)``
+(each chunk keeps its page's citation id); `load_policy_index` builds a FAISS
+index from saved real vectors (`SavedEmbeddings`, embedding set ``system-policy``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from labkit.embeddings import SavedEmbeddings, register_embedding_set
+from labkit.errors import FixtureOverwriteRefused, LabkitError
+from labkit.paths import fixtures_dir, relative_to_root
+
+PDF_NAME = "refund_policy.pdf"
+EMBEDDING_SET = "system-policy"
+#: The splitter settings of the book's program.
+CHUNK_SIZE = 800
+CHUNK_OVERLAP = 100
+#: How many chunks retrieval returns for each question.
+K = 3
+#: Fixed document metadata: the same bytes on every run of the fixture script.
+_CREATED = datetime(2026, 11, 1, tzinfo=timezone.utc)
+_METADATA = {"title": "Refund policy", "author": "labkit course", "subject": "Toy refund policy for lesson 05",
+             "creator": "labkit.system.policy"}
+
+#: The policy, page by page: a heading, then paragraphs. Written for the course; the figures are invented.
+POLICY_PAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Refund policy", (
+        "Version 2026-11. This policy applies to every order placed in the online shop.",
+        "1. Refund window",
+        "Customers can request a refund within 30 days.",
+        "The 30 days are counted from the date the order was delivered, as shown in the tracking record. "
+        "A request sent on the thirtieth day is still on time; a request sent later is declined, "
+        "whatever the reason for the delay.",
+        "2. How to request a refund",
+        "Open the order in your account and choose Request a refund, or write to support with the order number. "
+        "Say which items you want refunded and why. Support confirms the request by email and sends a return label "
+        "when the item has to come back.",
+        "3. How refunds are paid",
+        "Refunds go back to the payment method used for the order. Card refunds appear within five to ten business "
+        "days after the returned item is checked. Shipping fees are refunded only when the item arrived damaged "
+        "or was not the item ordered.",
+    )),
+    ("Refund policy (continued)", (
+        "4. Items that cannot be refunded",
+        "Gift cards, downloaded software and personalised items cannot be refunded once delivered. Perishable goods "
+        "can be refunded only when they arrived spoiled, and only if support hears about it within two days "
+        "of delivery.",
+        "5. Exchanges",
+        "Instead of a refund, a customer may ask to exchange an item for another size or colour of the same product. "
+        "Exchanges follow the same window as refunds and ship at no extra cost.",
+        "6. Cancelling an order",
+        "An order can be cancelled free of charge until it leaves the warehouse. After that, the customer receives "
+        "it and asks for a refund under this policy.",
+        "7. Contacting support",
+        "Support answers through the help centre and by email on business days, usually within two business days. "
+        "Support staff never ask for card numbers or passwords.",
+    )),
+)
+
+
+class PolicyDocumentError(LabkitError, ValueError):
+    """The policy PDF is missing, unreadable or has a page with no text."""
+
+
+def policy_folder() -> Path:
+    """Return the folder of this lesson's fixtures."""
+    return fixtures_dir() / "system"
+
+
+def policy_path() -> Path:
+    """Return the committed ``refund_policy.pdf``."""
+    return policy_folder() / PDF_NAME
+
+
+def embeddings_path() -> Path:
+    """Return the committed saved-vectors file of this lesson."""
+    return policy_folder() / "embeddings.json"
+
+
+def citation_id(page_index: int, *, name: str = PDF_NAME) -> str:
+    """Return the citation id of a page from its zero-based index, as PyPDFLoader numbers pages: ``name#p<index + 1>``."""
+    if isinstance(page_index, bool) or not isinstance(page_index, int) or page_index < 0:
+        raise PolicyDocumentError(f"a page index must be a whole number from 0, not {page_index!r}")
+    return f"{name}#p{page_index + 1}"
+
+
+# --- writing the fixture -----------------------------------------------------------------------
+
+
+def policy_pdf_bytes() -> bytes:
+    """Return the bytes of the policy PDF: one PDF page per entry of `POLICY_PAGES`, fixed metadata and date."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(_CREATED)
+    pdf.set_title(_METADATA["title"])
+    pdf.set_author(_METADATA["author"])
+    pdf.set_subject(_METADATA["subject"])
+    pdf.set_creator(_METADATA["creator"])
+    pdf.set_auto_page_break(auto=False)
+    pdf.set_margins(20, 20, 20)
+    for heading, paragraphs in POLICY_PAGES:
+        pdf.add_page()
+        pdf.set_font("Helvetica", style="B", size=16)
+        pdf.multi_cell(0, 10, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(2)
+        for paragraph in paragraphs:
+            numbered = paragraph[:1].isdigit() and ". " in paragraph[:4]
+            pdf.set_font("Helvetica", style="B" if numbered else "", size=12 if numbered else 11)
+            pdf.multi_cell(0, 6, paragraph, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+        if pdf.get_y() > pdf.h - 20:
+            raise PolicyDocumentError(f"the page {heading!r} overflows; shorten its text in POLICY_PAGES")
+    return bytes(pdf.output())
+
+
+def _refuse_if_captured(folder: Path) -> None:
+    from labkit.canonical import loads_strict
+
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = loads_strict(path.read_bytes(), source=str(path))
+        except (ValueError, OSError) as exc:
+            raise FixtureOverwriteRefused(
+                f"{path} cannot be read as JSON ({exc}), so it might be a captured run; nothing was written. "
+                "Move it out of the folder or pass an empty folder."
+            ) from None
+        if isinstance(data, dict) and data.get("origin") == "captured":
+            raise FixtureOverwriteRefused(
+                f"{path} is a captured run; refusing to write the policy PDF next to it, nothing was written. "
+                "Keep captured runs under recorded_runs/, or pass an empty folder."
+            )
+
+
+def write_policy_pdf(folder: str | Path | None = None) -> Path:
+    """Write ``refund_policy.pdf`` into ``folder`` (default ``fixtures/system``); the same bytes every time.
+
+    Refuses (`FixtureOverwriteRefused`) without writing when the folder holds a captured run.
+    """
+    folder = Path(folder) if folder is not None else policy_folder()
+    if folder.exists() and not folder.is_dir():
+        raise FixtureOverwriteRefused(f"{folder} is a file, not a folder; pass a folder to write the PDF into")
+    if folder.is_dir():
+        _refuse_if_captured(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / PDF_NAME
+    path.write_bytes(policy_pdf_bytes())
+    return path
+
+
+# --- reading, splitting, indexing ----------------------------------------------------------------
+
+
+def _community(module: str, name: str) -> Any:
+    """Import ``name`` from ``langchain_community.<module>``, which the book's program uses for PDFs and FAISS."""
+    import importlib
+    import warnings
+
+    with warnings.catch_warnings():
+        # The package announces its sunset on import; the course pins a version whose loader and store work.
+        warnings.filterwarnings("ignore", message=".*langchain-community.*", category=DeprecationWarning)
+        return getattr(importlib.import_module(f"langchain_community.{module}"), name)
+
+
+def load_policy_pages(path: str | Path | None = None) -> list[Any]:
+    """Read the policy PDF with ``PyPDFLoader``: one ``Document`` per page, each with its one-based citation id.
+
+    ``source`` is rewritten as the path relative to the project root so that no
+    machine's folder names reach a notebook; a file that is not a readable PDF,
+    or a page with no text, is refused.
+    """
+    PyPDFLoader = _community("document_loaders", "PyPDFLoader")
+    path = Path(path) if path is not None else policy_path()
+    if not path.is_file():
+        raise PolicyDocumentError(
+            f"no policy PDF at {relative_to_root(path)}; write it with `python -m labkit.system.policy`"
+        )
+    try:
+        pages = PyPDFLoader(str(path)).load()
+    except Exception as exc:  # pypdf raises many kinds for a damaged file
+        raise PolicyDocumentError(
+            f"{relative_to_root(path)} is not a readable PDF ({type(exc).__name__}: {exc}); "
+            "restore it from git or write it again with `python -m labkit.system.policy`"
+        ) from None
+    if not pages:
+        raise PolicyDocumentError(f"{relative_to_root(path)} has no pages; write it again with `python -m labkit.system.policy`")
+    for page in pages:
+        number = page.metadata.get("page")
+        if not page.page_content.strip():
+            raise PolicyDocumentError(
+                f"page {number} of {relative_to_root(path)} has no extractable text; a citation to it could "
+                "never be checked. Write the PDF again with `python -m labkit.system.policy`"
+            )
+        page.metadata["citation_id"] = citation_id(number, name=path.name)
+        page.metadata["source"] = relative_to_root(path)
+    return pages
+
+
+def split_policy(pages: list[Any], *, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[Any]:
+    """Split the pages into chunks; each keeps its page's metadata, and so its citation id."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap).split_documents(pages)
+
+
+@register_embedding_set(EMBEDDING_SET)
+def embedding_texts() -> tuple[list[str], Path]:
+    """Return every text lesson 05 embeds (the policy chunks and the lesson's questions) and their file."""
+    from labkit.system.golden import QUESTIONS
+
+    chunks = [c.page_content for c in split_policy(load_policy_pages())]
+    return sorted(set(chunks) | set(QUESTIONS)), embeddings_path()
+
+
+@dataclass
+class PolicyIndex:
+    """The FAISS index of the policy chunks, with the chunks it holds."""
+
+    store: Any
+    chunks: list[Any]
+
+    @property
+    def citation_ids(self) -> list[str]:
+        """The citation ids of the indexed chunks, in document order, without repeats."""
+        return list(dict.fromkeys(c.metadata["citation_id"] for c in self.chunks))
+
+
+def load_policy_index(*, path: str | Path | None = None, embeddings: SavedEmbeddings | None = None) -> PolicyIndex:
+    """Load, split and index the policy PDF in FAISS with saved real vectors.
+
+    A chunk without a saved vector means the PDF or splitter changed since the
+    vectors were recorded; that is refused with the command that recomputes them.
+    """
+    FAISS = _community("vectorstores", "FAISS")
+    embeddings = embeddings if embeddings is not None else SavedEmbeddings.from_set(EMBEDDING_SET)
+    chunks = split_policy(load_policy_pages(path))
+    missing = [c.metadata["citation_id"] for c in chunks if c.page_content not in embeddings]
+    if missing:
+        raise PolicyDocumentError(
+            f"{len(missing)} chunk(s) of the policy ({', '.join(missing)}) have no saved vector: the PDF or the "
+            f"splitter changed since the vectors were recorded. Restore the PDF, or recompute them with "
+            f"`labkit embed {EMBEDDING_SET}` (needs the [embed] extra)."
+        )
+    return PolicyIndex(FAISS.from_documents(chunks, embeddings), chunks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the policy PDF into ``argv[0]`` (default ``fixtures/system``) and print its SHA-256."""
+    from labkit.canonical import file_sha256
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) > 1 or any(arg.startswith("-") for arg in argv):
+        print("usage: python -m labkit.system.policy [FOLDER]   (default: fixtures/system)", file=sys.stderr)
+        return 1
+    try:
+        path = write_policy_pdf(argv[0] if argv else None)
+    except FixtureOverwriteRefused as exc:
+        print(f"labkit.system.policy: {exc}", file=sys.stderr)
+        return 1
+    print(f"{file_sha256(path)}  {relative_to_root(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The reply contract's field-combination rules, and `call_model`'s raw text and record."""
+
+import json
+
+import pytest
+from openai.types.chat import ChatCompletion
+from pydantic import ValidationError
+
+from labkit.boundary import connect
+from labkit.recording import load_run
+from labkit.system.contract import (
+    SETTINGS,
+    ModelReply,
+    ModelReplyMissing,
+    ScriptedModel,
+    UnscriptedRequest,
+    call_model,
+)
+from labkit.system.golden import GOLDEN
+from labkit.system.runs import RUN_AUTHORED, RUN_CAPTURED
+from labkit.system.workflow import build_messages
+
+VALID = [
+    {"kind": "answer", "text": "Within 30 days.", "citation_ids": ["refund_policy.pdf#p1"]},
+    {"kind": "tool_call", "tool_args": {"intent": "get_refund"}},
+    {"kind": "insufficient_evidence"},
+]
+INVALID = [
+    ({"kind": "answer", "text": "Within 30 days."}, "answer needs text and citations only"),
+    ({"kind": "answer", "text": "  ", "citation_ids": ["refund_policy.pdf#p1"]}, "answer needs text and citations only"),
+    ({"kind": "answer", "text": "x", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
+     "answer needs text and citations only"),
+    ({"kind": "tool_call"}, "tool_call needs tool_args only"),
+    ({"kind": "tool_call", "text": "2", "tool_args": {"intent": "get_refund"}}, "tool_call needs tool_args only"),
+    ({"kind": "tool_call", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
+     "tool_call needs tool_args only"),
+    ({"kind": "insufficient_evidence", "text": "I do not know."}, "insufficient_evidence has no answer"),
+    ({"kind": "insufficient_evidence", "tool_args": {"intent": "get_refund"}}, "insufficient_evidence has no answer"),
+    ({"kind": "answer", "text": "x", "citation_ids": ["p1"], "confidence": 0.9}, "Extra inputs"),
+    ({"kind": "refuse"}, "Input should be"),
+]
+
+
+@pytest.mark.parametrize("reply", VALID, ids=[r["kind"] for r in VALID])
+def test_each_kind_with_only_its_fields_is_valid(reply):
+    assert ModelReply.model_validate_json(json.dumps(reply)).kind == reply["kind"]
+
+
+@pytest.mark.parametrize("reply,message", INVALID, ids=[m.split()[0] + str(i) for i, (_, m) in enumerate(INVALID)])
+def test_a_wrong_field_combination_is_rejected(reply, message):
+    with pytest.raises(ValidationError, match=message):
+        ModelReply.model_validate_json(json.dumps(reply))
+
+
+def test_settings_send_the_contract_schema_in_the_local_servers_form():
+    assert SETTINGS["temperature"] == 0 and isinstance(SETTINGS["seed"], int)
+    assert SETTINGS["response_format"] == {"type": "json_object", "schema": ModelReply.model_json_schema()}
+
+
+class _Live:
+    """An adapter in live mode whose endpoint reported usage."""
+
+    mode, model = "live", "some-model"
+
+    def generate(self, key, messages):
+        return ChatCompletion.model_validate({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "served-name",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+        })
+
+
+def test_call_model_returns_the_raw_text_and_a_record_of_model_tokens_and_latency():
+    text, record = call_model(_Live(), "q", [{"role": "user", "content": "q"}])
+    assert text == "{}"
+    assert (record.model, record.input_tokens, record.output_tokens) == ("some-model", 11, 3)
+    assert record.latency_source == "measured" and record.latency_ms is not None and record.latency_ms >= 0
+
+
+def test_call_model_in_replay_reports_the_latency_recorded_with_the_captured_run():
+    question = GOLDEN[0].question
+    run = load_run(RUN_CAPTURED)
+    binding = next(b for b in run.bindings if b.question == question)
+    adapter = connect(RUN_CAPTURED, lesson="05", settings=SETTINGS)
+    text, record = call_model(adapter, question, binding.request["messages"])
+    assert text == binding.response["choices"][0]["message"]["content"]
+    assert record.latency_source == "recorded" and record.latency_ms == round(1000 * binding.latency_s)
+    assert record.input_tokens == binding.usage.prompt_tokens
+
+
+def test_call_model_replaying_an_authored_run_claims_no_tokens_and_no_latency():
+    question = GOLDEN[2].question
+    binding = next(b for b in load_run(RUN_AUTHORED).bindings if b.question == question)
+    adapter = connect(RUN_AUTHORED, lesson="05", settings=SETTINGS)
+    _, record = call_model(adapter, question, binding.request["messages"])
+    assert (record.model, record.input_tokens, record.output_tokens, record.latency_ms, record.latency_source) == (
+        "authored-by-course", None, None, None, "none")
+
+
+def test_a_response_without_text_is_an_error_not_an_empty_reply():
+    class _Empty(_Live):
+        def generate(self, key, messages):
+            completion = super().generate(key, messages)
+            completion.choices[0].message.content = None
+            return completion
+
+    with pytest.raises(ModelReplyMissing, match="no reply text"):
+        call_model(_Empty(), "q", [])
+
+
+def test_a_scripted_model_says_so_and_answers_only_what_was_scripted():
+    scripted = ScriptedModel({"q": "{}"})
+    text, record = call_model(scripted, "q", build_messages("q", []))
+    assert text == "{}" and record.model == "scripted-by-caller" and record.latency_source == "none"
+    with pytest.raises(UnscriptedRequest):
+        scripted.generate("other", [])
