@@ -104,12 +104,12 @@ class AuthoringAdapter:
         self.model = AUTHORED_MODEL
         self.exchanges: list[tuple[str | None, dict[str, Any], str]] = []
 
-    def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:
+    def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
         """Return the authored reply for ``question`` as a ChatCompletion, and keep the exchange."""
         from openai.types.chat import ChatCompletion
 
         if question not in self.replies:
             raise RecordedRunError(f"no authored reply for {question!r}; add one to the lesson's authored replies")
-        request = {"model": self.model, "messages": messages, **self.settings}
+        request = {"model": self.model, "messages": messages, **self.settings, **settings}
         self.exchanges.append((question, request, self.replies[question]))
         return ChatCompletion.model_validate(authored_response(self.replies[question], number=len(self.exchanges)))

@@ -98,9 +98,9 @@ class ModelBoundary:
             self.recorder.note_question(request, question)
         return self.client.chat.completions.create(**request)
 
-    def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:
-        """Send the messages built for ``question``; in record mode the run remembers the question."""
-        return self.chat(messages, question=question)
+    def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
+        """Send the messages built for ``question`` (plus any per-call settings); record mode keeps the question."""
+        return self.chat(messages, question=question, **settings)
 
     def save(self, *, description: str, fixtures: list[str | Path], run_id: str | None = None,
              runs_dir: Path | None = None) -> Path:

@@ -21,6 +21,7 @@ from labkit.errors import LabkitError
 
 #: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
 RECORDABLE: dict[str, tuple[str, str]] = {
+    "01": ("labkit.evaluator.lesson", "01_product_evaluator.ipynb"),
     "02": ("labkit.rag_trace", "02_rag_trace.ipynb"),
     "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
     "06": ("labkit.routing_capture", "06_routing_gate.ipynb"),

@@ -1,0 +1,139 @@
+"""Calibration: how well the judge agrees with people, and which criteria it may therefore score.
+
+For each criterion and arrangement, on the held-out subset: percent agreement,
+Cohen's kappa (scikit-learn), the base rate (the share of the most common
+human label: what a judge that always said it would score), and a bootstrap
+interval with a fixed seed; the two raters' agreement beside it for
+reference. A rejected judge reply counts as a label of its own,
+``(rejected)``, which disagrees with every human label: it is never dropped.
+The agreement rule then routes each criterion to the judge or to human review.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labkit.evaluator.rubric import AgreementRule
+
+REJECTED = "(rejected)"
+BOOTSTRAP_SEED = 20261101
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def percent_agreement(a: list[str], b: list[str]) -> float:
+    """Return the share of items where the two label lists agree."""
+    if len(a) != len(b) or not a:
+        raise ValueError("compare two non-empty label lists of the same length")
+    return sum(x == y for x, y in zip(a, b)) / len(a)
+
+
+def kappa(a: list[str], b: list[str]) -> float | None:
+    """Return Cohen's kappa from scikit-learn, or None when it is undefined (both lists one and the same label)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(set(a) | set(b)) < 2:
+        return None
+    return float(cohen_kappa_score(a, b))
+
+
+def base_rate(labels: list[str]) -> tuple[str, float]:
+    """Return the most common label and its share: the agreement a constant judge would reach."""
+    label, count = sorted(Counter(labels).items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    return label, count / len(labels)
+
+
+def _kappa_many(a: Any, b: Any, n_labels: int) -> Any:
+    """Cohen's kappa for many resamples at once (rows), the formula scikit-learn uses; NaN where undefined."""
+    import numpy as np
+
+    observed = (a == b).mean(axis=1)
+    pa = np.stack([(a == k).mean(axis=1) for k in range(n_labels)], axis=1)
+    pb = np.stack([(b == k).mean(axis=1) for k in range(n_labels)], axis=1)
+    expected = (pa * pb).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
+    return result
+
+
+def bootstrap_interval(a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES,
+                       level: float = 0.95) -> dict[str, float | int | None]:
+    """Return percentile intervals of percent agreement and kappa over item resamples drawn with a fixed seed.
+
+    A resample in which kappa is undefined (every label the same) is counted in
+    ``kappa_undefined`` and left out of the kappa interval only.
+    """
+    import numpy as np
+
+    labels = sorted(set(a) | set(b))
+    index = {label: i for i, label in enumerate(labels)}
+    ai, bi = np.array([index[x] for x in a]), np.array([index[x] for x in b])
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(a), size=(resamples, len(a)))
+    agree = (ai[picks] == bi[picks]).mean(axis=1)
+    kappas = np.asarray(_kappa_many(ai[picks], bi[picks], len(labels)))
+    defined = kappas[~np.isnan(kappas)]
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    return {
+        "agreement_low": float(np.percentile(agree, lo)), "agreement_high": float(np.percentile(agree, hi)),
+        "kappa_low": float(np.percentile(defined, lo)) if defined.size else None,
+        "kappa_high": float(np.percentile(defined, hi)) if defined.size else None,
+        "kappa_undefined": int(np.isnan(kappas).sum()),
+    }
+
+
+class Agreement(BaseModel):
+    """Agreement between two label sources on one criterion, over the same items."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    criterion: str = Field(description="Which criterion.")
+    arrangement: str = Field(description="per_criterion, bundled, programmatic, or human-human.")
+    items: int = Field(description="How many items were compared.")
+    rejected: int = Field(description="Judge replies rejected by the schema (counted as disagreements).")
+    percent_agreement: float = Field(description="Share of items with the same label.")
+    kappa: float | None = Field(description="Cohen's kappa (scikit-learn); None when undefined.")
+    base_rate_label: str = Field(description="The most common reference label.")
+    base_rate: float = Field(description="Its share: what always giving that label would agree.")
+    agreement_low: float = Field(description="Bootstrap interval of percent agreement, low end.")
+    agreement_high: float = Field(description="... high end.")
+    kappa_low: float | None = Field(description="Bootstrap interval of kappa, low end (None if never defined).")
+    kappa_high: float | None = Field(description="... high end.")
+    kappa_undefined: int = Field(description="Resamples where kappa was undefined.")
+
+
+def agreement(criterion: str, arrangement: str, reference: list[str], other: list[str | None]) -> Agreement:
+    """Measure how ``other`` (judge, checks or a second rater) agrees with ``reference`` on one criterion."""
+    labels = [REJECTED if x is None else x for x in other]
+    label, rate = base_rate(reference)
+    return Agreement(
+        criterion=criterion, arrangement=arrangement, items=len(reference), rejected=sum(x is None for x in other),
+        percent_agreement=percent_agreement(reference, labels), kappa=kappa(reference, labels),
+        base_rate_label=label, base_rate=rate, **bootstrap_interval(reference, labels),
+    )
+
+
+class Routing(BaseModel):
+    """Who scores a criterion in release, and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    criterion: str = Field(description="Which criterion.")
+    scorer: Literal["judge", "human_review", "programmatic"] = Field(description="Who gives the release label.")
+    reason: str = Field(description="The evidence for the decision, in one sentence.")
+
+
+def route_criterion(evidence: Agreement | None, rule: AgreementRule, *, scored_by: str = "judge") -> Routing:
+    """Apply the agreement rule: the judge scores a criterion only where it meets both thresholds."""
+    if scored_by == "programmatic":
+        return Routing(criterion=evidence.criterion if evidence else "?", scorer="programmatic",
+                       reason="scored by code (schema and length checks), not by the judge")
+    assert evidence is not None
+    k = "undefined" if evidence.kappa is None else f"{evidence.kappa:.2f}"
+    meets = (evidence.kappa is not None and evidence.kappa >= rule.min_kappa
+             and evidence.percent_agreement >= rule.min_percent_agreement)
+    facts = (f"kappa {k} (needs {rule.min_kappa:.2f}), agreement {evidence.percent_agreement:.0%} "
+             f"(needs {rule.min_percent_agreement:.0%}) on {evidence.items} held-out items")
+    if meets:
+        return Routing(criterion=evidence.criterion, scorer="judge", reason=f"meets the rule: {facts}")
+    return Routing(criterion=evidence.criterion, scorer="human_review", reason=f"below the rule: {facts}")

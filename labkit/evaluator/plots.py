@@ -1,0 +1,73 @@
+"""Lesson 01's plots: agreement per criterion and arrangement, and the spread of cost and latency.
+
+matplotlib is imported inside each function so that `import labkit` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from labkit.evaluator.report import EvaluationReport
+
+_ORDER = ("per_criterion", "bundled", "programmatic", "human-human")
+
+
+def plot_agreement(reports: dict[str, EvaluationReport], *, min_kappa: float | None = None) -> Figure:
+    """Draw Cohen's kappa with its bootstrap interval per criterion and arrangement, one panel per run."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(reports), figsize=(6.2 * len(reports), 3.8), squeeze=False, sharey=True)
+    for ax, (name, report) in zip(axes[0], reports.items()):
+        criteria = [c.id for c in report.inputs.rubric.criteria]
+        arrangements = [a for a in _ORDER if any(r.arrangement == a for r in report.agreements)]
+        width = 0.8 / len(arrangements)
+        for i, arrangement in enumerate(arrangements):
+            xs, ys, low, high = [], [], [], []
+            for j, criterion in enumerate(criteria):
+                row = report.agreement_for(criterion, arrangement)
+                if row is None or row.kappa is None:
+                    continue
+                xs.append(j + (i - (len(arrangements) - 1) / 2) * width)
+                ys.append(row.kappa)
+                low.append(row.kappa - (row.kappa_low if row.kappa_low is not None else row.kappa))
+                high.append((row.kappa_high if row.kappa_high is not None else row.kappa) - row.kappa)
+            ax.bar(xs, ys, width=width, label=arrangement, yerr=[low, high], capsize=3)
+        if min_kappa is not None:
+            ax.axhline(min_kappa, color="black", linestyle="--", linewidth=1, label=f"rule: kappa ≥ {min_kappa:g}")
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(range(len(criteria)), [c.replace("_", "\n") for c in criteria])
+        ax.set_title(name)
+        ax.set_ylim(-1.05, 1.05)
+    axes[0][0].set_ylabel("Cohen's kappa vs adjudicated labels")
+    axes[0][-1].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cost_latency(reports: dict[str, EvaluationReport]) -> Figure:
+    """Draw the distribution of generation cost (every run) and measured latency (runs that measured it)."""
+    import matplotlib.pyplot as plt
+
+    budget = next(iter(reports.values())).inputs.rubric.limits.max_cost_usd * 1e6
+    highest = max(g.call.cost_usd * 1e6 for r in reports.values() for g in r.runs.generation.generations)
+    bins = [i * max(budget, highest) * 1.05 / 60 for i in range(61)]  # shared bins, so runs compare by eye
+    fig, (cost_ax, latency_ax) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for name, report in reports.items():
+        calls = [g.call for g in report.runs.generation.generations]
+        cost_ax.hist([c.cost_usd * 1e6 for c in calls], bins=bins, alpha=0.6, label=f"{name} ({calls[0].usage_source} tokens)")
+        latencies: list[Any] = [c.latency_s for c in calls if c.latency_s is not None]
+        if latencies:
+            latency_ax.hist(latencies, bins=12, alpha=0.6, label=name)
+    cost_ax.axvline(budget, color="black", linestyle="--", linewidth=1, label="cost limit")
+    cost_ax.set_xlabel("generation cost per description (millionths of a dollar)")
+    cost_ax.set_ylabel("descriptions")
+    cost_ax.legend(fontsize=8)
+    latency_ax.set_xlabel("measured generation latency (s)")
+    latency_ax.set_title("authored runs measured no latency", fontsize=9)
+    if latency_ax.get_legend_handles_labels()[0]:
+        latency_ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,193 @@
+"""The lesson 01 report: replay a run, check every description, calibrate the judge, build the records.
+
+`evaluate_run(run_id)` replays one recorded run through the model boundary
+and returns an `EvaluationReport` whose methods give the notebook's tables:
+generations with cost and latency, agreement per criterion and arrangement,
+routing, one product's record, and the release summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.evaluator.calibration import Agreement, Routing, agreement, route_criterion
+from labkit.evaluator.checks import CheckReport, parse_description, run_checks
+from labkit.evaluator.lesson import SETTINGS, LessonInputs, LessonRuns, load_inputs, make_requests
+from labkit.evaluator.record import EvaluationRecord, build_record
+from labkit.evaluator.rubric import ensure_same_rubric
+
+
+@dataclass
+class EvaluationReport:
+    """Everything lesson 01 measures about one recorded run."""
+
+    run_id: str
+    origin: str
+    inputs: LessonInputs
+    runs: LessonRuns
+    checks: dict[str, CheckReport]
+    agreements: list[Agreement]
+    routing: dict[str, Routing]
+    records: dict[str, EvaluationRecord]
+
+    def agreement_for(self, criterion: str, arrangement: str) -> Agreement | None:
+        """Return one row of the agreement evidence."""
+        return next((a for a in self.agreements if (a.criterion, a.arrangement) == (criterion, arrangement)), None)
+
+    def generation_table(self) -> Any:
+        """Return one row per generated description: words, schema, tokens, cost, latency."""
+        import pandas as pd
+
+        rows = []
+        for g in self.runs.generation.generations:
+            check = self.checks[g.product_id]
+            output, _ = parse_description(g.text)
+            rows.append({"product": g.product_id, "schema": check.status("schema"), "length": check.status("length"),
+                         "words": len(output.description.split()) if output else None,
+                         "numeric_claims": check.status("numeric_claims"), "prompt_tokens": g.call.prompt_tokens,
+                         "completion_tokens": g.call.completion_tokens, "tokens": g.call.usage_source,
+                         "cost_usd": round(g.call.cost_usd, 7),
+                         "latency_s": None if g.call.latency_s is None else round(g.call.latency_s, 2)})
+        return pd.DataFrame(rows).astype({"words": "Int64"})
+
+    def agreement_table(self) -> Any:
+        """Return the agreement evidence: one row per criterion and arrangement, human-human beside it."""
+        import pandas as pd
+
+        rows = []
+        for a in self.agreements:
+            rows.append({"criterion": a.criterion, "arrangement": a.arrangement, "items": a.items, "rejected": a.rejected,
+                         "agreement": round(a.percent_agreement, 2),
+                         "agreement_95": f"{a.agreement_low:.2f}-{a.agreement_high:.2f}",
+                         "kappa": None if a.kappa is None else round(a.kappa, 2),
+                         "kappa_95": "undefined" if a.kappa_low is None else f"{a.kappa_low:.2f}-{a.kappa_high:.2f}",
+                         "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})"})
+        return pd.DataFrame(rows)
+
+    def routing_table(self) -> Any:
+        """Return who scores each criterion in release, and why."""
+        import pandas as pd
+
+        return pd.DataFrame([r.model_dump() for r in self.routing.values()])
+
+    def judge_table(self, product_id: str, *, source: str = "labeled") -> Any:
+        """Return the judge's labels for one description: arrangement, criterion, explanation, verdict, or rejection."""
+        import pandas as pd
+
+        rows = []
+        for call in self.runs.judging.calls:
+            if (call.product_id, call.description_source) != (product_id, source):
+                continue
+            if call.rejected:
+                rows.append({"arrangement": call.arrangement, "criterion": ", ".join(call.criteria),
+                             "explanation": call.rejected, "verdict": "(rejected)"})
+            for label in call.labels:
+                rows.append({"arrangement": call.arrangement, "criterion": label.criterion,
+                             "explanation": label.explanation, "verdict": label.verdict})
+        return pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"])
+
+    def release_table(self) -> Any:
+        """Return the release summary: per product, each criterion's label (or who must give it) and the decision."""
+        import pandas as pd
+
+        rows = []
+        for pid, record in self.records.items():
+            row: dict[str, Any] = {"product": pid}
+            for result in record.criteria:
+                row[result.criterion] = result.label if result.label else result.scorer
+            row.update({"cost_usd": round(record.cost_usd, 7), "release": record.release})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+    def checks_table(self, product_id: str) -> Any:
+        """Return the programmatic checks of one generated description."""
+        import pandas as pd
+
+        return pd.DataFrame([r.model_dump() for r in self.checks[product_id].results])
+
+    def claims_table(self, product_id: str) -> Any:
+        """Return every number-with-unit found in one description, with the supplied fact beside it."""
+        import pandas as pd
+
+        columns = ["quantity", "text", "claimed", "fact", "status"]
+        return pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns)
+
+    def record_table(self, product_id: str) -> Any:
+        """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence."""
+        import pandas as pd
+
+        rows = [{"criterion": r.criterion, "label": r.label or "-", "scorer": r.scorer, "explanation": r.explanation or "-",
+                 "evidence": "; ".join(r.evidence) or "-"} for r in self.records[product_id].criteria]
+        return pd.DataFrame(rows)
+
+
+def rubric_table(rubric: Any) -> Any:
+    """Return the rubric's criteria as a table: labels, passing labels, who scores, which checks gate it."""
+    import pandas as pd
+
+    return pd.DataFrame([{"criterion": c.id, "allowed_labels": ", ".join(c.allowed_labels),
+                          "pass_labels": ", ".join(c.pass_labels), "scored_by": c.scored_by,
+                          "gated_by_checks": ", ".join(c.checks) or "-"} for c in rubric.criteria])
+
+
+def _format_label(text: str, inputs: LessonInputs, product_id: str) -> str:
+    checks = run_checks(text, inputs.products[product_id], inputs.rubric, cost_usd=0.0)
+    return "pass" if checks.status("schema") == "pass" and checks.status("length") == "pass" else "fail"
+
+
+def calibrate(inputs: LessonInputs, runs: LessonRuns) -> tuple[list[Agreement], dict[str, Routing]]:
+    """Measure agreement on the held-out subset per criterion and arrangement, and route each criterion."""
+    labels, rubric = inputs.labels, inputs.rubric
+    held_out = labels.held_out
+    rows, routing = [], {}
+    for criterion in rubric.criteria:
+        reference = labels.column(held_out, criterion.id)
+        if criterion.scored_by == "judge":
+            for arrangement in ("per_criterion", "bundled"):
+                judged = runs.judging.labels(arrangement=arrangement, source="labeled", criterion=criterion.id)
+                rows.append(agreement(criterion.id, arrangement, reference, [judged.get(p) for p in held_out]))
+        else:
+            rows.append(agreement(criterion.id, "programmatic", reference,
+                                  [_format_label(inputs.labeled_texts[p], inputs, p) for p in held_out]))
+        release_arrangement = rubric.agreement_rule.arrangement if criterion.scored_by == "judge" else "programmatic"
+        evidence = next(r for r in rows if (r.criterion, r.arrangement) == (criterion.id, release_arrangement))
+        routing[criterion.id] = route_criterion(evidence, rubric.agreement_rule, scored_by=criterion.scored_by)
+        rater_a, rater_b = labels.raters
+        rows.append(agreement(criterion.id, "human-human", labels.column(held_out, criterion.id, who=rater_a),
+                              labels.column(held_out, criterion.id, who=rater_b)))
+    return rows, routing
+
+
+def build_report(run_id: str, origin: str, inputs: LessonInputs, runs: LessonRuns) -> EvaluationReport:
+    """Check every description, calibrate the judge and build one record per generated description."""
+    rubric = inputs.rubric
+    ensure_same_rubric(runs.generation, rubric)
+    ensure_same_rubric(runs.judging, rubric)
+    agreements, routing = calibrate(inputs, runs)
+    release_arrangement = rubric.agreement_rule.arrangement
+    checks, records = {}, {}
+    for g in runs.generation.generations:
+        product = inputs.products[g.product_id]
+        checks[g.product_id] = run_checks(g.text, product, rubric, cost_usd=g.call.cost_usd)
+        digest = hashlib.sha256(g.text.encode("utf-8")).hexdigest()
+        calls = [c for c in runs.judging.calls if c.product_id == g.product_id and c.description_sha256 == digest]
+        judge_labels = {lab.criterion: lab for c in calls if c.arrangement == release_arrangement for lab in c.labels}
+        judge_cost = sum(c.call.cost_usd for c in {c.call.request_sha256: c for c in calls}.values())
+        records[g.product_id] = build_record(
+            g, checks[g.product_id], rubric, run_id=run_id, routing=routing,
+            agreements={a.criterion: a for a in agreements if a.arrangement in (release_arrangement, "programmatic")},
+            judge_labels=judge_labels, judge_cost_usd=judge_cost)
+    return EvaluationReport(run_id, origin, inputs, runs, checks, agreements, routing, records)
+
+
+def evaluate_run(run_id: str, *, inputs: LessonInputs | None = None) -> EvaluationReport:
+    """Replay one recorded run of lesson 01 through the model boundary and evaluate it."""
+    from labkit.boundary import connect
+
+    inputs = inputs or load_inputs()
+    boundary = connect(run_id, lesson="01", settings=SETTINGS)
+    runs = make_requests(boundary, inputs=inputs)
+    return build_report(run_id, boundary.origin or runs.generation.origin, inputs, runs)

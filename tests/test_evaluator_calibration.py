@@ -1,0 +1,90 @@
+"""Calibration: percent agreement, Cohen's kappa, base rate, bootstrap interval, and the agreement rule."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
+from labkit.evaluator.calibration import (
+    REJECTED,
+    _kappa_many,
+    agreement,
+    base_rate,
+    bootstrap_interval,
+    kappa,
+    percent_agreement,
+    route_criterion,
+)
+from labkit.evaluator.rubric import AgreementRule
+
+RULE = AgreementRule(subset="held_out", reference="adjudicated", min_kappa=0.6, min_percent_agreement=0.8,
+                     arrangement="per_criterion")
+# Six both-pass, two both-fail, one each way apart: po = 0.8, pe = 0.7*0.7 + 0.3*0.3 = 0.58.
+HUMAN = ["pass"] * 6 + ["fail"] * 2 + ["pass", "fail"]
+JUDGE = ["pass"] * 6 + ["fail"] * 2 + ["fail", "pass"]
+
+
+def test_kappa_matches_a_hand_computed_value_on_a_small_fixture():
+    assert percent_agreement(HUMAN, JUDGE) == pytest.approx(0.8)
+    assert kappa(HUMAN, JUDGE) == pytest.approx((0.8 - 0.58) / (1 - 0.58))  # = 11/21
+    assert kappa(HUMAN, JUDGE) == pytest.approx(11 / 21)
+
+
+def test_kappa_is_undefined_when_both_sides_give_one_and_the_same_label():
+    assert kappa(["pass"] * 4, ["pass"] * 4) is None
+
+
+def test_base_rate_is_the_share_of_the_most_common_reference_label():
+    assert base_rate(HUMAN) == ("pass", 0.7)
+
+
+def test_bootstrap_interval_is_reproducible_and_contains_the_estimate():
+    first, again = bootstrap_interval(HUMAN, JUDGE), bootstrap_interval(HUMAN, JUDGE)
+    assert first == again
+    assert first["agreement_low"] <= 0.8 <= first["agreement_high"]
+    assert first["kappa_low"] <= 11 / 21 <= first["kappa_high"]
+    assert bootstrap_interval(HUMAN, JUDGE, seed=1) != first
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("abc")), min_size=2, max_size=30))
+def test_vectorised_bootstrap_kappa_equals_scikit_learn(pairs):
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    labels = sorted(set(a) | set(b))
+    ai = np.array([[labels.index(x) for x in a]])
+    bi = np.array([[labels.index(x) for x in b]])
+    ours = float(_kappa_many(ai, bi, len(labels))[0])
+    if len(set(a) | set(b)) < 2:
+        assert np.isnan(ours)
+    else:
+        assert ours == pytest.approx(cohen_kappa_score(a, b), abs=1e-9)
+
+
+def test_rejected_judge_reply_counts_as_a_disagreement_and_is_reported():
+    row = agreement("tone", "per_criterion", HUMAN, [None] + JUDGE[1:])
+    assert row.rejected == 1 and row.percent_agreement == pytest.approx(0.7) and row.items == 10
+
+
+def test_criterion_below_the_agreement_rule_goes_to_human_review():
+    weak = agreement("tone", "per_criterion", HUMAN, JUDGE)  # kappa 0.52, agreement 0.8
+    routed = route_criterion(weak, RULE)
+    assert routed.scorer == "human_review" and "below the rule" in routed.reason and "kappa 0.52" in routed.reason
+
+
+def test_criterion_meeting_both_thresholds_is_scored_by_the_judge():
+    strong = agreement("factual_accuracy", "per_criterion", HUMAN, HUMAN[:-1] + ["pass"])  # one miss
+    assert strong.kappa >= 0.6 and route_criterion(strong, RULE).scorer == "judge"
+
+
+def test_high_agreement_from_a_constant_judge_still_goes_to_human_review():
+    reference = ["pass"] * 9 + ["fail"]
+    constant = agreement("tone", "per_criterion", reference, ["pass"] * 10)  # 90 % agreement, kappa 0
+    assert constant.percent_agreement == pytest.approx(0.9) and constant.base_rate == pytest.approx(0.9)
+    assert route_criterion(constant, RULE).scorer == "human_review"
+
+
+def test_rejected_marker_never_collides_with_a_rubric_label():
+    from labkit.evaluator.rubric import load_rubric
+
+    assert all(REJECTED not in c.allowed_labels for c in load_rubric().criteria)

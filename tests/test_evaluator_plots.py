@@ -1,0 +1,21 @@
+"""Lesson 01's plots draw from the report's numbers: one kappa bar per criterion and arrangement."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from labkit.evaluator.plots import plot_agreement, plot_cost_latency  # noqa: E402
+from labkit.evaluator.report import evaluate_run  # noqa: E402
+
+
+def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_marks_the_limit():
+    import matplotlib.pyplot as plt
+
+    report = evaluate_run("01-evaluator-authored")
+    fig = plot_agreement({"authored": report}, min_kappa=0.6)
+    heights = sorted(round(p.get_height(), 6) for p in fig.axes[0].patches)
+    assert heights == sorted(round(a.kappa, 6) for a in report.agreements if a.kappa is not None)
+    fig2 = plot_cost_latency({"authored": report})
+    limit = [line for line in fig2.axes[0].lines if line.get_label() == "cost limit"]
+    assert limit and limit[0].get_xdata()[0] == report.inputs.rubric.limits.max_cost_usd * 1e6
+    plt.close("all")

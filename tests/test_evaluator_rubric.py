@@ -1,0 +1,85 @@
+"""The rubric is fixed before generation; its hash pins every generation and judge run to it."""
+
+import json
+import shutil
+
+import pytest
+
+from labkit.canonical import pretty_json
+from labkit.errors import FixtureChanged
+from labkit.evaluator.fixtures import rubric as rubric_data
+from labkit.evaluator.products import EvaluatorFixtureError
+from labkit.evaluator.rubric import StaleRubric, ensure_same_rubric, load_rubric, parse_rubric
+from labkit.paths import project_root
+from labkit.recording import load_run
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    for name in ("fixtures", "recorded_runs"):
+        shutil.copytree(project_root() / name, tmp_path / name)
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def _edit_rubric(course, change):
+    path = course / "fixtures" / "evaluator" / "rubric.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(pretty_json(data))
+
+
+def test_rubric_hash_ignores_file_formatting_but_not_content():
+    data = rubric_data()
+    assert parse_rubric(data).sha256 == parse_rubric(json.loads(json.dumps(data))).sha256
+    data["criteria"][2]["anchors"]["pass"] = "Plain and friendly."
+    assert parse_rubric(data).sha256 != parse_rubric(rubric_data()).sha256
+
+
+def test_changed_rubric_invalidates_old_recorded_runs(course):
+    assert load_run("01-evaluator-authored").origin == "authored"
+    _edit_rubric(course, lambda d: d["limits"].update(max_words=120))
+    for run_id in ("01-evaluator-authored", "01-evaluator-smollm2"):
+        with pytest.raises(FixtureChanged, match="rubric.json"):
+            load_run(run_id)
+
+
+def test_changed_rubric_invalidates_old_generation_and_judge_runs(course):
+    from labkit.boundary import connect
+    from labkit.evaluator import lesson
+    from labkit.evaluator.report import build_report
+
+    boundary = connect(lesson.RUN_AUTHORED, lesson="01", settings=lesson.SETTINGS)
+    runs = lesson.make_requests(boundary)
+    assert runs.generation.rubric_sha256 == load_rubric().sha256
+    assert {c.rubric_sha256 for c in runs.judging.calls} == {load_rubric().sha256}
+    _edit_rubric(course, lambda d: d.update(version="product-description-v2"))
+    new = load_rubric()
+    with pytest.raises(StaleRubric, match="Generate and judge again"):
+        ensure_same_rubric(runs.generation, new)
+    with pytest.raises(StaleRubric):
+        ensure_same_rubric(runs.judging, new)
+    inputs = lesson.LessonInputs(lesson.load_products(), new, None, {}, None)  # type: ignore[arg-type]
+    with pytest.raises(StaleRubric):
+        build_report("01-evaluator-authored", "authored", inputs, runs)
+
+
+def test_human_labels_made_under_another_rubric_are_refused(course):
+    from labkit.evaluator.lesson import load_inputs
+
+    _edit_rubric(course, lambda d: d["criteria"][1]["anchors"].update(partial="It leaves out exactly one of those facts."))
+    with pytest.raises(StaleRubric, match="labeled again"):
+        load_inputs()
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["criteria"][0].update(pass_labels=["pass", "fail"]), "some, not all"),
+    (lambda d: d["criteria"][0]["anchors"].pop("fail"), "anchors must name exactly"),
+    (lambda d: d["criteria"].append(dict(d["criteria"][0])), "repeated"),
+    (lambda d: d.update(extra="x"), "extra"),
+])
+def test_malformed_rubric_is_refused_with_the_reason(change, message):
+    data = rubric_data()
+    change(data)
+    with pytest.raises(EvaluatorFixtureError, match=message):
+        parse_rubric(data)
