@@ -95,7 +95,7 @@ def register_embedding_set(name: str) -> Callable[[EmbeddingSetSource], Embeddin
 
 
 #: Modules whose import registers an embedding set (imported on first look-up, not at start-up).
-REGISTERING_MODULES = ("labkit.rag_trace", "labkit.system.policy")
+REGISTERING_MODULES = ("labkit.rag_trace", "labkit.system.policy", "labkit.rag.index")
 
 
 def _load_registrations() -> None:

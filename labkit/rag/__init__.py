@@ -1,0 +1,15 @@
+"""Lesson 02, part B: a FinanceBench-style RAG pipeline over fictional annual-report PDFs.
+
+- `labkit.rag.companies`: the invented companies and the figures their reports print.
+- `labkit.rag.filings`: the generator of the fictional filings and the question file (``python -m labkit.rag.filings``).
+- `labkit.rag.questions`: the question set in FinanceBench's schema and its adapter
+  (zero-based ``evidence_page_num`` becomes one-based ``source_page`` once, at load).
+- `labkit.rag.index`: the loader and the persistent FAISS index with its descriptor.
+- `labkit.rag.answer`: ``answer_with_rag(question, *, k=5)`` with a BM25 reranker and the naive baseline.
+- `labkit.rag.metrics`: correctness, faithfulness and page-hit@k per question, and one-variable experiments.
+- `labkit.rag.runs`: the lesson's authored and captured runs (``python -m labkit.rag.runs --authored|--captured``);
+  `labkit.rag.replies` holds the authored replies.
+- `labkit.rag.lesson`: the few calls notebook 02 part B makes (tables, experiments, plot).
+
+Nothing heavy is imported here: each module imports pandas, FAISS or LangChain where it uses them.
+"""

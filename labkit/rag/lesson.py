@@ -1,0 +1,171 @@
+"""What notebook 02 part B calls: open both indexes, replay a run on both paths, run the experiments, plot.
+
+Each function is a few lines over `labkit.rag`'s parts, so that a notebook cell reads as the lesson's
+steps (``answer_with_rag``, grade, experiment) and the logic stays tested here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from labkit.canonical import pretty_json
+from labkit.paths import scratch_dir
+from labkit.rag.index import ALT_CHUNKING, CHUNKING, FilingsIndex, index_folder, load_filings, open_index
+from labkit.rag.metrics import Experiment, grade, page_hit, summary
+from labkit.rag.questions import FilingQuestion
+
+#: The k values of the k experiment.
+KS = (1, 3, 5, 8)
+
+
+def open_indexes(questions: list[FilingQuestion], embeddings: Any) -> dict[int, FilingsIndex]:
+    """Open (or build once and save) the index for each chunk size; the PDFs are parsed at most once."""
+    docs = {q.doc_name for q in questions}
+    pages = None
+    indexes = {}
+    for size, overlap in (CHUNKING, ALT_CHUNKING):
+        if pages is None and not (index_folder(size, overlap) / "descriptor.json").is_file():
+            pages = load_filings(docs)
+        indexes[size] = open_index(docs, chunk_size=size, chunk_overlap=overlap, embeddings=embeddings, pages=pages)
+    return indexes
+
+
+def candidates_table(record: dict[str, Any]) -> Any:
+    """Return the 12 candidates in search order, with the reranker's score and rank for those it selected."""
+    import pandas as pd
+
+    chosen = {item["citation_id"]: (rank, item["reranker_score"]) for rank, item in enumerate(record["retrieved"], 1)}
+    return pd.DataFrame([{"search_rank": n, "citation_id": c["citation_id"], "faiss_distance": round(c["faiss_distance"], 4),
+                          "selected_rank": chosen.get(c["citation_id"], (None, None))[0],
+                          "reranker_score": chosen.get(c["citation_id"], (None, None))[1]}
+                         for n, c in enumerate(record["candidates"], 1)]).astype({"selected_rank": "Int64"})
+
+
+def compare_paths(questions: list[FilingQuestion], run: Any) -> Any:
+    """Return one row per question with the baseline's and the RAG path's grades side by side."""
+    naive = grade(questions, run.naive, path="naive", errors=run.errors["naive"]).set_index("id")
+    rag = grade(questions, run.rag, path="rag", errors=run.errors["rag"]).set_index("id")
+    table = rag[["doc_name", "kind"]].copy()
+    table["naive"] = naive["correctness"]
+    table["rag"] = rag["correctness"]
+    table["rag_status"] = rag["status"]
+    table["faithful"] = rag["faithful"]
+    table["page_hit@5"] = rag["page_hit"]
+    return table
+
+
+def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
+    """Aggregate each path after the per-question table: outcome counts, faithful share, page-hit rate."""
+    import pandas as pd
+
+    return summary(pd.concat([grade(questions, run.naive, path="naive"), grade(questions, run.rag, path="rag")]))
+
+
+def failures(run: Any) -> Any:
+    """Return the failed trials of a run (path, question id, error), sorted."""
+    import pandas as pd
+
+    rows = [{"path": path, "id": qid.removeprefix("labkit_filings_"), "error": error[:110]}
+            for path, errors in run.errors.items() for qid, error in sorted(errors.items())]
+    return pd.DataFrame(rows, columns=["path", "id", "error"])
+
+
+def experiment_grid(questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], *,
+                    ks: tuple[int, ...] = KS) -> list[Experiment]:
+    """Measure page-hit@k for every k, chunk size and reranking switch; each result keeps its settings.
+
+    The selection for a smaller k is a prefix of the selection for the largest, so each question is
+    searched once per chunk size and reranking switch.
+    """
+    from labkit.rag.answer import RERANKER_NAME, FilingsRAG
+
+    experiments = []
+    for size, index in indexes.items():
+        for rerank in (True, False):
+            rag = FilingsRAG(index, model=None, rerank=rerank)
+            ranked = {q.financebench_id: [s["citation_id"] for s in rag.retrieve(q.question, k=max(ks))[1]]
+                      for q in questions if q.answerable}
+            for k in ks:
+                settings = {"k": k, "chunk_size": size, "chunk_overlap": index.descriptor.chunk_overlap,
+                            "rerank": rerank, "reranker": RERANKER_NAME if rerank else "none (search order)",
+                            "embedding_model": index.descriptor.embedding_model}
+                hits = {q.financebench_id: bool(page_hit(q, ranked[q.financebench_id], k))
+                        for q in questions if q.answerable}
+                experiments.append(Experiment(f"k={k}, chunk={size}, rerank={'on' if rerank else 'off'}", settings, hits))
+    return experiments
+
+
+def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int = CHUNKING[0]) -> Any:
+    """Return the experiments that change one setting from the baseline (k=5, chunk 800, reranking on)."""
+    from labkit.rag.metrics import experiments_table
+
+    def varies(e: Experiment) -> str | None:
+        s = e.settings
+        changed = [name for name, base in (("k", k), ("chunk_size", chunk_size), ("rerank", True)) if s[name] != base]
+        return "baseline" if not changed else changed[0] if len(changed) == 1 else None
+
+    chosen = [(varies(e), e) for e in experiments if varies(e)]
+    table = experiments_table([e for _, e in chosen])
+    table.insert(0, "varies", [v for v, _ in chosen])
+    return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
+
+
+def save_experiments(experiments: list[Experiment], path: Path | None = None) -> Path:
+    """Write every experiment's settings and per-question hits to the scratch folder as JSON."""
+    path = path or scratch_dir() / "filings-experiments.json"
+    path.write_text(pretty_json([{"name": e.name, "settings": e.settings, "hits": e.hits,
+                                  "page_hit_rate": e.page_hit_rate} for e in experiments]), encoding="utf-8")
+    return path
+
+
+def plot_page_hits(experiments: list[Experiment]) -> Any:
+    """Plot page-hit@k against k, one line per chunk size and reranking switch; return the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for e in experiments:
+        label = f"chunk {e.settings['chunk_size']}, rerank {'on' if e.settings['rerank'] else 'off'}"
+        lines.setdefault(label, []).append((e.settings["k"], e.page_hit_rate))
+    for label, points in sorted(lines.items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.set_xlabel("k (passages given to the model)")
+    ax.set_ylabel("page-hit@k")
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(sorted({e.settings["k"] for e in experiments}))
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Labelled evidence page among the selected passages")
+    fig.tight_layout()
+    return fig
+
+
+def page_hit_grid(experiments: list[Experiment]) -> Any:
+    """Return the numbers behind `plot_page_hits`: one row per line, one column per k."""
+    import pandas as pd
+
+    rows = [{"chunk_size": e.settings["chunk_size"], "rerank": e.settings["rerank"], "k": e.settings["k"],
+             "page_hit@k": e.page_hit_rate} for e in experiments]
+    return pd.DataFrame(rows).pivot_table(index=["chunk_size", "rerank"], columns="k", values="page_hit@k")
+
+
+def measured(run_id: str) -> Any:
+    """Return, per path, what a captured run measured when it was recorded: requests, median latency and tokens."""
+    import pandas as pd
+
+    from labkit.recording import load_run
+
+    rows = []
+    for binding in load_run(run_id).bindings:
+        question = binding.question or ""
+        rows.append({"path": "naive" if question.startswith("naive: ") else "rag",
+                     "latency_s": binding.latency_s,
+                     "prompt_tokens": binding.usage.prompt_tokens if binding.usage else None,
+                     "completion_tokens": binding.usage.completion_tokens if binding.usage else None,
+                     "finish_reason": ((binding.response or {}).get("choices") or [{}])[0].get("finish_reason")})
+    table = pd.DataFrame(rows)
+    return table.groupby("path").agg(
+        requests=("latency_s", "size"), median_latency_s=("latency_s", "median"),
+        median_prompt_tokens=("prompt_tokens", "median"), median_completion_tokens=("completion_tokens", "median"),
+        cut_by_max_tokens=("finish_reason", lambda s: int((s == "length").sum())),
+    ).round(2)

@@ -1,0 +1,148 @@
+"""Grade each question separately for correctness, faithfulness and page-hit@k, and run one-variable experiments.
+
+- **correctness**: every figure of the reference answer must appear in the answer within `TOLERANCE`
+  (relative 0.5%, at least 0.005 absolute; signs and units are ignored, so "2.37 billion" does not match
+  "2,374.4 million"); ``partial`` when only some do. A refusal is counted as ``refused`` on an answerable question and as ``correct`` on a
+  question the filings cannot answer; an answer to such a question is ``wrong``; a reply that broke the
+  contract is ``failed``.
+- **faithfulness**: every figure in the answer appears, as printed, in a passage the answer cites
+  (``None`` when there is no answer to check). A figure the model computed is therefore unfaithful even when
+  it is right: the check sees support, not arithmetic.
+- **page-hit@k**: a labelled evidence page is among the first ``k`` passages given to the model
+  (``None`` for questions with no labelled page).
+Years (1900-2099 written without separators) are not counted as figures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from labkit.rag.questions import FilingQuestion
+
+#: Relative tolerance of a numeric answer, and the smallest absolute one.
+TOLERANCE = (0.005, 0.005)
+_FIGURE = re.compile(r"(?<![\w#])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w#])\d+(?:\.\d+)?")
+_CITATION = re.compile(r"[A-Z0-9]+_\d{4}_10K#p\d+")
+
+
+def figures(text: str | None) -> list[float]:
+    """Return the numbers written in ``text`` (commas removed), leaving out years and citation ids."""
+    found = []
+    for match in _FIGURE.findall(_CITATION.sub(" ", text or "")):
+        if re.fullmatch(r"(19|20)\d\d", match):
+            continue
+        found.append(float(match.replace(",", "")))
+    return found
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= max(TOLERANCE[0] * abs(b), TOLERANCE[1])
+
+
+def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
+    """Return ``correct``, ``partial``, ``wrong``, ``refused`` or ``failed`` for one answer record (None: failed trial)."""
+    if record is None:
+        return "failed"
+    refused = record["status"] in ("refused", "insufficient_evidence")
+    if not question.answerable:
+        return "correct" if refused else "wrong"
+    if refused:
+        return "refused"
+    got = figures(record["answer"])
+    found = [any(_close(g, want) for g in got) for want in figures(question.answer)]
+    return "correct" if all(found) else "partial" if any(found) else "wrong"
+
+
+def faithful(record: dict[str, Any] | None) -> bool | None:
+    """Return whether every figure in the answer is printed in a cited passage; None when there is no answer."""
+    if record is None or record["status"] != "answered":
+        return None
+    cited = set(record["cited_pages"])
+    printed = {round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited
+               for f in figures(item["chunk_text"])}
+    return all(round(f, 4) in printed for f in figures(record["answer"]))
+
+
+def page_hit(question: FilingQuestion, citations: list[str], k: int) -> bool | None:
+    """Return whether a labelled evidence page is among the first ``k`` citations; None if nothing is labelled."""
+    if not question.answerable:
+        return None
+    return any(c in question.evidence_pages for c in citations[:k])
+
+
+def grade(questions: list[FilingQuestion], records: dict[str, dict[str, Any] | None], *, path: str,
+          errors: dict[str, str] | None = None) -> Any:
+    """Return a pandas table with one row per question: status, correctness, faithfulness and page-hit@k."""
+    import pandas as pd
+
+    rows = []
+    for q in questions:
+        record = records.get(q.financebench_id)
+        k = record["k"] if record else None
+        hit = page_hit(q, [r["citation_id"] for r in record["retrieved"]], k) if record and k else None
+        rows.append({
+            "id": q.financebench_id.removeprefix("labkit_filings_"), "doc_name": q.doc_name,
+            "kind": kind(q), "path": path,
+            "status": record["status"] if record else "failed",
+            "correctness": correctness(q, record),
+            "faithful": faithful(record),
+            "page_hit": hit,
+            "note": (errors or {}).get(q.financebench_id, ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def kind(question: FilingQuestion) -> str:
+    """Return ``unanswerable`` (no evidence), ``two-page`` (figures from two labelled pages) or ``one-page``."""
+    pages = {e.source_page for e in question.evidence}
+    if not pages:
+        return "unanswerable"
+    return "two-page" if len(pages) > 1 and len(figures(question.answer)) > 1 else "one-page"
+
+
+def summary(table: Any) -> Any:
+    """Aggregate a graded table per path: counts of each correctness outcome, faithful share, page-hit rate."""
+    import pandas as pd
+
+    rows = []
+    for path, part in table.groupby("path", sort=False):
+        faithful_known = part["faithful"].dropna()
+        hits = part["page_hit"].dropna()
+        rows.append({
+            "path": path, "questions": len(part),
+            **{outcome: int((part["correctness"] == outcome).sum()) for outcome in ("correct", "partial", "wrong", "refused", "failed")},
+            "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
+            "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
+        })
+    return pd.DataFrame(rows)
+
+
+# --- one-variable experiments (retrieval only: no model call) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment: its settings and, per question, whether a labelled page was in the selected context."""
+
+    name: str
+    """Which variable this experiment changes."""
+    settings: dict[str, Any]
+    """Every setting, changed or not: k, chunk_size, chunk_overlap, rerank, embedding_model, reranker."""
+    hits: dict[str, bool] = field(default_factory=dict)
+    """financebench_id -> page hit, for the answerable questions."""
+
+    @property
+    def page_hit_rate(self) -> float:
+        """Share of answerable questions with a hit, rounded to three decimals."""
+        return round(sum(self.hits.values()) / len(self.hits), 3) if self.hits else 0.0
+
+
+def experiments_table(experiments: list[Experiment]) -> Any:
+    """Return one row per experiment: its settings and page-hit@k."""
+    import pandas as pd
+
+    return pd.DataFrame([{"experiment": e.name, "k": e.settings["k"], "chunk_size": e.settings["chunk_size"],
+                          "rerank": e.settings["rerank"], "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
+                          "page_hit@k": e.page_hit_rate} for e in experiments])

@@ -1,0 +1,156 @@
+"""The recorded runs of lesson 02 part B, and how to make them again: ``python -m labkit.rag.runs``.
+
+Both runs hold the same kind of request: for a question, the RAG request of
+``answer_with_rag(question, k=5)`` (when reranking selected any context) and
+the no-retrieval baseline request. The authored run covers every question; the
+captured run covers `CAPTURED_SLICE`, a fixed slice of twelve (two per filing:
+one-page, two-page and unanswerable questions), because the local model answers
+about one request a minute on a busy two-core machine. ``--authored`` rewrites the authored run
+from `labkit.rag.replies` (no model involved); ``--captured`` starts the
+bundled local model (the ``[local]`` extra) and records a new captured run.
+Lesson 02's entry in ``labkit.lessons.RECORDABLE`` belongs to part A, so part B
+calls the lower-level functions itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labkit.rag.answer import SETTINGS, FilingsRAG, naive_answer, naive_key
+
+LESSON = "02"
+RUN_AUTHORED = "02-filings-authored"
+RUN_CAPTURED = "02-filings-smollm2"
+K = 5
+#: The questions (last three digits of their financebench_id) of the captured run.
+CAPTURED_SLICE = ("001", "005", "009", "012", "014", "018", "020", "023", "025", "030", "033", "035")
+AUTHORED_DESCRIPTION = (
+    "Replies written by the course for lesson 02 part B, to show the intended behaviour: grounded answers that "
+    "cite the selected pages (with a few deliberate mistakes) and a no-retrieval baseline that refuses or guesses. "
+    "No model produced them."
+)
+CAPTURED_DESCRIPTION = (
+    "Replies captured from a real model for lesson 02 part B: a fixed slice of twelve questions through "
+    "answer_with_rag(k=5) and through the no-retrieval baseline, schema-constrained JSON."
+)
+
+
+def run_fixtures() -> list[Path]:
+    """Return the files the requests depend on: the filings, their manifest, the questions and the saved vectors."""
+    from labkit.rag.index import embeddings_path, filings_folder, load_manifest
+
+    folder = filings_folder()
+    return ([folder / e.file for e in load_manifest(folder).values()]
+            + [folder / "filings.json", folder / "questions.jsonl", embeddings_path()])
+
+
+@dataclass
+class LessonRun:
+    """What the lesson's requests produced: answer records per question for each path, and each failure."""
+
+    rag: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """financebench_id -> the answer_with_rag record, or None when the trial failed."""
+    naive: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """financebench_id -> the baseline record, or None when the trial failed."""
+    errors: dict[str, dict[str, str]] = field(default_factory=lambda: {"rag": {}, "naive": {}})
+    """path -> financebench_id -> why the trial failed (invalid reply, outside citation)."""
+
+
+def make_requests(adapter: Any, *, questions: list[Any] | None = None, index: Any = None) -> LessonRun:
+    """Ask every question through the RAG path and the baseline; a ValueError is kept as a failed trial."""
+    from labkit.rag.index import open_index
+    from labkit.rag.questions import load_questions
+
+    questions = questions or load_questions()
+    index = index or open_index({q.doc_name for q in questions})
+    app = FilingsRAG(index, adapter)
+    run = LessonRun()
+    for q in questions:
+        for path, ask in (("rag", lambda: app.answer_with_rag(q.question, k=K)),
+                          ("naive", lambda: naive_answer(q.question, adapter))):
+            try:
+                getattr(run, path)[q.financebench_id] = ask()
+            except ValueError as exc:
+                getattr(run, path)[q.financebench_id] = None
+                run.errors[path][q.financebench_id] = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+def captured_questions(questions: list[Any] | None = None) -> list[Any]:
+    """Return the questions of `CAPTURED_SLICE`, in file order."""
+    from labkit.rag.questions import load_questions
+
+    return [q for q in questions or load_questions() if q.financebench_id[-3:] in CAPTURED_SLICE]
+
+
+def authored_replies() -> dict[str, str]:
+    """Return request key -> reply text of the authored run (the question for RAG, ``naive: `` + question)."""
+    from labkit.rag.questions import load_questions
+    from labkit.rag.replies import NAIVE_REPLIES, RAG_REPLIES
+
+    replies = {}
+    for q in load_questions():
+        short = q.financebench_id.removeprefix("labkit_filings_")
+        for key, table in ((q.question, RAG_REPLIES), (naive_key(q.question), NAIVE_REPLIES)):
+            if short in table:
+                status, answer, cited = table[short]
+                replies[key] = json.dumps({"status": status, "answer": answer, "cited_pages": list(cited)})
+    return replies
+
+
+def write_authored(*, runs_dir: Path | None = None, created_at: str = "2026-11-29T00:00:00Z") -> Path:
+    """Rewrite the authored run by running the lesson's requests against the authored replies."""
+    from labkit.authored import AuthoringAdapter, authored_run, write_authored_run
+
+    adapter = AuthoringAdapter(authored_replies(), settings=SETTINGS)
+    result = make_requests(adapter)
+    failed = {p: e for p, e in result.errors.items() if e}
+    if failed:
+        raise ValueError(f"authored replies broke the reply contract: {failed}; fix labkit/rag/replies.py")
+    run = authored_run(run_id=RUN_AUTHORED, lesson=LESSON, description=AUTHORED_DESCRIPTION, created_at=created_at,
+                       settings=SETTINGS, fixtures=run_fixtures(), exchanges=adapter.exchanges)
+    return write_authored_run(run, runs_dir=runs_dir)
+
+
+def record_captured(*, run_id: str = RUN_CAPTURED, runs_dir: Path | None = None) -> Path:
+    """Start the bundled local model, make the lesson's requests in record mode and save a captured run."""
+    from labkit.boundary import connect
+    from labkit.serve import local_model_server
+
+    with local_model_server() as server:
+        os.environ.update(LABKIT_BASE_URL=server.base_url, LABKIT_MODEL=server.model_id)
+        boundary = connect(run_id, lesson=LESSON, settings=SETTINGS, mode="record")
+        make_requests(boundary, questions=captured_questions())
+        return boundary.save(description=CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
+                             fixtures=run_fixtures(), run_id=run_id, runs_dir=runs_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: rewrite the authored run, or record a captured run against the bundled local model."""
+    parser = argparse.ArgumentParser(prog="python -m labkit.rag.runs", description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--authored", action="store_true", help=f"rewrite {RUN_AUTHORED} (no model)")
+    group.add_argument("--captured", action="store_true", help="record a new captured run (needs the [local] extra)")
+    parser.add_argument("--run-id", default=RUN_CAPTURED, help=f"id of the captured run (default {RUN_CAPTURED})")
+    args = parser.parse_args(argv)
+    from labkit.errors import LabkitError
+    from labkit.paths import relative_to_root
+
+    try:
+        path = write_authored() if args.authored else record_captured(run_id=args.run_id)
+    except LabkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    print(relative_to_root(path))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

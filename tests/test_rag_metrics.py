@@ -1,0 +1,99 @@
+"""Per-question correctness, faithfulness and page-hit@k against hand-checked expectations."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit.rag.metrics import correctness, faithful, figures, grade, page_hit, summary
+from labkit.rag.questions import load_questions
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return {q.financebench_id[-3:]: q for q in load_questions()}
+
+
+def record(answer, *, status="answered", cited=(), retrieved=(), k=5):
+    return {"question": "q", "answer": answer, "cited_pages": list(cited), "candidates": [],
+            "retrieved": [{"citation_id": c, "chunk_text": t} for c, t in retrieved], "model_request": None,
+            "k": k, "status": status}
+
+
+def test_figures_ignore_years_and_citation_ids_and_keep_separators_out():
+    assert figures("In fiscal 2024 revenue was $2,374.4 million (ACME_2024_10K#p10), up 2.3%.") == [2374.4, 2.3]
+    assert figures("Capital expenditures (105.2) (86.0)") == [105.2, 86.0]
+    assert figures(None) == []
+
+
+def test_correctness_by_hand(questions):
+    revenue = questions["001"]  # reference: $2,374.4 million
+    assert revenue.answer == "$2,374.4 million"
+    assert correctness(revenue, record("Revenue was $2,374.4 million.")) == "correct"
+    assert correctness(revenue, record("Revenue was $2,380.0 million.")) == "correct"  # within 0.5%
+    assert correctness(revenue, record("Revenue was $2,432.1 million.")) == "wrong"  # the prior year
+    assert correctness(revenue, record("Revenue was about $2.4 billion.")) == "wrong"  # units are not converted
+    assert correctness(revenue, record("n/a", status="refused")) == "refused"
+    assert correctness(revenue, None) == "failed"
+    two_page = questions["005"]  # revenue and headcount
+    assert correctness(two_page, record("Revenue was $2,374.4 million; headcount unknown.")) == "partial"
+    assert correctness(two_page, record("$2,374.4 million and 9,940 employees.")) == "correct"
+
+
+def test_refusing_an_unanswerable_question_is_correct_and_answering_it_is_wrong(questions):
+    hockey = questions["018"]
+    assert not hockey.answerable
+    assert correctness(hockey, record(None, status="insufficient_evidence")) == "correct"
+    assert correctness(hockey, record("They scored 212 goals.")) == "wrong"
+
+
+def test_faithfulness_needs_every_figure_printed_on_a_cited_page():
+    page = [("ACME_2024_10K#p12", "Capital expenditures (105.2) (86.0)"), ("ACME_2024_10K#p10", "Revenue 2,374.4")]
+    assert faithful(record("Capex was $105.2 million.", cited=["ACME_2024_10K#p12"], retrieved=page)) is True
+    # printed in the context, but not on the page the answer cites
+    assert faithful(record("Revenue was $2,374.4 million.", cited=["ACME_2024_10K#p12"], retrieved=page)) is False
+    # a computed figure is not printed anywhere
+    assert faithful(record("Capex rose by 19.2 million.", cited=["ACME_2024_10K#p12"], retrieved=page)) is False
+    assert faithful(record(None, status="refused")) is None
+
+
+def test_page_hit_at_k_counts_only_the_first_k_and_only_labelled_pages(questions):
+    capex = questions["004"]  # labelled pages: ACME_2024_10K#p12 and #p9
+    ranked = ["ACME_2025_10K#p9", "ACME_2024_10K#p4", "ACME_2024_10K#p9"]
+    assert page_hit(capex, ranked, 3) is True
+    assert page_hit(capex, ranked, 2) is False
+    assert page_hit(capex, ["ACME_2024_10K#p8"], 1) is False  # zero-based 8 would be a different page
+    assert page_hit(questions["018"], ranked, 3) is None
+
+
+def test_grade_reports_each_question_before_the_summary(questions):
+    chosen = [questions["001"], questions["018"]]
+    records = {
+        chosen[0].financebench_id: record("Revenue was $2,374.4 million.", cited=["ACME_2024_10K#p10"],
+                                          retrieved=[("ACME_2024_10K#p10", "Revenue 2,374.4 2,432.1")]),
+        chosen[1].financebench_id: record(None, status="insufficient_evidence"),
+    }
+    table = grade(chosen, records, path="rag")
+    assert table[["correctness", "faithful", "page_hit"]].values.tolist() == [["correct", True, True],
+                                                                               ["correct", None, None]]
+    assert summary(table).iloc[0][["correct", "faithful", "page_hit"]].tolist() == [2, "1/1", "1/1"]
+
+
+def test_experiments_keep_their_settings_and_hits_grow_with_k(tmp_path):
+    import json
+
+    from labkit.rag.index import build_index
+    from labkit.rag.lesson import experiment_grid, one_variable, save_experiments
+
+    questions = load_questions()
+    indexes = {800: build_index({q.doc_name for q in questions})}
+    experiments = experiment_grid(questions, indexes, ks=(1, 3, 5))
+    assert [(e.settings["k"], e.settings["rerank"]) for e in experiments] == [
+        (1, True), (3, True), (5, True), (1, False), (3, False), (5, False)]
+    for rerank in (True, False):
+        rates = [e.page_hit_rate for e in experiments if e.settings["rerank"] is rerank]
+        assert rates == sorted(rates)
+    assert all(len(e.hits) == sum(q.answerable for q in questions) for e in experiments)
+    table = one_variable(experiments)
+    assert set(table["varies"]) == {"baseline", "k", "rerank"}
+    saved = json.loads(save_experiments(experiments, tmp_path / "e.json").read_text())
+    assert saved[0]["settings"]["chunk_size"] == 800 and "reranker" in saved[0]["settings"]
