@@ -1,27 +1,55 @@
 """The errors labkit raises: one tree under `LabkitError`, each also a fitting built-in.
 
-    LabkitError
-    ├── InvalidJSON(ValueError)            a JSON file is malformed, ambiguous or too large
-    ├── RecordedRunError(ValueError)       a recorded run is malformed or mislabelled
-    │   └── FixtureChanged                 a fixture a run depends on no longer matches its hash
-    ├── RouteGradeError(ValueError)        routing-gate inputs are invalid
-    ├── FixtureOverwriteRefused(FileExistsError)   a fixture script would overwrite a captured run
-    ├── MissingExtra(ImportError)          an optional extra is not installed
-    └── (defined beside the code that raises them)
-        ReplayRequestMismatch(ValueError)  replay.py: no reply is recorded for this exact request
-        ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
-        BoundaryConfigError(ValueError)    boundary.py: LABKIT_MODE or the endpoint settings are wrong
-        NetworkBlocked(OSError)            offline.py: a connection to another machine while offline
-        UnrecordedText(KeyError)           embeddings.py: no saved vector for this exact text
-        InvalidEmbeddingsFile(ValueError), EmbeddingsOverwriteRefused(FileExistsError),
-        UnknownEmbeddingSet(LookupError)   embeddings.py
-        LocalServerError(RuntimeError)     serve.py: the bundled local model failed to start
-        CorpusError, StaleIndex, ReplyRejected (ValueError)   rag_trace.py
-        TraceFormatError(ValueError)       traces.py
-        UnknownLesson(LookupError)         lessons.py
-
 Every message names what is wrong and what to do next; an ordinary
-``except ValueError`` keeps working because each class subclasses a built-in.
+``except ValueError`` (or ``KeyError``, ``PermissionError`` ...) keeps working
+because each class also subclasses a built-in. The shared ones live here; the
+rest are defined beside the code that raises them.
+
+    LabkitError
+    ├── InvalidJSON(ValueError)                      a JSON file is malformed, ambiguous or too large
+    ├── RecordedRunError(ValueError)                 a recorded run is malformed or mislabelled
+    │   └── FixtureChanged                           a fixture a run depends on no longer matches its hash
+    ├── RouteGradeError(ValueError)                  routing-gate inputs are invalid
+    ├── FixtureOverwriteRefused(FileExistsError)     a fixture script would overwrite a captured run
+    ├── MissingExtra(ImportError)                    an optional extra is not installed
+    │
+    ├── model boundary, replay and recording
+    │   ├── BoundaryConfigError(ValueError)          boundary.py: LABKIT_MODE or the endpoint settings
+    │   ├── ReplayRequestMismatch(ValueError)        replay.py: no reply is recorded for this exact request
+    │   ├── ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
+    │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline
+    │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
+    │   ├── UnknownLesson(LookupError)               lessons.py: that lesson records no model runs
+    │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
+    │   └── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
+    ├── embeddings.py
+    │   ├── UnrecordedText(KeyError)                 no saved vector for this exact text
+    │   ├── InvalidEmbeddingsFile(ValueError)        a saved-vectors file is inconsistent
+    │   ├── EmbeddingsOverwriteRefused(FileExistsError)
+    │   └── UnknownEmbeddingSet(LookupError)
+    ├── lesson 01, evaluator/
+    │   ├── EvaluatorFixtureError(ValueError)        products.py
+    │   ├── StaleRubric(ValueError)                  rubric.py: a run was made under another rubric
+    │   ├── UnknownPrice(LookupError)                calls.py
+    │   ├── JudgeReplyRejected(ValueError)           judge.py: a verdict outside the allowed labels
+    │   └── ExperimentLogError(ValueError)           experiments.py
+    ├── lesson 02, rag_trace.py and rag/
+    │   ├── CorpusError, StaleIndex, ReplyRejected (ValueError)              rag_trace.py
+    │   ├── QuestionSetError(ValueError)             rag/questions.py
+    │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
+    │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
+    ├── lesson 04, agent/
+    │   ├── DatasetError(ValueError)                 dataset.py
+    │   ├── ScopeRefused(PermissionError)            identity.py: the caller may not read that scope
+    │   ├── SessionOwnerMismatch(PermissionError)    sessions.py: a session restores only for its own user
+    │   ├── RowRefRefused(LookupError)               tools.py: a stale, foreign or forged row_ref
+    │   ├── BudgetError, InvalidCount, UnknownRoute (ValueError)             trace.py
+    │   ├── BudgetExhausted, StaleResult (RuntimeError)                      trace.py
+    │   └── AnswerRejected(ValueError)               validator.py
+    └── lesson 05, system/
+        ├── PolicyDocumentError(ValueError)          policy.py
+        ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
+        └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
 """
 
 from __future__ import annotations
