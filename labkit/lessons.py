@@ -23,6 +23,7 @@ from labkit.errors import LabkitError
 RECORDABLE: dict[str, tuple[str, str]] = {
     "01": ("labkit.evaluator.lesson", "01_product_evaluator.ipynb"),
     "02": ("labkit.rag_trace", "02_rag_trace.ipynb"),
+    "04": ("labkit.agent.runs", "04_refund_agent.ipynb"),
     "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
     "06": ("labkit.routing_capture", "06_routing_gate.ipynb"),
 }

@@ -1,0 +1,277 @@
+"""The support-data agent as a LangGraph graph: allowed nodes, a step budget, an iteration cap and a trace.
+
+Nodes: ``route`` (the model proposes a route; the application validates it),
+``decline`` (out of scope: no data tool runs), ``profile`` (the user's profile,
+kept apart from the data), ``agent`` (the model proposes the next tool call or
+its final answer), ``tools`` (the application validates the arguments and runs
+the tool as the caller), ``finalize`` (the final-answer validator) and
+``fallback`` (the recorded stop when a limit or an invalid reply ends the run).
+No other node exists, and every conditional edge names its targets.
+
+Each route or tool call spends one step of ``steps_left``; each model proposal
+is one agent iteration, and the run stops at ``max_iterations`` with a recorded
+fallback. The events list holds routes, proposals, calls, observations,
+remaining budget and the stop reason; `agent_trace` turns it into a `Trace`.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+from pydantic import ValidationError
+
+from labkit.agent.identity import Caller, ScopeRefused
+from labkit.agent.router import parse_decision, route_question
+from labkit.agent.tools import TOOL_ARGUMENTS, RowRefRefused, SupportTools
+from labkit.agent.validator import AnswerRejected, verify_final
+from labkit.traces import Trace
+
+#: The nodes the graph may contain; a test checks the compiled graph against this list.
+ALLOWED_NODES = ("route", "decline", "profile", "agent", "tools", "finalize", "fallback")
+DEFAULT_STEPS = 6
+DEFAULT_MAX_ITERATIONS = 5
+FALLBACK_ANSWER = "I could not complete this request within the agent's limits; it has been passed to a person."
+DECLINE_ANSWER = "I can only answer questions about the support requests you may read."
+
+AGENT_POLICY = (
+    "You answer questions about labelled support requests with tools. filter_by_intent {intent, limit}: a row_ref "
+    "to all matching rows and a preview. count_rows {rows: row_ref}: the exact count. summarize_requests {intent, "
+    "limit}: a summary. final_answer {answer: '<count> <intent words> requests in <caller_scope>'}. Count with "
+    "count_rows, never from a preview. Intents are standard names such as get_refund.\n"
+    'Reply with only JSON: {"decision": a tool name or final_answer, "arguments": {...}}.'
+)
+
+
+class AgentState(TypedDict, total=False):
+    """The graph's state; ``events`` is appended to, every other key is replaced."""
+
+    question: str
+    user_id: str
+    session_id: str
+    caller_scope: str
+    dataset_version: str
+    steps_left: int
+    iterations: int
+    max_iterations: int
+    route: str | None
+    proposal: dict[str, Any] | None
+    history: list[dict[str, str]]
+    last_result: dict[str, Any] | None
+    final: str | None
+    status: str | None
+    stop_reason: str | None
+    events: Annotated[list[dict[str, Any]], operator.add]
+
+
+def agent_messages(state: AgentState) -> list[dict[str, str]]:
+    """Return the agent's conversation: policy, the caller's scope and question, then each proposal and observation."""
+    head = [{"role": "system", "content": AGENT_POLICY},
+            {"role": "user", "content": json.dumps({"caller_scope": state["caller_scope"], "question": state["question"]})}]
+    return head + list(state.get("history", []))
+
+
+@dataclass
+class SupportAgent:
+    """Builds and runs the graph for one caller; the model is reached only through ``adapter.generate``."""
+
+    caller: Caller
+    tools: SupportTools
+    adapter: Any
+    profile: Any = None
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    graph: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.graph = self.build()
+
+    # --- nodes ---------------------------------------------------------------------------------------
+    def _route(self, state: AgentState) -> dict[str, Any]:
+        steps = state["steps_left"] - 1
+        result = route_question(state["question"], self.caller, self.adapter)
+        event = {"kind": "route_chosen", "route": result.route, "raw": result.raw, "ignored_fields": list(result.ignored),
+                 "steps_left": steps}
+        if result.problem:
+            event.update(kind="route_invalid", problem=result.problem)
+        return {"route": result.route, "steps_left": steps, "events": [event]}
+
+    def _decline(self, state: AgentState) -> dict[str, Any]:
+        return {"final": DECLINE_ANSWER, "status": "out_of_scope", "stop_reason": "declined",
+                "events": [{"kind": "declined", "status": "out_of_scope", "steps_left": state["steps_left"]}]}
+
+    def _profile(self, state: AgentState) -> dict[str, Any]:
+        if self.profile is None:
+            return {"final": "Profiles are not enabled here.", "status": "not_handled", "stop_reason": "no_profile",
+                    "events": [{"kind": "profile_unavailable", "status": "not_handled"}]}
+        answer, change = self.profile.handle(self.caller.user_id, state["question"])
+        return {"final": answer, "status": "ok", "stop_reason": "answered",
+                "events": [{"kind": "profile_updated" if change else "profile_read", "change": change, "status": "ok"}]}
+
+    def _agent(self, state: AgentState) -> dict[str, Any]:
+        if state.get("iterations", 0) >= state["max_iterations"]:
+            return {"proposal": None, "stop_reason": "iteration_cap"}
+        iteration = state.get("iterations", 0) + 1
+        messages = agent_messages(state)
+        raw = self.adapter.generate(f"agent:{state['question']}:{iteration}", messages).choices[0].message.content or ""
+        data, problem = parse_decision(raw)
+        ignored = data.pop("ignored") if data is not None else []
+        if data is not None and data["decision"] not in (*TOOL_ARGUMENTS, "final_answer"):
+            data, problem = None, f"{data['decision']!r} is not a tool"
+        history = [*state.get("history", []), {"role": "assistant", "content": raw}]
+        if problem:
+            history.append({"role": "user", "content": json.dumps({"error": problem})})
+        event = {"kind": "tool_proposed" if data else "proposal_invalid", "iteration": iteration, "raw": raw,
+                 "problem": problem, "ignored_fields": ignored, "steps_left": state["steps_left"]}
+        return {"iterations": iteration, "proposal": data, "history": history, "stop_reason": None, "events": [event]}
+
+    def _tools(self, state: AgentState) -> dict[str, Any]:
+        proposal = state["proposal"]
+        steps = state["steps_left"] - 1
+        try:
+            observation: dict[str, Any] = self.tools.call(proposal["decision"], proposal["arguments"])
+            kind, result = "tool_returned", observation
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            observation = {"error": f"invalid arguments: {'.'.join(map(str, first['loc']))}: {first['msg']}"}
+            kind, result = "arguments_invalid", state.get("last_result")
+        except (RowRefRefused, ScopeRefused) as exc:
+            observation, kind, result = {"error": str(exc)}, "tool_refused", state.get("last_result")
+        history = [*state["history"], {"role": "user", "content": json.dumps({"observation": observation}, sort_keys=True)}]
+        event = {"kind": kind, "tool": proposal["decision"], "arguments": proposal["arguments"],
+                 "observation": observation, "steps_left": steps}
+        update: dict[str, Any] = {"steps_left": steps, "history": history, "last_result": result, "events": [event]}
+        if kind == "tool_returned" and proposal["decision"] == "summarize_requests":
+            update.update(final=summary_text(observation), status="ok", stop_reason="answered")
+        return update
+
+    def _finalize(self, state: AgentState) -> dict[str, Any]:
+        answer = str(state["proposal"]["arguments"].get("answer", ""))
+        result = state.get("last_result")
+        try:
+            if not result or "count" not in result:
+                raise AnswerRejected("unsupported", "no count result supports a final answer yet; call the tools first")
+            verified = verify_final(answer, result=result)
+        except AnswerRejected as exc:
+            return {"final": None, "status": "answer_rejected", "stop_reason": "answer_rejected",
+                    "events": [{"kind": "answer_rejected", "answer": answer, "reason": exc.reason, "problem": str(exc),
+                                "status": "answer_rejected"}]}
+        return {"final": verified.answer, "status": "ok", "stop_reason": "answered",
+                "events": [{"kind": "answer_verified", "answer": verified.answer, "count": verified.count,
+                            "caller_scope": verified.caller_scope, "intent": verified.intent,
+                            "dataset_version": verified.dataset_version, "status": "ok"}]}
+
+    def _fallback(self, state: AgentState) -> dict[str, Any]:
+        reason = state.get("stop_reason") or ("invalid_route" if state.get("route") is None else "budget_exhausted")
+        return {"final": FALLBACK_ANSWER, "status": "fallback", "stop_reason": reason,
+                "events": [{"kind": "fallback", "reason": reason, "iterations": state.get("iterations", 0),
+                            "steps_left": state["steps_left"], "status": "fallback"}]}
+
+    # --- edges ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _after_route(state: AgentState) -> str:
+        route = state.get("route")
+        if route is None or (route in ("structured", "unstructured") and state["steps_left"] <= 0):
+            return "fallback"
+        return {"out_of_scope": "decline", "profile": "profile"}.get(route, "agent")
+
+    @staticmethod
+    def _after_agent(state: AgentState) -> str:
+        proposal = state.get("proposal")
+        if state.get("stop_reason") == "iteration_cap":
+            return "fallback"
+        if proposal is None:
+            return "agent"
+        if proposal["decision"] == "final_answer":
+            return "finalize"
+        return "tools" if state["steps_left"] > 0 else "fallback"
+
+    @staticmethod
+    def _after_tools(state: AgentState) -> str:
+        return "end" if state.get("status") == "ok" else "agent"
+
+    def build(self, *, checkpointer: Any = None) -> Any:
+        """Compile the graph (optionally with a checkpointer)."""
+        from langgraph.graph import END, START, StateGraph
+
+        builder = StateGraph(AgentState)
+        for name in ALLOWED_NODES:
+            builder.add_node(name, getattr(self, f"_{name}"))
+        builder.add_edge(START, "route")
+        builder.add_conditional_edges("route", self._after_route, {n: n for n in ("fallback", "decline", "profile", "agent")})
+        builder.add_conditional_edges("agent", self._after_agent, {n: n for n in ("fallback", "agent", "finalize", "tools")})
+        builder.add_conditional_edges("tools", self._after_tools, {"end": END, "agent": "agent"})
+        for name in ("decline", "profile", "finalize", "fallback"):
+            builder.add_edge(name, END)
+        return builder.compile(checkpointer=checkpointer)
+
+    def run(self, question: str, *, steps_left: int = DEFAULT_STEPS) -> AgentState:
+        """Answer one question from a fresh state; return the final state."""
+        if type(steps_left) is not int or steps_left < 1:
+            from labkit.agent.trace import BudgetError
+
+            raise BudgetError(f"steps_left must be a positive integer, not {steps_left!r}")
+        state0: AgentState = {
+            "question": question, "user_id": self.caller.user_id, "session_id": self.caller.session_id,
+            "caller_scope": self.caller.caller_scope, "dataset_version": self.caller.dataset_version,
+            "steps_left": steps_left, "iterations": 0, "max_iterations": self.max_iterations, "history": [],
+            "last_result": None, "route": None, "proposal": None, "final": None, "status": None, "stop_reason": None,
+            "events": [{"kind": "request_accepted", "question": question, "user_id": self.caller.user_id,
+                        "caller_scope": self.caller.caller_scope, "steps_left": steps_left,
+                        "max_iterations": self.max_iterations}],
+        }
+        # The iteration cap ends every loop first; LangGraph's recursion limit is only a backstop above it.
+        limit = 4 * (self.max_iterations + steps_left) + 10
+        return self.graph.invoke(state0, {"recursion_limit": limit})
+
+
+def summary_text(result: dict[str, Any]) -> str:
+    """Return the summary the application writes from a `summarize_requests` result (and nothing else)."""
+    words = ", ".join(result["common_words"]) or "none"
+    return (f"{len(result['retrieved_rows'])} {result['intent']} requests retrieved from {result['caller_scope']}: "
+            f"{result['polite']} polite, {result['colloquial']} colloquial, {result['with_typos']} with typos; "
+            f"common words: {words}.")
+
+
+def agent_trace(state: AgentState) -> Trace:
+    """Return the run's events as a `Trace` (sequence numbers in the order the graph recorded them)."""
+    trace = Trace()
+    for event in state["events"]:
+        trace.emit(event["kind"], **{k: v for k, v in event.items() if k != "kind"})
+    return trace
+
+
+def trajectory(state: AgentState) -> list[str]:
+    """Return the run's path in short form: route, each tool or proposal, and how it stopped."""
+    steps = []
+    for e in state["events"]:
+        if e["kind"] in ("route_chosen", "route_invalid"):
+            steps.append(f"route={e.get('route')}")
+        elif e["kind"] in ("tool_returned", "tool_refused", "arguments_invalid"):
+            steps.append(f"{e['tool']}:{e['kind']}")
+        elif e["kind"] == "proposal_invalid":
+            steps.append("proposal_invalid")
+    return steps + [f"stop={state.get('stop_reason')}"]
+
+
+class ScriptedModel:
+    """A stand-in for the model that answers every request of one kind with a fixed text (no model runs).
+
+    ``replies`` maps a key prefix (``route:`` or ``agent:``) to the reply text;
+    it is how the lesson forces a loop the iteration cap must stop.
+    """
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        self.replies = dict(replies)
+        self.keys: list[str] = []
+
+    def generate(self, key: str, messages: list[dict[str, Any]]) -> Any:
+        """Return the scripted reply for ``key``'s kind as a ChatCompletion."""
+        from openai.types.chat import ChatCompletion
+
+        from labkit.authored import authored_response
+
+        self.keys.append(key)
+        kind = key.split(":", 1)[0] + ":"
+        return ChatCompletion.model_validate(authored_response(self.replies[kind], number=len(self.keys)))

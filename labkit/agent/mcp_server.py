@@ -1,0 +1,118 @@
+"""The MCP boundary: the caller's allowed tools served over stdio with the official ``mcp`` SDK.
+
+The launching application decides who the server acts for (``--user`` and
+``--scope``; never the model or the client), and the server registers only
+the tools that user may call, each with a typed, discoverable input schema.
+A tool outside the caller's permissions is therefore neither listed nor
+callable. Needs the optional extra ``mcp``.
+
+    python -m labkit.agent.mcp_server --user analyst-ana --scope approved_support_dataset
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from labkit.agent.dataset import APPROVED_SCOPE, Intent
+from labkit.agent.identity import Caller, authorize
+from labkit.agent.tools import PREVIEW_CAP, CountRows, IntentFilter, SummarizeRequests, SupportData, SupportTools
+from labkit.errors import MissingExtra
+
+INSTRUCTIONS = (
+    "Support-data tools for one caller and one dataset scope, both fixed when the server started. "
+    "To count requests of an intent: call filter_by_intent, then pass its row_ref to count_rows. "
+    "A row_ref is valid only in this server, for this caller and the current dataset version."
+)
+Limit = Annotated[int, Field(ge=1, le=PREVIEW_CAP, description="Rows to show (1-20).")]
+
+
+def build_server(caller: Caller, data: SupportData | None = None) -> Any:
+    """Return an ``MCPServer`` that serves exactly the tools ``caller`` may call."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:
+        raise MissingExtra("mcp", "Serving the agent's tools over MCP") from None
+    tools = SupportTools(caller, data or SupportData())
+    server = MCPServer("labkit-support", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def filter_by_intent(intent: Intent, limit: Limit = 5) -> dict[str, Any]:
+        """Filter the caller's scope on one intent: a row_ref to every match and a capped preview."""
+        return tools.filter_by_intent(IntentFilter(intent=intent, limit=limit))
+
+    def count_rows(rows: Annotated[str, Field(description="The row_ref from filter_by_intent.")]) -> dict[str, Any]:
+        """Count the rows behind a row_ref after rechecking caller, scope and dataset version."""
+        return tools.count_rows(CountRows(rows=rows))
+
+    def summarize_requests(intent: Intent, limit: Limit = 10) -> dict[str, Any]:
+        """Summarise up to ``limit`` retrieved requests of one intent."""
+        return tools.summarize_requests(SummarizeRequests(intent=intent, limit=limit))
+
+    def export_rows(intent: Intent, limit: Limit = 5) -> dict[str, Any]:
+        """Return full rows (all five fields) of one intent."""
+        return tools.export_rows(IntentFilter(intent=intent, limit=limit))
+
+    for fn in (filter_by_intent, count_rows, summarize_requests, export_rows):
+        if fn.__name__ in caller.tools:
+            server.add_tool(fn, name=fn.__name__, description=fn.__doc__)
+    return server
+
+
+def server_command(user_id: str, scope: str = APPROVED_SCOPE) -> tuple[str, list[str]]:
+    """Return the command and arguments that start this server for ``user_id`` over stdio."""
+    return sys.executable, ["-m", "labkit.agent.mcp_server", "--user", user_id, "--scope", scope]
+
+
+async def client_session_demo(user_id: str, calls: list[tuple[str, dict[str, Any]]], *,
+                              scope: str = APPROVED_SCOPE) -> dict[str, Any]:
+    """Start the server as a subprocess and, over a real MCP client session, read its instructions and tools, then call.
+
+    ``calls`` are made in order.
+
+    Each call's result is ``{"is_error", "content"}`` where content is the
+    structured result (or the error text); a later call may use ``"$row_ref"``
+    as an argument value to pass on the last row_ref seen.
+    """
+    try:
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+    except ImportError:
+        raise MissingExtra("mcp", "The MCP client demo") from None
+    import os
+
+    command, args = server_command(user_id, scope)
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
+    results, row_ref = [], None
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            listed = await session.list_tools()
+            schemas = {tool.name: tool.input_schema for tool in listed.tools}
+            for name, arguments in calls:
+                arguments = {k: (row_ref if v == "$row_ref" else v) for k, v in arguments.items()}
+                reply = await session.call_tool(name, arguments)
+                content = reply.structured_content
+                if content is None:
+                    content = " ".join(getattr(part, "text", "") for part in reply.content)
+                if isinstance(content, dict) and "row_ref" in content:
+                    row_ref = content["row_ref"]
+                results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
+    return {"instructions": initialized.instructions, "tools": sorted(schemas), "schemas": schemas, "calls": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the caller's tools over stdio until the client closes the connection."""
+    parser = argparse.ArgumentParser(prog="python -m labkit.agent.mcp_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--user", required=True, help="the user the server acts for, e.g. analyst-ana")
+    parser.add_argument("--scope", default=APPROVED_SCOPE, help="the dataset scope it may read")
+    args = parser.parse_args(argv)
+    caller = authorize(args.user, "mcp-stdio", args.scope)
+    build_server(caller).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""`refund_count_trace`: the refund-count request as explicit state transitions with a step budget.
+
+Each route or tool call spends one step from ``steps_left``. The router's
+label decides the branch: ``structured`` runs the two-tool path (filter, then
+count by reference) and the final-answer check; ``out_of_scope`` stops with
+status ``out_of_scope``; another known route stops with ``not_handled`` (this
+function only counts); an unknown route is an error. So are an invalid or
+exhausted budget, a stale or mismatched count result, an invalid count and any
+helper error: they propagate to the application. ``calls`` keeps each call and observation in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from labkit.errors import LabkitError
+
+ROUTES = ("structured", "unstructured", "profile", "out_of_scope")
+
+
+class BudgetError(LabkitError, ValueError):
+    """The step budget is not a nonnegative integer."""
+
+
+class BudgetExhausted(LabkitError, RuntimeError):
+    """A step was needed but the budget had none left."""
+
+
+class StaleResult(LabkitError, RuntimeError):
+    """A count result does not belong to this request's dataset version, scope or intent."""
+
+
+class InvalidCount(LabkitError, ValueError):
+    """A count tool returned something other than a nonnegative integer."""
+
+
+class UnknownRoute(LabkitError, ValueError):
+    """The router returned a label outside the four routes."""
+
+
+def spend_step(state: dict[str, Any], what: str) -> dict[str, Any]:
+    """Return ``state`` with one step fewer, or raise `BudgetExhausted` naming what could not run."""
+    if state["steps_left"] <= 0:
+        raise BudgetExhausted(f"step budget exhausted before {what}; raise steps_left or simplify the request")
+    return {**state, "steps_left": state["steps_left"] - 1}
+
+
+def refund_count_trace(
+    state0: dict[str, Any], *, route: Callable[[dict[str, Any]], str], filter_by_intent: Callable[[Any], dict[str, Any]],
+    count_rows: Callable[[Any], dict[str, Any]], verify_final: Callable[..., Any], IntentFilter: type, CountRows: type,
+) -> dict[str, Any]:
+    """Run the refund count from ``state0`` (question, user, session, caller_scope, dataset_version, steps_left)."""
+    budget = state0.get("steps_left")
+    if type(budget) is not int or budget < 0:
+        raise BudgetError(f"steps_left must be a nonnegative integer, not {budget!r}")
+    state = {**spend_step(state0, "routing"), "calls": []}
+    state["route"] = route(state)
+    state["calls"] = [{"step": "route", "observation": state["route"]}]
+    if state["route"] not in ROUTES:
+        raise UnknownRoute(f"the router returned {state['route']!r}; expected one of {', '.join(ROUTES)}")
+    if state["route"] != "structured":
+        return {**state, "status": "out_of_scope" if state["route"] == "out_of_scope" else "not_handled"}
+
+    state = spend_step(state, "filter_by_intent")
+    arguments = IntentFilter(intent="get_refund", limit=20)
+    filtered = filter_by_intent(arguments)
+    state = {**state, **filtered, "calls": state["calls"] + [
+        {"step": "filter_by_intent", "arguments": arguments.model_dump(), "observation": {"row_ref": filtered["row_ref"],
+                                                                                         "preview_rows": len(filtered["preview"])}}]}
+
+    state = spend_step(state, "count_rows")
+    arguments = CountRows(rows=state["row_ref"])
+    counted = count_rows(arguments)
+    if type(counted.get("count")) is not int or counted["count"] < 0:
+        raise InvalidCount(f"count_rows returned {counted.get('count')!r}; a count must be a nonnegative integer")
+    state = {**state, **counted, "calls": state["calls"] + [
+        {"step": "count_rows", "arguments": arguments.model_dump(), "observation": counted}]}
+    if (state["dataset_version"] != state0["dataset_version"] or state["caller_scope"] != state0["caller_scope"]
+            or state["intent"] != "get_refund"):
+        raise StaleResult(
+            f"the count is for {state['intent']} in {state['caller_scope']} at {state['dataset_version']}, but the request "
+            f"is get_refund in {state0['caller_scope']} at {state0['dataset_version']}; filter and count again")
+    from labkit.agent.validator import format_answer
+
+    final = verify_final(format_answer(state["count"], "get_refund", state0["caller_scope"]), result=counted,
+                         expected_intent="get_refund")
+    return {**state, "final": final, "status": "ok"}

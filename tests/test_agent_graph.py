@@ -1,0 +1,98 @@
+"""The LangGraph agent: allowed nodes only, the iteration cap with a recorded fallback, budget, and trace."""
+
+import pytest
+
+from labkit.agent.dataset import APPROVED_SCOPE
+from labkit.agent.graph import ALLOWED_NODES, ScriptedModel, SupportAgent, agent_trace, trajectory
+from labkit.agent.identity import authorize
+from labkit.agent.tools import SupportData, SupportTools
+from labkit.agent.trace import BudgetError
+from labkit.boundary import connect
+from labkit.agent import runs
+
+ROUTE = '{"route":"structured"}'
+LOOP = '{"decision":"filter_by_intent","arguments":{"intent":"get_refund","limit":3}}'
+
+
+def agent(model, **options):
+    caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    data = SupportData()
+    return SupportAgent(caller, SupportTools(caller, data), model, **options), data
+
+
+def test_compiled_graph_has_only_the_allowed_nodes():
+    built, _ = agent(ScriptedModel({"route:": ROUTE, "agent:": LOOP}))
+    assert set(built.graph.get_graph().nodes) - {"__start__", "__end__"} == set(ALLOWED_NODES)
+
+
+@pytest.mark.parametrize("cap", [1, 3, 6])
+def test_forced_loop_stops_at_the_iteration_cap_and_records_a_fallback(cap):
+    model = ScriptedModel({"route:": ROUTE, "agent:": LOOP})
+    built, data = agent(model, max_iterations=cap)
+    state = built.run("How many refund requests are in the dataset?", steps_left=20)
+    assert (state["status"], state["stop_reason"], state["iterations"]) == ("fallback", "iteration_cap", cap)
+    assert len([k for k in model.keys if k.startswith("agent:")]) == cap
+    assert state["events"][-1]["kind"] == "fallback" and state["events"][-1]["reason"] == "iteration_cap"
+
+
+def test_budget_runs_out_before_the_cap_and_is_recorded():
+    built, data = agent(ScriptedModel({"route:": ROUTE, "agent:": LOOP}), max_iterations=10)
+    state = built.run("How many refund requests are in the dataset?", steps_left=3)
+    assert (state["status"], state["stop_reason"], state["steps_left"]) == ("fallback", "budget_exhausted", 0)
+    assert len(data.audit) == 2
+
+
+@pytest.mark.parametrize("steps", [0, -2, 2.5])
+def test_invalid_budget_is_refused(steps):
+    built, _ = agent(ScriptedModel({"route:": ROUTE, "agent:": LOOP}))
+    with pytest.raises(BudgetError):
+        built.run("How many refund requests?", steps_left=steps)
+
+
+def test_malformed_proposals_are_recorded_and_bounded_by_the_cap():
+    built, data = agent(ScriptedModel({"route:": ROUTE, "agent:": "not json"}), max_iterations=2)
+    state = built.run("How many refund requests are in the dataset?")
+    assert state["stop_reason"] == "iteration_cap" and data.audit == []
+    assert [e["kind"] for e in state["events"]].count("proposal_invalid") == 2
+
+
+def test_refund_question_replays_through_the_two_tool_path_to_a_validated_state():
+    boundary = connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS)
+    built, data = agent(boundary)
+    state = built.run("How many refund requests are in the dataset?")
+    assert state["final"] == "27 refund requests in approved_support_dataset" and state["status"] == "ok"
+    assert trajectory(state) == ["route=structured", "filter_by_intent:tool_returned", "count_rows:tool_returned",
+                                 "stop=answered"]
+    verified = state["events"][-1]
+    assert (verified["kind"], verified["count"], verified["intent"]) == ("answer_verified", 27, "get_refund")
+
+
+def test_trace_records_routes_calls_observations_budget_and_stop_reason():
+    boundary = connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS)
+    built, _ = agent(boundary)
+    trace = agent_trace(built.run("How many refund requests are in the dataset?"))
+    assert trace.kinds() == ["request_accepted", "route_chosen", "tool_proposed", "tool_returned", "tool_proposed",
+                             "tool_returned", "tool_proposed", "answer_verified"]
+    budgets = [e.data["steps_left"] for e in trace if "steps_left" in e.data]
+    assert budgets == sorted(budgets, reverse=True) and budgets[-1] == 3
+    count = [e for e in trace if e.kind == "tool_returned"][-1]
+    assert count.data["observation"]["count"] == 27
+
+
+def test_wrong_final_count_from_the_model_is_rejected():
+    replies = iter(['{"decision":"filter_by_intent","arguments":{"intent":"get_refund","limit":3}}'])
+
+    class Model(ScriptedModel):
+        def generate(self, key, messages):
+            if key.startswith("agent:") and key.endswith(":2"):
+                import json
+                ref = json.loads(messages[-1]["content"])["observation"]["row_ref"]
+                self.replies["agent:"] = '{"decision":"count_rows","arguments":{"rows":"%s"}}' % ref
+            if key.endswith(":3"):
+                self.replies["agent:"] = '{"decision":"final_answer","arguments":{"answer":"20 refund requests in approved_support_dataset"}}'
+            return super().generate(key, messages)
+
+    built, _ = agent(Model({"route:": ROUTE, "agent:": next(replies)}))
+    state = built.run("How many refund requests are in the dataset?")
+    assert (state["status"], state["final"]) == ("answer_rejected", None)
+    assert state["events"][-1]["reason"] == "wrong_count"

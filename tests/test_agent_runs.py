@@ -1,0 +1,29 @@
+"""Lesson 04's recorded runs: the authored run replays every case; labels are honest."""
+
+from labkit.agent import runs
+from labkit.recording import load_run
+
+
+def test_authored_run_is_labelled_authored_and_claims_no_latency():
+    run = load_run(runs.RUN_AUTHORED)
+    assert run.origin == "authored" and all(b.latency_s is None for b in run.bindings)
+
+
+def test_authored_replies_cover_exactly_the_requests_the_cases_make():
+    run = load_run(runs.RUN_AUTHORED)
+    assert {b.question for b in run.bindings} == set(runs.AUTHORED_REPLIES)
+
+
+def test_case_questions_are_unique_so_each_request_binds_once():
+    questions = [c.question for c in runs.ALL_CASES if c.expected_route]
+    assert len(questions) == len(set(questions))
+
+
+def test_each_case_keeps_the_exact_requests_it_made_so_latency_can_be_looked_up():
+    from labkit.boundary import connect
+
+    run = load_run(runs.RUN_AUTHORED)
+    results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    requests = [request for result in results for request in result.requests]
+    assert len(requests) == len(run.bindings)
+    assert {run.binding_for(request).key for request in requests} == {b.key for b in run.bindings}

@@ -1,0 +1,57 @@
+"""Durable sessions: a SQLite checkpoint keyed by session survives a real process restart, for its own user only."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit.agent.dataset import APPROVED_SCOPE
+from labkit.agent.identity import authorize
+from labkit.agent.sessions import DurableSessions, SessionOwnerMismatch, resolve_request
+
+
+def ask_in_new_process(db, user, session, question):
+    done = subprocess.run([sys.executable, "-m", "labkit.agent.sessions", str(db), user, session, question],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 2), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_show_three_more_resolves_the_previous_category_after_a_process_restart(tmp_path):
+    db = tmp_path / "sessions.sqlite"
+    first = ask_in_new_process(db, "analyst-ana", "s-42", "Show three refund requests")
+    second = ask_in_new_process(db, "analyst-ana", "s-42", "show three more")
+    assert first["intent"] == second["intent"] == "get_refund"
+    assert len(second["rows"]) == 3 and second["restored_turns"] == 1
+    assert not {r["row"] for r in first["rows"]} & {r["row"] for r in second["rows"]}
+    assert second["shown"] == 6
+
+
+def test_restarted_session_restores_only_for_its_own_user(tmp_path):
+    db = tmp_path / "sessions.sqlite"
+    ask_in_new_process(db, "analyst-ana", "s-42", "Show three refund requests")
+    other = ask_in_new_process(db, "lead-lee", "s-42", "show three more")
+    assert other["error"] == "SessionOwnerMismatch"
+    own = ask_in_new_process(db, "analyst-ana", "s-42", "show three more")
+    assert own["intent"] == "get_refund"
+
+
+def test_sessions_are_kept_apart_by_session_id(tmp_path):
+    with DurableSessions(tmp_path / "s.sqlite") as sessions:
+        sessions.ask(authorize("analyst-ana", "a", APPROVED_SCOPE), "Show three complaint requests")
+        other = sessions.ask(authorize("analyst-ana", "b", APPROVED_SCOPE), "show three more")
+    assert other["status"] == "needs_clarification" and other["rows"] == []
+
+
+def test_scope_change_on_a_saved_session_is_refused(tmp_path):
+    with DurableSessions(tmp_path / "s.sqlite") as sessions:
+        sessions.ask(authorize("lead-lee", "a", APPROVED_SCOPE), "Show three refund requests")
+        with pytest.raises(SessionOwnerMismatch):
+            sessions.ask(authorize("lead-lee", "a", "escalations_restricted"), "show three more")
+
+
+@pytest.mark.parametrize("question,intent", [("Show 4 track refund requests", "track_refund"),
+                                             ("show two refund requests", "get_refund")])
+def test_longest_intent_phrase_wins(question, intent):
+    assert resolve_request(question, {}, default_rows=3)["intent"] == intent
