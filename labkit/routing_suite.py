@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from labkit.canonical import MAX_JSON_BYTES, loads_strict, pretty_json, read_strict_bytes
-from labkit.errors import FixtureOverwriteRefused, InvalidJSON
-from labkit.paths import fixtures_dir, relative_to_root
+from labkit.canonical import pretty_json
+from labkit.fixtures import fixture_script, prepare_fixture_folder, write_json_fixtures
+from labkit.paths import fixtures_dir
 
 SUITE_VERSION = "quillfeather-routing-v1"
 
@@ -92,45 +92,21 @@ def model_inputs() -> list[dict[str, str]]:
     return [{"id": cid, "message": message} for cid, message, _ in CASES]
 
 
-def _refuse_if_captured(folder: Path) -> None:
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = loads_strict(read_strict_bytes(path, max_bytes=50 * MAX_JSON_BYTES), source=str(path))
-        except (InvalidJSON, OSError) as exc:
-            raise FixtureOverwriteRefused(
-                f"{path} cannot be read as JSON ({exc}), so it might be a captured run; nothing was written. "
-                "Move it out of the folder or write the fixtures into an empty folder."
-            ) from None
-        if isinstance(data, dict) and data.get("origin") == "captured":
-            raise FixtureOverwriteRefused(
-                f"{path} is a captured run; refusing to write simulated fixtures next to it, nothing was written. "
-                "Keep captured runs in their own folder, or pass an empty folder to write the fixtures into."
-            )
-
-
 def write_routing_fixtures(folder: str | Path) -> dict[str, str]:
     """Write the suite, both simulated runs and the model inputs into ``folder``; return each file's sha256.
 
     Refuses (``FixtureOverwriteRefused``) without changing anything when the folder holds a
     captured run. Writing twice gives byte-identical files.
     """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise FixtureOverwriteRefused(f"{folder} is a file, not a folder; pass a folder to write the fixtures into")
-    if folder.is_dir():
-        _refuse_if_captured(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    suite_bytes = pretty_json(suite()).encode("utf-8")
-    suite_sha256 = hashlib.sha256(suite_bytes).hexdigest()
-    contents = {
-        "suite.json": suite_bytes,
-        "baseline.json": pretty_json(simulated_run("baseline-simulated", suite_sha256, BASELINE_MISSES)).encode("utf-8"),
-        "candidate.json": pretty_json(simulated_run("candidate-simulated", suite_sha256, CANDIDATE_MISSES)).encode("utf-8"),
-        "model-inputs.json": pretty_json(model_inputs()).encode("utf-8"),
-    }
-    for name, raw in contents.items():
-        (folder / name).write_bytes(raw)
-    return {name: hashlib.sha256(raw).hexdigest() for name, raw in contents.items()}
+    folder = prepare_fixture_folder(folder)
+    suite_text = pretty_json(suite())
+    suite_sha256 = hashlib.sha256(suite_text.encode("utf-8")).hexdigest()
+    return write_json_fixtures(folder, {
+        "suite.json": suite_text,
+        "baseline.json": simulated_run("baseline-simulated", suite_sha256, BASELINE_MISSES),
+        "candidate.json": simulated_run("candidate-simulated", suite_sha256, CANDIDATE_MISSES),
+        "model-inputs.json": model_inputs(),
+    })
 
 
 @dataclass(frozen=True)
@@ -225,19 +201,7 @@ def write_bad_inputs(folder: str | Path) -> list[BadInput]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the fixtures into ``argv[0]`` (default ``fixtures/routing``) and print what was written."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) > 1 or any(arg.startswith("-") for arg in argv):
-        print("usage: python -m labkit.routing_suite [FOLDER]   (default: fixtures/routing)", file=sys.stderr)
-        return 1
-    folder = Path(argv[0]) if argv else fixtures_dir() / "routing"
-    try:
-        hashes = write_routing_fixtures(folder)
-    except FixtureOverwriteRefused as exc:
-        print(f"labkit.routing_suite: {exc}", file=sys.stderr)
-        return 1
-    for name, digest in hashes.items():
-        print(f"{digest}  {relative_to_root(folder / name)}")
-    return 0
+    return fixture_script(argv, prog="labkit.routing_suite", default=fixtures_dir() / "routing", write=write_routing_fixtures)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from labkit.canonical import load_strict, pretty_json
-from labkit.errors import FixtureOverwriteRefused, LabkitError
-from labkit.paths import fixtures_dir, relative_to_root
+from labkit.canonical import load_strict
+from labkit.errors import LabkitError
+from labkit.paths import fixtures_dir
 
 DATASET_VERSION = "support-2026-09-01"
 #: The scope an ordinary analyst may read; it holds exactly 27 ``get_refund`` rows, as in the book's trace.
@@ -198,24 +198,12 @@ def support_dir() -> Path:
 
 def write_support_fixtures(folder: str | Path | None = None) -> dict[str, str]:
     """Write every scope file and the callers file into ``folder``; return name -> sha256 of what was written."""
-    import hashlib
+    from labkit.fixtures import prepare_fixture_folder, write_json_fixtures
 
-    from labkit.routing_suite import _refuse_if_captured
-
-    folder = Path(folder) if folder else support_dir()
-    if folder.exists() and not folder.is_dir():
-        raise FixtureOverwriteRefused(f"{folder} is a file, not a folder; pass a folder to write the fixtures into")
-    if folder.is_dir():
-        _refuse_if_captured(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    contents = {f"{scope}.json": pretty_json(scope_document(scope)) for scope in SCOPES}
-    contents["callers.json"] = pretty_json(CALLERS)
-    hashes = {}
-    for name, text in contents.items():
-        data = text.encode("utf-8")
-        (folder / name).write_bytes(data)
-        hashes[name] = hashlib.sha256(data).hexdigest()
-    return hashes
+    folder = prepare_fixture_folder(folder if folder else support_dir())
+    contents: dict[str, Any] = {f"{scope}.json": scope_document(scope) for scope in SCOPES}
+    contents["callers.json"] = CALLERS
+    return write_json_fixtures(folder, contents)
 
 
 def load_scope(scope: str, *, folder: Path | None = None) -> tuple[list[SupportRow], str]:
@@ -243,19 +231,9 @@ def load_scope(scope: str, *, folder: Path | None = None) -> tuple[list[SupportR
 
 def main(argv: list[str] | None = None) -> int:
     """Write the support fixtures into ``argv[0]`` (default ``fixtures/support``) and print their hashes."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) > 1 or any(a.startswith("-") for a in argv):
-        print("usage: python -m labkit.agent.dataset [FOLDER]   (default: fixtures/support)", file=sys.stderr)
-        return 1
-    folder = Path(argv[0]) if argv else support_dir()
-    try:
-        hashes = write_support_fixtures(folder)
-    except FixtureOverwriteRefused as exc:
-        print(f"labkit.agent.dataset: {exc}", file=sys.stderr)
-        return 1
-    for name, digest in hashes.items():
-        print(f"{digest}  {relative_to_root(folder / name)}")
-    return 0
+    from labkit.fixtures import fixture_script
+
+    return fixture_script(argv, prog="labkit.agent.dataset", default=support_dir(), write=write_support_fixtures)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labkit.canonical import MAX_JSON_BYTES, loads_strict, pretty_json, read_strict_bytes
-from labkit.errors import FixtureOverwriteRefused, InvalidJSON
 from labkit.evaluator import catalog
-from labkit.paths import fixtures_dir, relative_to_root
+from labkit.fixtures import fixture_script, prepare_fixture_folder, write_json_fixtures
+from labkit.paths import fixtures_dir
 
 RUBRIC_VERSION = "product-description-v1"
 RATERS = ("rater_a", "rater_b")
@@ -117,58 +116,21 @@ def prices() -> dict[str, Any]:
     }
 
 
-def _refuse_if_captured(folder: Path) -> None:
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = loads_strict(read_strict_bytes(path, max_bytes=50 * MAX_JSON_BYTES), source=str(path))
-        except (InvalidJSON, OSError) as exc:
-            raise FixtureOverwriteRefused(
-                f"{path} cannot be read as JSON ({exc}), so it might be a captured run; nothing was written. "
-                "Move it out of the folder or write the fixtures into an empty folder."
-            ) from None
-        if isinstance(data, dict) and data.get("origin") == "captured":
-            raise FixtureOverwriteRefused(
-                f"{path} is a captured run; refusing to write fixtures next to it, nothing was written. "
-                "Keep captured runs under recorded_runs/, or pass an empty folder."
-            )
-
-
 def write_evaluator_fixtures(folder: str | Path) -> dict[str, str]:
     """Write every lesson 01 fixture into ``folder``; return each file's SHA-256."""
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise FixtureOverwriteRefused(f"{folder} is a file, not a folder; pass a folder to write the fixtures into")
-    if folder.is_dir():
-        _refuse_if_captured(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = prepare_fixture_folder(folder)
     rubric_data = rubric()
     contents = {
         "products.json": products(), "rubric.json": rubric_data, "descriptions.json": descriptions(),
         "human_labels.json": human_labels(rubric_data), "prices.json": prices(),
     }
-    hashes = {}
-    for name, data in contents.items():
-        raw = pretty_json(data).encode("utf-8")
-        (folder / name).write_bytes(raw)
-        hashes[name] = hashlib.sha256(raw).hexdigest()
-    return hashes
+    return write_json_fixtures(folder, contents)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the fixtures into ``argv[0]`` (default ``fixtures/evaluator``) and print their hashes."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) > 1 or any(arg.startswith("-") for arg in argv):
-        print("usage: python -m labkit.evaluator.fixtures [FOLDER]   (default: fixtures/evaluator)", file=sys.stderr)
-        return 1
-    folder = Path(argv[0]) if argv else fixtures_dir() / "evaluator"
-    try:
-        hashes = write_evaluator_fixtures(folder)
-    except FixtureOverwriteRefused as exc:
-        print(f"labkit.evaluator.fixtures: {exc}", file=sys.stderr)
-        return 1
-    for name, digest in hashes.items():
-        print(f"{digest}  {relative_to_root(folder / name)}")
-    return 0
+    return fixture_script(argv, prog="labkit.evaluator.fixtures", default=fixtures_dir() / "evaluator",
+                          write=write_evaluator_fixtures)
 
 
 if __name__ == "__main__":

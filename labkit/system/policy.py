@@ -125,35 +125,14 @@ def policy_pdf_bytes() -> bytes:
     return bytes(pdf.output())
 
 
-def _refuse_if_captured(folder: Path) -> None:
-    from labkit.canonical import loads_strict
-
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = loads_strict(path.read_bytes(), source=str(path))
-        except (ValueError, OSError) as exc:
-            raise FixtureOverwriteRefused(
-                f"{path} cannot be read as JSON ({exc}), so it might be a captured run; nothing was written. "
-                "Move it out of the folder or pass an empty folder."
-            ) from None
-        if isinstance(data, dict) and data.get("origin") == "captured":
-            raise FixtureOverwriteRefused(
-                f"{path} is a captured run; refusing to write the policy PDF next to it, nothing was written. "
-                "Keep captured runs under recorded_runs/, or pass an empty folder."
-            )
-
-
 def write_policy_pdf(folder: str | Path | None = None) -> Path:
     """Write ``refund_policy.pdf`` into ``folder`` (default ``fixtures/system``); the same bytes every time.
 
     Refuses (`FixtureOverwriteRefused`) without writing when the folder holds a captured run.
     """
-    folder = Path(folder) if folder is not None else policy_folder()
-    if folder.exists() and not folder.is_dir():
-        raise FixtureOverwriteRefused(f"{folder} is a file, not a folder; pass a folder to write the PDF into")
-    if folder.is_dir():
-        _refuse_if_captured(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    from labkit.fixtures import prepare_fixture_folder
+
+    folder = prepare_fixture_folder(folder if folder is not None else policy_folder())
     path = folder / PDF_NAME
     path.write_bytes(policy_pdf_bytes())
     return path
