@@ -42,3 +42,15 @@ def relative_to_root(path: str | Path) -> str:
         return path.relative_to(project_root()).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def portable_text(text: str) -> str:
+    """Return ``text`` with this machine's scratch and project folders written as ``scratch/`` and relative paths.
+
+    Some error messages name a file by its absolute path; a notebook shows them
+    through this function so that its output reads the same on every machine.
+    """
+    for folder, shown in ((scratch_dir(), "scratch/"), (project_root(), "")):
+        for prefix in sorted({str(folder), str(Path(folder).resolve())}, key=len, reverse=True):
+            text = text.replace(prefix + os.sep, shown)
+    return text

@@ -217,3 +217,24 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
         except LabkitError as exc:
             results.append((folder.name, None, str(exc)))
     return results
+
+
+def bindings_table(run: RecordedRun) -> Any:
+    """Return a pandas table of a run's bindings: question, finish reason, tokens and measured seconds.
+
+    An authored run measured nothing, so its token and latency cells are empty.
+    """
+    import pandas as pd
+
+    rows = []
+    for binding in run.bindings:
+        choices = (binding.response or {}).get("choices") or [{}]
+        usage = binding.usage
+        rows.append({
+            "question": binding.question,
+            "finish_reason": choices[0].get("finish_reason"),
+            "prompt_tokens": usage.prompt_tokens if usage else None,
+            "completion_tokens": usage.completion_tokens if usage else None,
+            "latency_s": binding.latency_s,
+        })
+    return pd.DataFrame(rows)

@@ -114,6 +114,32 @@ def describe_diff(diff: list[FieldDiff], *, limit: int = 6) -> str:
     return "\n".join(lines)
 
 
+def diff_table(diff: list[FieldDiff] | list[dict[str, Any]], *, width: int = 60) -> Any:
+    """Return a refusal's diff as a pandas table: the field, its recorded value, its value in this request.
+
+    Two texts are cut to the same ``width``-character window around their first
+    difference, so a changed word deep inside a long prompt is visible. ``diff``
+    holds `FieldDiff` objects or the dicts of a ``replay_refused`` trace event.
+    """
+    import pandas as pd
+
+    rows = []
+    for item in diff:
+        d = FieldDiff(**item) if isinstance(item, dict) else item
+        recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
+        rows.append({"field": d.path, "recorded": recorded, "this request": actual})
+    return pd.DataFrame(rows, columns=["field", "recorded", "this request"])
+
+
+def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) -> ReplayRequestMismatch | None:
+    """Ask ``adapter`` for the reply to these messages; return the refusal it raises, or None if it replied."""
+    try:
+        adapter.generate(question, messages)
+    except ReplayRequestMismatch as exc:
+        return exc
+    return None
+
+
 class BindingStore:
     """The bindings of one recorded run, looked up by the SHA-256 of the canonical request."""
 

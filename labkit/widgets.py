@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import itertools
+import uuid
 from typing import Any
 
 from labkit.traces import Trace, TraceEvent, dumps_event_data
@@ -43,11 +45,28 @@ def event_title(event: TraceEvent) -> str:
     return f"#{event.sequence}  {event.kind}"
 
 
+#: Widget ids come from this namespace and a counter rather than random UUIDs, so that a notebook
+#: executed twice saves the same bytes (nbconvert stores every widget's id).
+_WIDGET_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "labkit.widgets.TraceViewer")
+_widget_numbers = itertools.count(1)
+
+
+def _numbered_ids(previous: Any) -> Any:
+    def name(widget: Any) -> None:
+        if widget._model_id is None:  # runs before the widget opens its comm, which takes this id
+            widget._model_id = uuid.uuid5(_WIDGET_NAMESPACE, str(next(_widget_numbers))).hex
+        if callable(previous):
+            previous(widget)
+
+    return name
+
+
 class TraceViewer:
     """A timeline of a trace's events; each one expands to show its data.
 
     In a notebook the viewer displays itself. Widget views are not compared by
-    nbval, so a lesson prints `Trace.summary` next to it.
+    nbval, so a lesson prints `Trace.summary` next to it. Its widgets get
+    numbered ids, so re-running a notebook saves the same bytes.
     """
 
     def __init__(self, trace: Trace, *, title: str = "Request trace") -> None:
@@ -58,6 +77,14 @@ class TraceViewer:
     def _build(self) -> Any:
         import ipywidgets as widgets
 
+        previous = widgets.Widget._widget_construction_callback
+        widgets.Widget.on_widget_constructed(_numbered_ids(previous))
+        try:
+            return self._widgets(widgets)
+        finally:
+            widgets.Widget.on_widget_constructed(previous)
+
+    def _widgets(self, widgets: Any) -> Any:
         items = []
         for event in self.trace:
             colour = _COLOURS.get(event.kind, "#1f3a93")

@@ -233,3 +233,24 @@ def test_trace_round_trips_through_json_lines(index, adapter):
     trace = trace_request(ANSWERED, index, adapter).trace
     again = Trace.from_jsonl(trace.to_jsonl())
     assert [e.to_json() for e in again] == [e.to_json() for e in trace]
+
+
+def test_edited_corpus_differs_in_one_passage_and_is_refused_against_old_vectors(tmp_path):
+    from labkit.rag_trace import write_edited_corpus
+
+    path = write_edited_corpus(tmp_path / "corpus.json", source_id="zoneinfo", old="IANA", new="Olson")
+    before = {d.metadata["id"]: d.page_content for d in load_corpus()}
+    after = {d.metadata["id"]: d.page_content for d in load_corpus(path)}
+    assert [key for key in before if before[key] != after[key]] == ["zoneinfo"]
+    with pytest.raises(StaleIndex, match="zoneinfo:"):
+        load_docs_index(corpus_file=path)
+
+
+def test_edited_corpus_refuses_an_unknown_id_or_missing_words(tmp_path):
+    from labkit.rag_trace import write_edited_corpus
+
+    with pytest.raises(CorpusError, match="no summary 'nope'"):
+        write_edited_corpus(tmp_path / "c.json", source_id="nope", old="a", new="b")
+    with pytest.raises(CorpusError, match="does not contain"):
+        write_edited_corpus(tmp_path / "c.json", source_id="zoneinfo", old="not in the text", new="b")
+    assert not (tmp_path / "c.json").exists()

@@ -209,3 +209,30 @@ def test_refusal_message_shows_where_a_long_text_differs():
     policy = "Answer only from the passages you are given, in one or two sentences, and cite them."
     line = describe_diff([FieldDiff("messages[0].content", policy, policy.replace("cite them", "never cite"))])
     assert "cite them" in line and "never cite" in line and line.count("…") == 2
+
+
+def test_diff_table_shows_the_window_where_two_long_texts_differ():
+    from labkit.replay import FieldDiff, diff_table
+
+    recorded = "word " * 40 + "end."
+    table = diff_table([FieldDiff("messages[0].content", recorded, recorded + " Be brief.")], width=30)
+    assert list(table.columns) == ["field", "recorded", "this request"]
+    row = table.iloc[0]
+    assert row["recorded"].startswith("…") and row["recorded"].endswith("end.")
+    assert row["this request"].endswith("end. Be brief.")
+
+
+def test_diff_table_reads_trace_event_dicts_and_marks_absent_fields():
+    from labkit.replay import diff_table
+
+    table = diff_table([{"path": "stop", "recorded": None, "actual": ["\n"]}])
+    assert table.iloc[0].to_dict() == {"field": "stop", "recorded": "(absent)", "this request": '["\\n"]'}
+
+
+def test_replay_refusal_returns_the_mismatch_or_none(bound):
+    from labkit.replay import replay_refusal
+
+    assert replay_refusal(bound, QUESTIONS[0], _messages(QUESTIONS[0])) is None
+    swapped = _messages(QUESTIONS[0], passages=("Shipping takes 5 days.", "Refunds are accepted within 30 days."))
+    refusal = replay_refusal(bound, QUESTIONS[0], swapped)
+    assert [d.path for d in refusal.diff][0] == "messages[1].content.passages[0]"
