@@ -21,7 +21,9 @@ rest are defined beside the code that raises them.
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
     │   ├── UnknownLesson(LookupError)               lessons.py: that lesson records no model runs
     │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
-    │   └── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
+    │   ├── UnknownVariant(LookupError)              variants.py: no failure variant by that name
+    │   ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
+    │   └── WorkshopExportRefused(FileExistsError)   workshop.py: the export folder is not empty
     ├── embeddings.py
     │   ├── UnrecordedText(KeyError)                 no saved vector for this exact text
     │   ├── InvalidEmbeddingsFile(ValueError)        a saved-vectors file is inconsistent

@@ -67,6 +67,38 @@ def export_html(nb: Any, path: Path) -> Path:
     return path
 
 
+def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_errors: bool = False) -> float:
+    """Execute a notebook node in place in a fresh offline kernel started in ``folder``; return the seconds.
+
+    Kernel start is not counted. Without ``allow_errors`` the first failing cell raises
+    nbclient's error (which carries the seconds so far as ``labkit_seconds``); with it,
+    every cell runs and errors stay in the cells' outputs.
+    """
+    from nbclient import NotebookClient
+
+    from labkit.offline import offline_kernel_env
+
+    with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
+        offline_kernel_env(ipython_dir=Path(tmp))
+    ):
+        manager = kernel_manager(Path(tmp))
+        client = NotebookClient(nb, timeout=timeout, km=manager, record_timing=False, allow_errors=allow_errors,
+                                resources={"metadata": {"path": str(folder)}})
+        start = None
+        try:
+            with client.setup_kernel():
+                start = time.perf_counter()
+                for index, cell in enumerate(nb.cells):
+                    client.execute_cell(cell, index)
+        except Exception as exc:
+            exc.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
+            raise
+        finally:
+            if manager.has_kernel:  # the client shuts down only kernels it started itself
+                manager.shutdown_kernel(now=True)
+        return time.perf_counter() - start
+
+
 def run_notebook(
     path: Path, *, timeout: int = CELL_TIMEOUT_S, html_dir: Path | None = None, write_back: bool = False
 ) -> NotebookResult:
@@ -78,36 +110,18 @@ def run_notebook(
     which is how a lesson's committed outputs are refreshed.
     """
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    from labkit.offline import offline_kernel_env
-
     nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
-        offline_kernel_env(ipython_dir=Path(tmp))
-    ):
-        manager = kernel_manager(Path(tmp))
-        client = NotebookClient(
-            nb, timeout=timeout, km=manager, record_timing=False, resources={"metadata": {"path": str(path.parent)}}
-        )
-        start = None
-        try:
-            with client.setup_kernel():
-                start = time.perf_counter()
-                for index, cell in enumerate(nb.cells):
-                    client.execute_cell(cell, index)
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            seconds = time.perf_counter() - start if start else 0.0
-            first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-            detail = getattr(exc, "ename", type(exc).__name__)
-            message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
-            result = NotebookResult(path.name, "failed", round(seconds, 2), message[:300])
-        else:
-            result = NotebookResult(path.name, "passed", round(time.perf_counter() - start, 2))
-        finally:
-            if manager.has_kernel:  # the client shuts down only kernels it started itself
-                manager.shutdown_kernel(now=True)
+    try:
+        seconds = execute(nb, path.parent, timeout=timeout)
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+        first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        detail = getattr(exc, "ename", type(exc).__name__)
+        message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
+        result = NotebookResult(path.name, "failed", round(exc.labkit_seconds, 2), message[:300])  # type: ignore[attr-defined]
+    else:
+        result = NotebookResult(path.name, "passed", round(seconds, 2))
     if html_dir is not None:
         export_html(nb, html_dir / f"{path.stem}.html")
     if write_back and result.status == "passed":

@@ -19,6 +19,7 @@ VERBS = {
     "record": "labkit.cli.record",
     "verify": "labkit.cli.verify",
     "doctor": "labkit.cli.doctor",
+    "workshop": "labkit.cli.workshop",
 }
 
 
