@@ -33,6 +33,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "labkit.serve": ("local_model_server", "local_response_format"),
     "labkit.rag_trace": ("Reply", "check_reply", "trace_request", "load_docs_index"),
     "labkit.routing": ("compare", "explain"),
+    "labkit.variants": ("VARIANTS", "demonstrate", "variant"),
 }
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
