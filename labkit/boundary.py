@@ -105,7 +105,8 @@ class ModelBoundary:
     def save(self, *, description: str, fixtures: list[str | Path], run_id: str | None = None,
              runs_dir: Path | None = None) -> Path:
         """Write what record mode captured as a new run with ``origin: captured``; returns its file."""
-        from labkit.capture import build_run, save_captured
+        from labkit.capture import build_run
+        from labkit.recording import save_run
 
         if self.mode != "record" or self.recorder is None or self.endpoint is None:
             raise BoundaryConfigError("only a boundary in record mode has a run to save; set LABKIT_MODE=record")
@@ -120,7 +121,7 @@ class ModelBoundary:
             settings=self.settings,
             fixtures=fixtures,
         )
-        return save_captured(run, runs_dir=runs_dir)
+        return save_run(run, runs_dir=runs_dir)
 
 
 def connect(run_id: str, *, lesson: str, settings: dict[str, Any] | None = None, mode: Mode | None = None) -> ModelBoundary:

@@ -26,7 +26,6 @@ from labkit.recording import (
     TransportFailure,
     Usage,
     fixture_hashes,
-    save_run,
 )
 
 def _now() -> str:
@@ -139,8 +138,3 @@ def build_run(
         fixtures=fixture_hashes(list(fixtures)),
         bindings=bindings,
     )
-
-
-def save_captured(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
-    """Save a captured run beside the existing ones (never over one)."""
-    return save_run(run, runs_dir=runs_dir)

@@ -132,11 +132,6 @@ def run_notebook(
     return result
 
 
-def run_course(paths: list[Path]) -> list[NotebookResult]:
-    """Execute each notebook in order and return their results."""
-    return [run_notebook(path) for path in paths]
-
-
 def results_table(results: list[NotebookResult]) -> str:
     """Return a plain-text table of notebook, status and seconds."""
     width = max([len("notebook")] + [len(r.notebook) for r in results])
