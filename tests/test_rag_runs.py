@@ -8,7 +8,7 @@ from labkit.boundary import connect
 from labkit.rag.answer import SETTINGS
 from labkit.rag.metrics import grade
 from labkit.rag.questions import load_questions
-from labkit.rag.runs import RUN_AUTHORED, RUN_CAPTURED, captured_questions, make_requests, write_authored
+from labkit.rag.runs import RUN_AUTHORED, RUN_CAPTURED, make_requests, write_authored
 from labkit.recording import load_run, run_path
 
 
@@ -32,8 +32,8 @@ def test_the_captured_run_replays_with_failures_kept_as_failed_trials():
         pytest.skip("the captured run has not been recorded (python -m labkit.rag.runs --captured)")
     recorded = load_run(RUN_CAPTURED)
     assert recorded.origin == "captured" and recorded.model.endpoint_kind == "local-llama-cpp"
-    questions = captured_questions()
+    questions = load_questions()
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions)
     answered = sum(r is not None for r in run.rag.values()) + sum(r is not None for r in run.naive.values())
     failed = len(run.errors["rag"]) + len(run.errors["naive"])
-    assert len(questions) == 12 and answered + failed == 2 * len(questions)
+    assert len(questions) == 36 and answered + failed == 2 * len(questions)
