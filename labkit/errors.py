@@ -56,6 +56,8 @@ rest are defined beside the code that raises them.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LabkitError(Exception):
     """Base class of every error labkit raises on purpose."""
@@ -90,3 +92,8 @@ class MissingExtra(LabkitError, ImportError):
             f"{purpose} needs the optional extra '{extra}'. "
             f'Install it with: pip install -c constraints.txt -e ".[{extra}]"'
         )
+
+
+def validation_problems(exc: Any, *, whole: str = "input") -> str:
+    """Return every problem of a Pydantic ``ValidationError`` as ``field: message; ...`` (``whole`` names the top level)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in exc.errors(include_url=False))

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.embeddings import SavedEmbeddings, UnrecordedText, register_embedding_set
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, validation_problems
 from labkit.paths import fixtures_dir, relative_to_root
 from labkit.traces import Trace
 
@@ -108,7 +108,7 @@ def load_corpus(path: Path | None = None) -> list[Any]:
         try:
             summary = DocSummary.model_validate(item)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+            problems = validation_problems(exc)
             raise CorpusError(f"{path}: summary {number}: {problems}") from None
         if summary.id in seen:
             raise CorpusError(f"{path}: source id {summary.id!r} appears twice; each document needs its own id")

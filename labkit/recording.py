@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labkit.canonical import canonical_sha256, file_sha256, load_strict, pretty_json
-from labkit.errors import FixtureChanged, RecordedRunError
+from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
 from labkit.paths import project_root, recorded_runs_dir
 
 SCHEMA_VERSION = 1
@@ -164,9 +164,7 @@ def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:
     try:
         return RecordedRun.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'run'}: {err['msg']}" for err in exc.errors(include_url=False)
-        )
+        problems = validation_problems(exc, whole="run")
         raise RecordedRunError(f"{source}: not a valid recorded run: {problems}") from None
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labkit.canonical import canonical_json, loads_strict
-from labkit.errors import InvalidJSON, LabkitError
+from labkit.errors import InvalidJSON, LabkitError, validation_problems
 
 if TYPE_CHECKING:
     from labkit.evaluator.report import EvaluationReport
@@ -55,7 +55,7 @@ def _parse(line: str, *, source: str) -> Experiment:
     except InvalidJSON as exc:
         raise ExperimentLogError(str(exc)) from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors(include_url=False))
+        problems = validation_problems(exc, whole="entry")
         raise ExperimentLogError(f"{source}: not a valid experiment: {problems}") from None
 
 

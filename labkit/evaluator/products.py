@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labkit.canonical import load_strict
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, validation_problems
 from labkit.paths import fixtures_dir
 
 
@@ -113,7 +113,7 @@ def parse_products(data: Any, *, source: str = "products") -> dict[str, Product]
         try:
             product = Product.model_validate(item)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+            problems = validation_problems(exc)
             raise EvaluatorFixtureError(f"{source}: product {number}: {problems}") from None
         if product.id in products:
             raise EvaluatorFixtureError(f"{source}: product id {product.id!r} appears twice; give each product its own id")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labkit.canonical import canonical_sha256, load_strict
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, validation_problems
 from labkit.evaluator.products import EvaluatorFixtureError
 from labkit.paths import fixtures_dir
 
@@ -116,7 +116,7 @@ def parse_rubric(data: Any, *, source: str = "rubric") -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'rubric'}: {e['msg']}" for e in exc.errors(include_url=False))
+        problems = validation_problems(exc, whole="rubric")
         raise EvaluatorFixtureError(f"{source}: not a valid rubric: {problems}") from None
 
 
