@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from hypothesis import settings
+
+from labkit.paths import project_root
 
 # Hypothesis would otherwise keep an example database in .hypothesis/ inside the checkout.
 settings.register_profile("labkit", database=None, deadline=None)
@@ -17,3 +21,12 @@ def scratch_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_SCRATCH", str(scratch))
     monkeypatch.delenv("LABKIT_MODE", raising=False)
     return scratch
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A copy of the course's fixtures and recorded runs under tmp_path, with LABKIT_ROOT pointing at it."""
+    for name in ("fixtures", "recorded_runs"):
+        shutil.copytree(project_root() / name, tmp_path / name)
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    return tmp_path

@@ -1,26 +1,15 @@
 import json
-import shutil
 
 from labkit.cli import main
-from labkit.paths import project_root
 
 
-def _copy_course(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
-        shutil.copytree(project_root() / name, tmp_path / name)
-    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    return tmp_path
-
-
-def test_verify_passes_on_the_committed_runs(tmp_path, monkeypatch, capsys):
-    _copy_course(tmp_path, monkeypatch)
+def test_verify_passes_on_the_committed_runs(course, capsys):
     assert main(["verify"]) == 0
     assert "runs verified, 0 key-like strings found" in capsys.readouterr().out
 
 
-def test_verify_catches_a_tampered_reply(tmp_path, monkeypatch, capsys):
-    root = _copy_course(tmp_path, monkeypatch)
-    path = root / "recorded_runs" / "02-rag-authored" / "run.json"
+def test_verify_catches_a_tampered_reply(course, capsys):
+    path = course / "recorded_runs" / "02-rag-authored" / "run.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["bindings"][0]["request"]["temperature"] = 1
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -28,16 +17,14 @@ def test_verify_catches_a_tampered_reply(tmp_path, monkeypatch, capsys):
     assert "02-rag-authored" in capsys.readouterr().out.split("REFUSED")[0].splitlines()[-1]
 
 
-def test_verify_catches_a_changed_fixture(tmp_path, monkeypatch, capsys):
-    root = _copy_course(tmp_path, monkeypatch)
-    inputs = root / "fixtures" / "routing" / "model-inputs.json"
+def test_verify_catches_a_changed_fixture(course, capsys):
+    inputs = course / "fixtures" / "routing" / "model-inputs.json"
     inputs.write_text(inputs.read_text(encoding="utf-8").replace("t1", "t01"), encoding="utf-8")
     assert main(["verify"]) == 1
     assert "model-inputs.json" in capsys.readouterr().out
 
 
-def test_verify_catches_a_key_in_a_run_folder(tmp_path, monkeypatch, capsys):
-    root = _copy_course(tmp_path, monkeypatch)
-    (root / "recorded_runs" / "02-rag-authored" / "notes.txt").write_text("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx\n")
+def test_verify_catches_a_key_in_a_run_folder(course, capsys):
+    (course / "recorded_runs" / "02-rag-authored" / "notes.txt").write_text("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx\n")
     assert main(["verify"]) == 1
     assert "SECRET" in capsys.readouterr().out

@@ -8,15 +8,14 @@ from labkit import doctor
 from labkit.cli import main
 from labkit.paths import project_root
 
+CHECKOUT = project_root()  # read before the `course` fixture points LABKIT_ROOT at a copy
+
 
 @pytest.fixture
-def course(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
-        shutil.copytree(project_root() / name, tmp_path / name)
-    shutil.copyfile(project_root() / "constraints.txt", tmp_path / "constraints.txt")
-    (tmp_path / "notebooks").mkdir()
-    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    return tmp_path
+def course(course):
+    shutil.copyfile(CHECKOUT / "constraints.txt", course / "constraints.txt")
+    (course / "notebooks").mkdir()
+    return course
 
 
 def _notebook(path, source):

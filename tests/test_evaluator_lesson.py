@@ -1,7 +1,6 @@
 """Lesson 01's recorded runs: made by the lesson's own requests, replayed exactly, refused when fixtures change."""
 
 import json
-import shutil
 
 import pytest
 
@@ -9,16 +8,7 @@ from labkit.authored import AuthoringAdapter
 from labkit.errors import FixtureChanged
 from labkit.evaluator import lesson
 from labkit.lessons import write_authored
-from labkit.paths import project_root
 from labkit.recording import load_run
-
-
-@pytest.fixture
-def course(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
-        shutil.copytree(project_root() / name, tmp_path / name)
-    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def test_authored_run_is_rewritten_byte_for_byte(course):

@@ -1,7 +1,6 @@
 """The rubric is fixed before generation; its hash pins every generation and judge run to it."""
 
 import json
-import shutil
 
 import pytest
 
@@ -10,16 +9,7 @@ from labkit.errors import FixtureChanged
 from labkit.evaluator.fixtures import rubric as rubric_data
 from labkit.evaluator.products import EvaluatorFixtureError
 from labkit.evaluator.rubric import StaleRubric, ensure_same_rubric, load_rubric, parse_rubric
-from labkit.paths import project_root
 from labkit.recording import load_run
-
-
-@pytest.fixture
-def course(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
-        shutil.copytree(project_root() / name, tmp_path / name)
-    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def _edit_rubric(course, change):

@@ -1,13 +1,11 @@
 """The golden set: 3/3 in replay of the authored run, exact-text scoring, fresh threads, and the lesson's runs."""
 
 import json
-import shutil
 
 import pytest
 
 from labkit.boundary import connect
 from labkit.lessons import write_authored
-from labkit.paths import project_root
 from labkit.recording import load_run
 from labkit.system.contract import SETTINGS, ScriptedModel
 from labkit.system.golden import GOLDEN, QUESTIONS, GoldenCase, passed, run_golden, score_line
@@ -91,10 +89,7 @@ def test_the_captured_run_is_labelled_and_carries_measured_latency():
     assert all(b.latency_s is not None and b.usage for b in run.bindings)
 
 
-def test_the_authored_run_is_rewritten_byte_for_byte(tmp_path, monkeypatch):
-    for name in ("fixtures", "recorded_runs"):
-        shutil.copytree(project_root() / name, tmp_path / name)
-    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    path = tmp_path / "recorded_runs" / RUN_AUTHORED / "run.json"
+def test_the_authored_run_is_rewritten_byte_for_byte(course):
+    path = course / "recorded_runs" / RUN_AUTHORED / "run.json"
     before = path.read_bytes()
     assert write_authored("05") == path and path.read_bytes() == before
