@@ -30,14 +30,34 @@ def main() -> int:
         python = env_dir / "bin" / "python"
         empty = folder_bytes(env_dir)
         started = time.perf_counter()
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "-c", str(ROOT / "constraints.txt"), str(ROOT)], check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-c",
+                str(ROOT / "constraints.txt"),
+                str(ROOT),
+            ],
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
         seconds = time.perf_counter() - started
-        packages = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True,
-                                  text=True, check=True).stdout.lower().splitlines()
+        packages = (
+            subprocess.run(
+                [str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
+            )
+            .stdout.lower()
+            .splitlines()
+        )
         heavy = [p for p in packages if p.split("==")[0].startswith(FORBIDDEN)]
         size = folder_bytes(env_dir) - empty
-    print(f"core install: {len(packages)} packages, {size / 1e6:.0f} MB added to an empty venv, {seconds:.0f} s to install")
+    print(
+        f"core install: {len(packages)} packages, {size / 1e6:.0f} MB added to an empty venv, {seconds:.0f} s to install"
+    )
     print("PyTorch/CUDA packages:", ", ".join(heavy) if heavy else "none")
     return 1 if heavy else 0
 

@@ -33,9 +33,9 @@ from typing import Any
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")  # before NumPy loads its BLAS
 
-import faiss
-import numpy as np
-from langchain_core.embeddings import Embeddings
+import faiss  # noqa: E402 -- after the thread settings above, which BLAS reads when it loads
+import numpy as np  # noqa: E402 -- as above
+from langchain_core.embeddings import Embeddings  # noqa: E402 -- as above
 
 DIMENSION = 384
 K = 12
@@ -74,7 +74,7 @@ def unit_vectors(n: int, *, seed: int) -> np.ndarray:
 with warnings.catch_warnings():  # imported before any timing, so no row pays for an import
     warnings.simplefilter("ignore", DeprecationWarning)
     from langchain_community.vectorstores import FAISS
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402 -- as above, before any timing
 
 
 def build(kind: str, texts: list[str], embeddings: LookupEmbeddings) -> tuple[Any, float, float]:
@@ -82,7 +82,7 @@ def build(kind: str, texts: list[str], embeddings: LookupEmbeddings) -> tuple[An
     gc.collect()
     start = time.perf_counter()
     if kind == "faiss":
-        store = FAISS.from_embeddings(list(zip(texts, embeddings.embed_documents(texts))), embeddings)
+        store = FAISS.from_embeddings(list(zip(texts, embeddings.embed_documents(texts), strict=True)), embeddings)
     else:
         store = InMemoryVectorStore(embeddings)
         store.add_texts(texts)
@@ -109,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     warm = LookupEmbeddings({f"w{i}": v.tolist() for i, v in enumerate(unit_vectors(16, seed=0))})
     for kind in ("faiss", "memory"):  # first use allocates thread pools and caches; keep that out of the rows
         median_query_ms(build(kind, list(warm.vectors), warm)[0], unit_vectors(2, seed=1))
-    print("| chunks | FAISS query (ms) | InMemory query (ms) | InMemory / FAISS | FAISS build (s) | InMemory build (s) "
-          "| FAISS memory (MB) | InMemory memory (MB) | same top-12 |")
+    print(
+        "| chunks | FAISS query (ms) | InMemory query (ms) | InMemory / FAISS | FAISS build (s) | InMemory build (s) "
+        "| FAISS memory (MB) | InMemory memory (MB) | same top-12 |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in args.sizes:
         matrix = unit_vectors(n, seed=n)
         texts = [f"chunk-{i:06d}" for i in range(n)]
-        embeddings = LookupEmbeddings({t: v.tolist() for t, v in zip(texts, matrix)})
+        embeddings = LookupEmbeddings({t: v.tolist() for t, v in zip(texts, matrix, strict=True)})
         queries = unit_vectors(args.queries, seed=n + 1)
         row = {}
         for kind in ("faiss", "memory"):
@@ -123,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
             latency_ms, found = median_query_ms(store, queries)
             row[kind] = (latency_ms, build_s, memory_mb, found)
             del store
-        same = all(set(a) == set(b) for a, b in zip(row["faiss"][3], row["memory"][3]))
-        print(f"| {n:,} | {row['faiss'][0]:.3f} | {row['memory'][0]:.3f} | {row['memory'][0] / row['faiss'][0]:.1f}x "
-              f"| {row['faiss'][1]:.2f} | {row['memory'][1]:.2f} | {row['faiss'][2]:.1f} | {row['memory'][2]:.1f} "
-              f"| {'yes' if same else 'no'} |")
+        same = all(set(a) == set(b) for a, b in zip(row["faiss"][3], row["memory"][3], strict=True))
+        print(
+            f"| {n:,} | {row['faiss'][0]:.3f} | {row['memory'][0]:.3f} | {row['memory'][0] / row['faiss'][0]:.1f}x "
+            f"| {row['faiss'][1]:.2f} | {row['memory'][1]:.2f} | {row['faiss'][2]:.1f} | {row['memory'][2]:.1f} "
+            f"| {'yes' if same else 'no'} |"
+        )
     return 0
 
 

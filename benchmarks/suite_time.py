@@ -1,6 +1,6 @@
 """Measure the whole test suite, notebooks included (budget: under 4 minutes on two cores); prints each run and the median.
 
-    .venv/bin/python benchmarks/suite_time.py [RUNS]
+.venv/bin/python benchmarks/suite_time.py [RUNS]
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def main(runs: int = 1) -> int:
         if done.returncode != 0:
             return 1
     median = statistics.median(seconds)
-    print(f"median {median:.0f} s over {runs} run(s) (budget {BUDGET_S:.0f} s): {'within' if median < BUDGET_S else 'OVER'} budget")
+    print(
+        f"median {median:.0f} s over {runs} run(s) (budget {BUDGET_S:.0f} s): {'within' if median < BUDGET_S else 'OVER'} budget"
+    )
     return 0 if median < BUDGET_S else 1
 
 

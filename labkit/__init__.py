@@ -1,5 +1,25 @@
 """labkit: the support package of a hands-on course on engineering integrated AI systems.
 
+The map, in three layers; an import only ever points down the list:
+
+- ``labkit.cli``: the ``labkit`` command, one module per verb.
+- ``labkit.course``: what runs the course rather than teaches it (runner, doctor,
+  workshop, failure variants, lesson registry, pytest plugin).
+- one package per lesson (notebook: package):
+
+  - ``01_product_evaluator``: ``labkit.evaluator``
+  - ``02_rag_trace``: ``labkit.rag`` (part A, the traced docs app, is ``labkit.rag.trace``)
+  - ``03_bound_replay``: no package of its own; it teaches the foundation's ``labkit.replay``
+  - ``04_refund_agent``: ``labkit.agent``
+  - ``05_minimal_system``: ``labkit.system``
+  - ``06_routing_gate``: ``labkit.routing``
+
+- the foundation every lesson stands on, at the top level: ``errors``, ``paths``,
+  ``canonical`` (canonical JSON and hashes), the model boundary (``boundary``,
+  ``replay``, ``recording``, ``capture``, ``authored``, ``offline``, ``secret_scan``,
+  ``serve``, ``embeddings``), ``traces`` and the trace viewer (``widgets``),
+  ``fixtures`` (the guard every fixture script uses) and ``plots``.
+
 Public names are listed in ``__all__``, grouped by the module that implements
 them. They load on first use, so ``import labkit`` stays fast; heavy libraries
 (pandas, LangChain, matplotlib) are imported only where a lesson needs them.
@@ -31,9 +51,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "labkit.widgets": ("TraceViewer",),
     "labkit.embeddings": ("SavedEmbeddings", "UnrecordedText"),
     "labkit.serve": ("local_model_server", "local_response_format"),
-    "labkit.rag_trace": ("Reply", "check_reply", "trace_request", "load_docs_index"),
-    "labkit.routing": ("compare", "explain"),
-    "labkit.variants": ("VARIANTS", "demonstrate", "variant"),
+    "labkit.rag.trace": ("Reply", "check_reply", "trace_request", "load_docs_index"),
+    "labkit.routing.grader": ("compare", "explain"),
+    "labkit.course.variants": ("VARIANTS", "demonstrate", "variant"),
 }
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -53,7 +53,12 @@ def authored_run(
 ) -> RecordedRun:
     """Build an authored run from ``(question, request, reply text)`` exchanges."""
     bindings = [
-        Binding(key=canonical_sha256(request), request=request, response=authored_response(text, number=n), question=question)
+        Binding(
+            key=canonical_sha256(request),
+            request=request,
+            response=authored_response(text, number=n),
+            question=question,
+        )
         for n, (question, request, text) in enumerate(exchanges, start=1)
     ]
     return RecordedRun(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -102,15 +102,16 @@ class ModelBoundary:
         """Send the messages built for ``question`` (plus any per-call settings); record mode keeps the question."""
         return self.chat(messages, question=question, **settings)
 
-    def save(self, *, description: str, fixtures: list[str | Path], run_id: str | None = None,
-             runs_dir: Path | None = None) -> Path:
+    def save(
+        self, *, description: str, fixtures: list[str | Path], run_id: str | None = None, runs_dir: Path | None = None
+    ) -> Path:
         """Write what record mode captured as a new run with ``origin: captured``; returns its file."""
         from labkit.capture import build_run
         from labkit.recording import save_run
 
         if self.mode != "record" or self.recorder is None or self.endpoint is None:
             raise BoundaryConfigError("only a boundary in record mode has a run to save; set LABKIT_MODE=record")
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
         run = build_run(
             self.recorder,
             run_id=run_id or f"{self.run_id}-captured-{stamp}",
@@ -124,9 +125,11 @@ class ModelBoundary:
         return save_run(run, runs_dir=runs_dir)
 
 
-def connect(run_id: str, *, lesson: str, settings: dict[str, Any] | None = None, mode: Mode | None = None) -> ModelBoundary:
+def connect(
+    run_id: str, *, lesson: str, settings: dict[str, Any] | None = None, mode: Mode | None = None
+) -> ModelBoundary:
     """Return the model boundary for a lesson: replaying ``run_id``, or live, or recording, as the mode says."""
-    import httpx
+    import httpx2
     import openai
 
     mode = mode or current_mode()
@@ -136,16 +139,25 @@ def connect(run_id: str, *, lesson: str, settings: dict[str, Any] | None = None,
         from labkit.replay import BindingStore, replay_client
 
         run = load_run(run_id)
-        return ModelBoundary("replay", replay_client(BindingStore.from_run(run)), run.model.id, run_id, lesson,
-                             origin=run.origin, settings=settings)
+        return ModelBoundary(
+            "replay",
+            replay_client(BindingStore.from_run(run)),
+            run.model.id,
+            run_id,
+            lesson,
+            origin=run.origin,
+            settings=settings,
+        )
     endpoint = endpoint_from_env()
     recorder = None
     if mode == "record":
         from labkit.capture import RecordingTransport
 
         recorder = RecordingTransport()
-        http_client = httpx.Client(transport=recorder, timeout=120)
+        http_client = httpx2.Client(transport=recorder, timeout=120)
     else:
-        http_client = httpx.Client(timeout=120)
+        http_client = httpx2.Client(timeout=120)
     client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=2)
-    return ModelBoundary(mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings)
+    return ModelBoundary(
+        mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings
+    )

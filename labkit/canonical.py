@@ -25,7 +25,9 @@ def canonical_json(value: Any) -> str:
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError as exc:
-        raise InvalidJSON(f"Cannot write canonical JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
+        raise InvalidJSON(
+            f"Cannot write canonical JSON: {exc}. Replace NaN or Infinity with a number or null."
+        ) from exc
 
 
 def canonical_sha256(value: Any) -> str:
@@ -72,17 +74,13 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
     ``source`` names the input in error messages (a file path, say).
     """
     try:
-        return json.loads(
-            text, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_float=_finite_float
-        )
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_float=_finite_float)
     except InvalidJSON as exc:
         raise InvalidJSON(f"{source}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise InvalidJSON(f"{source}: not UTF-8 text ({exc.reason}); save the file as UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise InvalidJSON(
-            f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        raise InvalidJSON(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise InvalidJSON(f"{source}: JSON nested too deeply to read") from None
 

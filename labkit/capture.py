@@ -1,7 +1,8 @@
 """Record mode: capture every exchange a real endpoint answers, then save it as a new recorded run.
 
-`RecordingTransport` wraps a real httpx transport under the `openai` client.
-For each chat-completion request it keeps the request body, the response
+`RecordingTransport` wraps a real transport under the `openai` client. It is an
+``httpx2`` transport, the HTTP library the pinned `openai` client is built on, so
+its failures reach lesson code as the SDK's own exceptions. For each chat-completion request it keeps the request body, the response
 body, the token usage, the measured latency, the time, and every failed
 attempt before it (a timeout, a 429, a 5xx the client retried). It never
 keeps headers, so an API key or auth header cannot reach a run file.
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from labkit.canonical import canonical_sha256
 from labkit.recording import (
@@ -28,15 +29,16 @@ from labkit.recording import (
     fixture_hashes,
 )
 
+
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class RecordingTransport(httpx.BaseTransport):
-    """An httpx transport that forwards to a real one and keeps each chat-completion exchange."""
+class RecordingTransport(httpx2.BaseTransport):
+    """An httpx2 transport that forwards to a real one and keeps each chat-completion exchange."""
 
-    def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
-        self.inner = inner or httpx.HTTPTransport()
+    def __init__(self, inner: httpx2.BaseTransport | None = None) -> None:
+        self.inner = inner or httpx2.HTTPTransport()
         self.bindings: list[Binding] = []
         self._pending: dict[str, tuple[dict[str, Any], list[TransportFailure], int, Any]] = {}
         self._questions: dict[str, str] = {}
@@ -50,7 +52,7 @@ class RecordingTransport(httpx.BaseTransport):
         failures.append(TransportFailure(attempt=len(failures) + 1, error=error, at=_now()))
         self._pending[key] = (body, failures, status, payload)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
             return self.inner.handle_request(request)
         body = json.loads(request.read())
@@ -59,7 +61,7 @@ class RecordingTransport(httpx.BaseTransport):
         try:
             response = self.inner.handle_request(request)
             response.read()
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             self._fail(key, body, f"{type(exc).__name__}: {exc}", 0, None)
             raise
         latency = time.perf_counter() - started
@@ -80,7 +82,9 @@ class RecordingTransport(httpx.BaseTransport):
                 response=payload,
                 status_code=200,
                 question=self._questions.get(key),
-                usage=Usage(**{k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}) if usage else None,
+                usage=Usage(**{k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")})
+                if usage
+                else None,
                 latency_s=round(latency, 4),
                 recorded_at=_now(),
                 retries=len(failures),

@@ -24,6 +24,7 @@ langchain-huggingface; `compute_embeddings` does, on first use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -95,7 +96,7 @@ def register_embedding_set(name: str) -> Callable[[EmbeddingSetSource], Embeddin
 
 
 #: Modules whose import registers an embedding set (imported on first look-up, not at start-up).
-REGISTERING_MODULES = ("labkit.rag_trace", "labkit.system.policy", "labkit.rag.index")
+REGISTERING_MODULES = ("labkit.rag.trace", "labkit.system.policy", "labkit.rag.index")
 
 
 def _load_registrations() -> None:
@@ -180,10 +181,8 @@ def compute_embeddings(texts: Sequence[str]) -> list[list[float]]:
 def _library_versions() -> dict[str, str]:
     versions = {}
     for name in ("sentence-transformers", "torch", "transformers", "langchain-huggingface"):
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return versions
 
 
@@ -395,6 +394,10 @@ def check_embeddings(
         if diff > worst or worst_text is None:
             worst, worst_text = diff, text
     return EmbeddingCheck(
-        path=Path(path), compared=len(ordered), max_abs_diff=worst, worst_text=worst_text,
-        missing=missing, tolerance=tolerance,
+        path=Path(path),
+        compared=len(ordered),
+        max_abs_diff=worst,
+        worst_text=worst_text,
+        missing=missing,
+        tolerance=tolerance,
     )

@@ -19,11 +19,7 @@ rest are defined beside the code that raises them.
     │   ├── ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
     │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
-    │   ├── UnknownLesson(LookupError)               lessons.py: that lesson records no model runs
-    │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
-    │   ├── UnknownVariant(LookupError)              variants.py: no failure variant by that name
-    │   ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
-    │   └── WorkshopExportRefused(FileExistsError)   workshop.py: the export folder is not empty
+    │   └── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
     ├── embeddings.py
     │   ├── UnrecordedText(KeyError)                 no saved vector for this exact text
     │   ├── InvalidEmbeddingsFile(ValueError)        a saved-vectors file is inconsistent
@@ -35,8 +31,8 @@ rest are defined beside the code that raises them.
     │   ├── UnknownPrice(LookupError)                calls.py
     │   ├── JudgeReplyRejected(ValueError)           judge.py: a verdict outside the allowed labels
     │   └── ExperimentLogError(ValueError)           experiments.py
-    ├── lesson 02, rag_trace.py and rag/
-    │   ├── CorpusError, StaleIndex, ReplyRejected (ValueError)              rag_trace.py
+    ├── lesson 02, rag/
+    │   ├── CorpusError, StaleIndex, ReplyRejected (ValueError)              rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
     │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
@@ -48,10 +44,17 @@ rest are defined beside the code that raises them.
     │   ├── BudgetError, InvalidCount, UnknownRoute (ValueError)             trace.py
     │   ├── BudgetExhausted, StaleResult (RuntimeError)                      trace.py
     │   └── AnswerRejected(ValueError)               validator.py
-    └── lesson 05, system/
-        ├── PolicyDocumentError(ValueError)          policy.py
-        ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
-        └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
+    ├── lesson 05, system/
+    │   ├── PolicyDocumentError(ValueError)          policy.py
+    │   ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
+    │   └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
+    ├── lesson 06, routing/: RouteGradeError (above)
+    │
+    └── course tooling, course/ and cli/
+        ├── UnknownLesson(LookupError)               course/lessons.py: that lesson records no model runs
+        ├── UnknownVariant(LookupError)              course/variants.py: no failure variant by that name
+        ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
+        └── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
 """
 
 from __future__ import annotations

@@ -50,8 +50,9 @@ def write_json_fixtures(folder: Path, contents: Mapping[str, Any]) -> dict[str, 
     return hashes
 
 
-def fixture_script(argv: list[str] | None, *, prog: str, default: Path,
-                   write: Callable[[Path], Mapping[str, str]]) -> int:
+def fixture_script(
+    argv: list[str] | None, *, prog: str, default: Path, write: Callable[[Path], Mapping[str, str]]
+) -> int:
     """Run a fixture script's command line ``prog [FOLDER]``: write, then print each file's hash."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) > 1 or any(arg.startswith("-") for arg in argv):

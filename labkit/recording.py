@@ -62,9 +62,13 @@ class Binding(_Strict):
     request: dict[str, Any] = Field(description="The exact chat-completions request body: model, messages, settings.")
     response: dict[str, Any] | None = Field(description="The response body, or None when every attempt failed.")
     status_code: int = Field(default=200, description="HTTP status of the recorded response; 0 when no response came.")
-    question: str | None = Field(default=None, description="The learner's question this request was built from, if any.")
+    question: str | None = Field(
+        default=None, description="The learner's question this request was built from, if any."
+    )
     usage: Usage | None = Field(default=None, description="Token usage (captured runs only).")
-    latency_s: float | None = Field(default=None, ge=0, description="Measured seconds for the exchange (captured only).")
+    latency_s: float | None = Field(
+        default=None, ge=0, description="Measured seconds for the exchange (captured only)."
+    )
     recorded_at: str | None = Field(default=None, description="ISO 8601 time the response arrived (captured only).")
     retries: int = Field(default=0, ge=0, description="Attempts made beyond the first.")
     transport_errors: list[TransportFailure] = Field(default_factory=list, description="Each failed attempt.")
@@ -194,9 +198,7 @@ def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
     """Write a new run as canonical, diff-friendly JSON; never overwrite an existing run."""
     folder = (runs_dir or recorded_runs_dir()) / run.run_id
     if folder.exists():
-        raise RecordedRunError(
-            f"{folder} already exists; a recorded run is never overwritten. Choose a new run id."
-        )
+        raise RecordedRunError(f"{folder} already exists; a recorded run is never overwritten. Choose a new run id.")
     folder.mkdir(parents=True)
     path = folder / RUN_FILE
     path.write_text(pretty_json(run.model_dump(mode="json")), encoding="utf-8")
@@ -228,11 +230,13 @@ def bindings_table(run: RecordedRun) -> Any:
     for binding in run.bindings:
         choices = (binding.response or {}).get("choices") or [{}]
         usage = binding.usage
-        rows.append({
-            "question": binding.question,
-            "finish_reason": choices[0].get("finish_reason"),
-            "prompt_tokens": usage.prompt_tokens if usage else None,
-            "completion_tokens": usage.completion_tokens if usage else None,
-            "latency_s": binding.latency_s,
-        })
+        rows.append(
+            {
+                "question": binding.question,
+                "finish_reason": choices[0].get("finish_reason"),
+                "prompt_tokens": usage.prompt_tokens if usage else None,
+                "completion_tokens": usage.completion_tokens if usage else None,
+                "latency_s": binding.latency_s,
+            }
+        )
     return pd.DataFrame(rows)

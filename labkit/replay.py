@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-import httpx
+import httpx2
 
 from labkit.canonical import canonical_json, canonical_sha256
 from labkit.errors import LabkitError, RecordedRunError
@@ -80,10 +81,14 @@ def request_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
         if len(recorded) != len(actual):
             return [FieldDiff(f"{path} (length)", len(recorded), len(actual))] + [
                 d
-                for i, (r, a) in enumerate(zip(recorded, actual))
+                for i, (r, a) in enumerate(zip(recorded, actual, strict=False))
                 for d in request_diff(r, a, f"{path}[{i}]")
             ]
-        return [d for i, (r, a) in enumerate(zip(recorded, actual)) for d in request_diff(r, a, f"{path}[{i}]")]
+        return [
+            d
+            for i, (r, a) in enumerate(zip(recorded, actual, strict=False))
+            for d in request_diff(r, a, f"{path}[{i}]")
+        ]
     if canonical_json(recorded) != canonical_json(actual):
         return [FieldDiff(path or "request", recorded, actual)]
     return []
@@ -98,7 +103,10 @@ def excerpt_pair(recorded: Any, actual: Any, *, width: int = 60) -> tuple[str, s
     """Return both values as short text; two texts are cut to the same window around their first difference."""
     texts = ["(absent)" if v is None else v if isinstance(v, str) else canonical_json(v) for v in (recorded, actual)]
     if isinstance(recorded, str) and isinstance(actual, str):
-        start = next((i for i, (r, a) in enumerate(zip(recorded, actual)) if r != a), min(len(recorded), len(actual)))
+        start = next(
+            (i for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) if r != a),
+            min(len(recorded), len(actual)),
+        )
         return _window(recorded, start, width), _window(actual, start, width)
     return tuple(t if len(t) <= width else t[: width - 1] + "…" for t in texts)  # type: ignore[return-value]
 
@@ -188,13 +196,13 @@ class BindingStore:
         )
 
 
-class ReplayTransport(httpx.BaseTransport):
-    """An httpx transport that answers chat-completion requests from a `BindingStore`, opening no socket."""
+class ReplayTransport(httpx2.BaseTransport):
+    """An httpx2 transport that answers chat-completion requests from a `BindingStore`, opening no socket."""
 
     def __init__(self, store: BindingStore) -> None:
         self.store = store
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
             raise ReplayUnsupported(
                 f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"
@@ -203,8 +211,8 @@ class ReplayTransport(httpx.BaseTransport):
         binding = self.store.lookup(body)
         if binding.response is None:
             last = binding.transport_errors[-1].error if binding.transport_errors else "no response"
-            raise httpx.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
-        return httpx.Response(binding.status_code, json=copy.deepcopy(binding.response), request=request)
+            raise httpx2.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
+        return httpx2.Response(binding.status_code, json=copy.deepcopy(binding.response), request=request)
 
 
 def replay_client(store: BindingStore) -> Any:
@@ -215,7 +223,7 @@ def replay_client(store: BindingStore) -> Any:
         api_key="replay-needs-no-key",
         base_url=REPLAY_BASE_URL,
         max_retries=0,
-        http_client=httpx.Client(transport=ReplayTransport(store)),
+        http_client=httpx2.Client(transport=ReplayTransport(store)),
     )
 
 
@@ -257,13 +265,15 @@ class BoundReplay:
                 f"{len(requests)} requests and {len(replies)} replies"
             )
         bindings = []
-        for question, request, reply in zip(questions, requests, replies):
+        for question, request, reply in zip(questions, requests, replies, strict=True):
             if question_of(request) != question:
                 raise RecordedRunError(
                     f"saved question {question!r} does not match its saved request, which asks "
                     f"{question_of(request)!r}; the recording is inconsistent: record it again"
                 )
-            bindings.append(Binding(key=canonical_sha256(request), request=copy.deepcopy(request), response=copy.deepcopy(reply)))
+            bindings.append(
+                Binding(key=canonical_sha256(request), request=copy.deepcopy(request), response=copy.deepcopy(reply))
+            )
         self.store = BindingStore(bindings, run_id=run_id, lesson=lesson)
         self._requests = {b.key: b.request for b in bindings}
         models = {r.get("model") for r in requests}
@@ -281,7 +291,9 @@ class BoundReplay:
         """Bind every request of a recorded run; each binding must carry the question it asked."""
         missing = [b.key[:12] for b in run.bindings if b.question is None]
         if missing:
-            raise RecordedRunError(f"run {run.run_id!r}: bindings {missing} record no question; BoundReplay needs one per request")
+            raise RecordedRunError(
+                f"run {run.run_id!r}: bindings {missing} record no question; BoundReplay needs one per request"
+            )
         return cls(
             [b.question for b in run.bindings],  # type: ignore[misc]
             [b.request for b in run.bindings],
@@ -293,7 +305,9 @@ class BoundReplay:
     def request_for(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """Return the full request these messages make with the recorded model and settings."""
         if self.model is None:
-            raise RecordedRunError("the recorded requests name different models; call the client with an explicit request")
+            raise RecordedRunError(
+                "the recorded requests name different models; call the client with an explicit request"
+            )
         return {"model": self.model, "messages": copy.deepcopy(messages), **copy.deepcopy(self.settings)}
 
     def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:

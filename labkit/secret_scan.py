@@ -35,5 +35,7 @@ def scan_for_secrets(folder: Path) -> list[SecretFinding]:
         except UnicodeDecodeError:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            findings.extend(SecretFinding(path, number, kind) for kind, pattern in PATTERNS.items() if pattern.search(line))
+            findings.extend(
+                SecretFinding(path, number, kind) for kind, pattern in PATTERNS.items() if pattern.search(line)
+            )
     return findings

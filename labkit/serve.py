@@ -73,17 +73,67 @@ STOP_GRACE = 10.0
 
 # llama-cpp-python reads its settings from the environment too (pydantic-settings, any
 # case); a stray API_KEY or CONFIG_FILE in the caller's environment would change the server.
-_SETTINGS_ENV = frozenset({
-    "config_file", "api_key", "host", "port", "chat_template_kwargs", "ssl_keyfile", "ssl_certfile", "root_path",
-    "interrupt_requests", "disable_ping_events", "model", "model_alias", "n_gpu_layers", "split_mode",
-    "main_gpu", "tensor_split", "vocab_only", "use_mmap", "use_mlock", "kv_overrides", "rpc_servers", "seed",
-    "n_ctx", "n_batch", "n_ubatch", "n_threads", "n_threads_batch", "rope_scaling_type", "rope_freq_base",
-    "rope_freq_scale", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow",
-    "yarn_orig_ctx", "mul_mat_q", "logits_all", "embedding", "offload_kqv", "flash_attn",
-    "last_n_tokens_size", "lora_base", "lora_path", "numa", "chat_format", "clip_model_path", "cache",
-    "cache_type", "cache_size", "hf_tokenizer_config_path", "hf_pretrained_model_name_or_path",
-    "hf_model_repo_id", "draft_model", "draft_model_num_pred_tokens", "type_k", "type_v", "verbose",
-})
+_SETTINGS_ENV = frozenset(
+    {
+        "config_file",
+        "api_key",
+        "host",
+        "port",
+        "chat_template_kwargs",
+        "ssl_keyfile",
+        "ssl_certfile",
+        "root_path",
+        "interrupt_requests",
+        "disable_ping_events",
+        "model",
+        "model_alias",
+        "n_gpu_layers",
+        "split_mode",
+        "main_gpu",
+        "tensor_split",
+        "vocab_only",
+        "use_mmap",
+        "use_mlock",
+        "kv_overrides",
+        "rpc_servers",
+        "seed",
+        "n_ctx",
+        "n_batch",
+        "n_ubatch",
+        "n_threads",
+        "n_threads_batch",
+        "rope_scaling_type",
+        "rope_freq_base",
+        "rope_freq_scale",
+        "yarn_ext_factor",
+        "yarn_attn_factor",
+        "yarn_beta_fast",
+        "yarn_beta_slow",
+        "yarn_orig_ctx",
+        "mul_mat_q",
+        "logits_all",
+        "embedding",
+        "offload_kqv",
+        "flash_attn",
+        "last_n_tokens_size",
+        "lora_base",
+        "lora_path",
+        "numa",
+        "chat_format",
+        "clip_model_path",
+        "cache",
+        "cache_type",
+        "cache_size",
+        "hf_tokenizer_config_path",
+        "hf_pretrained_model_name_or_path",
+        "hf_model_repo_id",
+        "draft_model",
+        "draft_model_num_pred_tokens",
+        "type_k",
+        "type_v",
+        "verbose",
+    }
+)
 _PR_SET_PDEATHSIG = 1
 _PARENT_ENV = "LABKIT_SERVE_PARENT"
 
@@ -212,23 +262,33 @@ def _stop_all() -> None:
 
 def _command(gguf: Path, port: int, *, ctx: int, seed: int, threads: int) -> list[str]:
     return [
-        sys.executable, "-m", "labkit.serve",  # = python -m llama_cpp.server, see _serve_child
-        "--model", str(gguf),
-        "--model_alias", MODEL_ID,
-        "--host", HOST,
-        "--port", str(port),
-        "--n_ctx", str(ctx),
-        "--seed", str(seed),
-        "--n_threads", str(threads),
-        "--n_threads_batch", str(threads),
+        sys.executable,
+        "-m",
+        "labkit.serve",  # = python -m llama_cpp.server, see _serve_child
+        "--model",
+        str(gguf),
+        "--model_alias",
+        MODEL_ID,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(ctx),
+        "--seed",
+        str(seed),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
     ]
 
 
 def _wait_until_ready(server: LocalServer, timeout: float) -> None:
-    import httpx
+    import httpx2
 
     deadline = time.monotonic() + timeout
-    with httpx.Client(trust_env=False, timeout=2.0) as client:
+    with httpx2.Client(trust_env=False, timeout=2.0) as client:
         while True:
             code = server.process.poll()
             if code is not None:
@@ -241,7 +301,7 @@ def _wait_until_ready(server: LocalServer, timeout: float) -> None:
                 served = [m.get("id") for m in reply.json().get("data", [])] if reply.status_code == 200 else []
                 if server.model_id in served:
                     return
-            except (httpx.HTTPError, ValueError):
+            except (httpx2.HTTPError, ValueError):
                 pass
             if time.monotonic() > deadline:
                 raise LocalServerError(
@@ -285,8 +345,13 @@ def start_local_server(
                 start_new_session=True,
             )
         server = LocalServer(
-            base_url=f"http://{HOST}:{chosen}/v1", model_id=MODEL_ID, process=process, port=chosen,
-            gguf=gguf, log_path=log_path, _log_dir=log_dir,
+            base_url=f"http://{HOST}:{chosen}/v1",
+            model_id=MODEL_ID,
+            process=process,
+            port=chosen,
+            gguf=gguf,
+            log_path=log_path,
+            _log_dir=log_dir,
         )
         _LIVE.add(server)
         try:

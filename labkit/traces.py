@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import LabkitError
@@ -85,8 +86,14 @@ class Trace:
             if not line.strip():
                 continue
             item = loads_strict(line, source=f"{source} line {number}")
-            if not isinstance(item, dict) or not isinstance(item.get("kind"), str) or type(item.get("sequence")) is not int:
-                raise TraceFormatError(f"{source} line {number}: each line needs an integer 'sequence' and a text 'kind'")
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("kind"), str)
+                or type(item.get("sequence")) is not int
+            ):
+                raise TraceFormatError(
+                    f"{source} line {number}: each line needs an integer 'sequence' and a text 'kind'"
+                )
             if item["sequence"] != len(events) + 1:
                 raise TraceFormatError(
                     f"{source} line {number}: sequence {item['sequence']} where {len(events) + 1} was expected; "

@@ -28,11 +28,19 @@ class FakeEndpoint:
                     payload, status = {"error": {"message": "rate limited", "type": "rate_limit"}}, 429
                 else:
                     text = "echo: " + body["messages"][-1]["content"]
-                    payload, status = {
-                        "id": f"fake-{endpoint.attempts}", "object": "chat.completion", "created": 1, "model": body["model"],
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-                    }, 200
+                    payload, status = (
+                        {
+                            "id": f"fake-{endpoint.attempts}",
+                            "object": "chat.completion",
+                            "created": 1,
+                            "model": body["model"],
+                            "choices": [
+                                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                            ],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+                        },
+                        200,
+                    )
                 raw = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -5,7 +5,14 @@ import json
 import pytest
 
 from labkit.agent.dataset import (
-    APPROVED_SCOPE, CATEGORIES, DATASET_VERSION, INTENTS, RESTRICTED_SCOPE, DatasetError, load_scope, main,
+    APPROVED_SCOPE,
+    CATEGORIES,
+    DATASET_VERSION,
+    INTENTS,
+    RESTRICTED_SCOPE,
+    DatasetError,
+    load_scope,
+    main,
     write_support_fixtures,
 )
 from labkit.errors import FixtureOverwriteRefused

@@ -32,15 +32,14 @@ def test_wilson_interval_matches_the_formula():
 
 
 def test_authored_run_completes_every_case_with_no_unauthorized_call(authored):
-    results, report = authored
+    _results, report = authored
     assert report["task_outcome"]["correct"] == report["task_outcome"]["cases"] == len(runs.ALL_CASES)
     assert report["safety"]["unauthorized_calls"] == 0 and report["safety"]["refused_before_tools"] == 2
     assert report["latency"] is None  # an authored run claims no latency
 
 
 def test_route_confusion_counts_a_misroute_and_an_invalid_reply():
-    results = runs.make_requests(ScriptedModel({"route:": '{"route":"structured"}',
-                                                "agent:": "no"}))
+    results = runs.make_requests(ScriptedModel({"route:": '{"route":"structured"}', "agent:": "no"}))
     confusion = ev.route_confusion(results)
     per_class = {c["route"]: c for c in confusion["per_class"]}
     assert per_class["structured"]["recall"] == 1.0 and per_class["structured"]["precision"] < 1.0
@@ -50,9 +49,12 @@ def test_route_confusion_counts_a_misroute_and_an_invalid_reply():
 
 
 def test_unauthorized_read_is_counted():
-    audit = [{"user_id": "analyst-ana", "scope_read": "escalations_restricted"},
-             {"user_id": "analyst-ana", "scope_read": "approved_support_dataset"}]
+    audit = [
+        {"user_id": "analyst-ana", "scope_read": "escalations_restricted"},
+        {"user_id": "analyst-ana", "scope_read": "approved_support_dataset"},
+    ]
     from labkit.agent.tools import unauthorized_calls
+
     assert unauthorized_calls(audit, allowed_scopes={"analyst-ana": ["approved_support_dataset"]}) == 1
 
 

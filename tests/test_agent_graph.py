@@ -2,13 +2,13 @@
 
 import pytest
 
+from labkit.agent import runs
 from labkit.agent.dataset import APPROVED_SCOPE
 from labkit.agent.graph import ALLOWED_NODES, ScriptedModel, SupportAgent, agent_trace, trajectory
 from labkit.agent.identity import authorize
 from labkit.agent.tools import SupportData, SupportTools
 from labkit.agent.trace import BudgetError
 from labkit.boundary import connect
-from labkit.agent import runs
 
 ROUTE = '{"route":"structured"}'
 LOOP = '{"decision":"filter_by_intent","arguments":{"intent":"get_refund","limit":3}}'
@@ -28,7 +28,7 @@ def test_compiled_graph_has_only_the_allowed_nodes():
 @pytest.mark.parametrize("cap", [1, 3, 6])
 def test_forced_loop_stops_at_the_iteration_cap_and_records_a_fallback(cap):
     model = ScriptedModel({"route:": ROUTE, "agent:": LOOP})
-    built, data = agent(model, max_iterations=cap)
+    built, _data = agent(model, max_iterations=cap)
     state = built.run("How many refund requests are in the dataset?", steps_left=20)
     assert (state["status"], state["stop_reason"], state["iterations"]) == ("fallback", "iteration_cap", cap)
     assert len([k for k in model.keys if k.startswith("agent:")]) == cap
@@ -58,11 +58,15 @@ def test_malformed_proposals_are_recorded_and_bounded_by_the_cap():
 
 def test_refund_question_replays_through_the_two_tool_path_to_a_validated_state():
     boundary = connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS)
-    built, data = agent(boundary)
+    built, _data = agent(boundary)
     state = built.run("How many refund requests are in the dataset?")
     assert state["final"] == "27 refund requests in approved_support_dataset" and state["status"] == "ok"
-    assert trajectory(state) == ["route=structured", "filter_by_intent:tool_returned", "count_rows:tool_returned",
-                                 "stop=answered"]
+    assert trajectory(state) == [
+        "route=structured",
+        "filter_by_intent:tool_returned",
+        "count_rows:tool_returned",
+        "stop=answered",
+    ]
     verified = state["events"][-1]
     assert (verified["kind"], verified["count"], verified["intent"]) == ("answer_verified", 27, "get_refund")
 
@@ -71,8 +75,16 @@ def test_trace_records_routes_calls_observations_budget_and_stop_reason():
     boundary = connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS)
     built, _ = agent(boundary)
     trace = agent_trace(built.run("How many refund requests are in the dataset?"))
-    assert trace.kinds() == ["request_accepted", "route_chosen", "tool_proposed", "tool_returned", "tool_proposed",
-                             "tool_returned", "tool_proposed", "answer_verified"]
+    assert trace.kinds() == [
+        "request_accepted",
+        "route_chosen",
+        "tool_proposed",
+        "tool_returned",
+        "tool_proposed",
+        "tool_returned",
+        "tool_proposed",
+        "answer_verified",
+    ]
     budgets = [e.data["steps_left"] for e in trace if "steps_left" in e.data]
     assert budgets == sorted(budgets, reverse=True) and budgets[-1] == 3
     count = [e for e in trace if e.kind == "tool_returned"][-1]
@@ -86,10 +98,13 @@ def test_wrong_final_count_from_the_model_is_rejected():
         def generate(self, key, messages):
             if key.startswith("agent:") and key.endswith(":2"):
                 import json
+
                 ref = json.loads(messages[-1]["content"])["observation"]["row_ref"]
-                self.replies["agent:"] = '{"decision":"count_rows","arguments":{"rows":"%s"}}' % ref
+                self.replies["agent:"] = f'{{"decision":"count_rows","arguments":{{"rows":"{ref}"}}}}'
             if key.endswith(":3"):
-                self.replies["agent:"] = '{"decision":"final_answer","arguments":{"answer":"20 refund requests in approved_support_dataset"}}'
+                self.replies["agent:"] = (
+                    '{"decision":"final_answer","arguments":{"answer":"20 refund requests in approved_support_dataset"}}'
+                )
             return super().generate(key, messages)
 
     built, _ = agent(Model({"route:": ROUTE, "agent:": next(replies)}))

@@ -3,10 +3,10 @@
 import pytest
 
 from labkit.agent.dataset import APPROVED_SCOPE, RESTRICTED_SCOPE
-from labkit.agent.identity import ScopeRefused, authorize
-from labkit.agent.runs import CASES, run_case
 from labkit.agent.graph import ScriptedModel
+from labkit.agent.identity import ScopeRefused, authorize
 from labkit.agent.profile import ProfileMemory
+from labkit.agent.runs import CASES, run_case
 from labkit.agent.tools import SupportData
 
 
@@ -16,8 +16,9 @@ def test_analyst_gets_a_caller_bound_to_the_approved_scope():
     assert caller.dataset_version == "support-2026-09-01"
 
 
-@pytest.mark.parametrize("user,scope", [("analyst-ana", RESTRICTED_SCOPE), ("visitor-vic", APPROVED_SCOPE),
-                                        ("nobody", APPROVED_SCOPE)])
+@pytest.mark.parametrize(
+    "user,scope", [("analyst-ana", RESTRICTED_SCOPE), ("visitor-vic", APPROVED_SCOPE), ("nobody", APPROVED_SCOPE)]
+)
 def test_unauthorized_scope_is_refused(user, scope):
     with pytest.raises(ScopeRefused):
         authorize(user, "s1", scope)

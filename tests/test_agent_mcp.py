@@ -6,13 +6,20 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from labkit.agent.mcp_server import client_session_demo  # noqa: E402
+from labkit.agent.mcp_server import client_session_demo
 
 
 def test_client_lists_and_invokes_an_allowed_tool_over_stdio():
-    result = asyncio.run(client_session_demo("analyst-ana", [
-        ("filter_by_intent", {"intent": "get_refund", "limit": 2}), ("count_rows", {"rows": "$row_ref"}),
-        ("filter_by_intent", {"intent": "refunds"})]))
+    result = asyncio.run(
+        client_session_demo(
+            "analyst-ana",
+            [
+                ("filter_by_intent", {"intent": "get_refund", "limit": 2}),
+                ("count_rows", {"rows": "$row_ref"}),
+                ("filter_by_intent", {"intent": "refunds"}),
+            ],
+        )
+    )
     assert result["tools"] == ["count_rows", "filter_by_intent", "summarize_requests"]
     assert "filter_by_intent, then pass its row_ref to count_rows" in result["instructions"]
     assert result["schemas"]["filter_by_intent"]["properties"]["limit"]["maximum"] == 20
@@ -20,8 +27,12 @@ def test_client_lists_and_invokes_an_allowed_tool_over_stdio():
     filtered, counted, invalid = result["calls"]
     assert invalid["is_error"]
     assert not filtered["is_error"] and len(filtered["content"]["preview"]) == 2
-    assert counted["content"] == {"count": 27, "dataset_version": "support-2026-09-01",
-                                  "caller_scope": "approved_support_dataset", "intent": "get_refund"}
+    assert counted["content"] == {
+        "count": 27,
+        "dataset_version": "support-2026-09-01",
+        "caller_scope": "approved_support_dataset",
+        "intent": "get_refund",
+    }
 
 
 def test_tool_outside_the_callers_permissions_is_neither_listed_nor_callable():

@@ -11,8 +11,9 @@ from labkit.agent.tools import SupportData, SupportTools
 AGENT_WOULD_COUNT = '{"decision":"filter_by_intent","arguments":{"intent":"get_refund","limit":5}}'
 
 
-@pytest.mark.parametrize("raw,route", [('{"route":"structured"}', "structured"),
-                                       ('{"route":"out_of_scope"}', "out_of_scope")])
+@pytest.mark.parametrize(
+    "raw,route", [('{"route":"structured"}', "structured"), ('{"route":"out_of_scope"}', "out_of_scope")]
+)
 def test_known_route_is_accepted(raw, route):
     assert parse_route(raw).route == route
 
@@ -34,8 +35,10 @@ def test_router_sees_the_callers_scope_and_the_question_only():
     assert APPROVED_SCOPE in messages[-1]["content"] and "get_refund" not in messages[-1]["content"]
 
 
-@pytest.mark.parametrize("question", ["Who won the football match last night?",
-                                      "Update the CRM record for the lead Acme Corp to closed-won."])
+@pytest.mark.parametrize(
+    "question",
+    ["Who won the football match last night?", "Update the CRM record for the lead Acme Corp to closed-won."],
+)
 def test_sports_and_crm_questions_decline_without_data_tool_calls(question):
     caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
     data = SupportData()

@@ -12,8 +12,12 @@ from labkit.agent.sessions import DurableSessions, SessionOwnerMismatch, resolve
 
 
 def ask_in_new_process(db, user, session, question):
-    done = subprocess.run([sys.executable, "-m", "labkit.agent.sessions", str(db), user, session, question],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "labkit.agent.sessions", str(db), user, session, question],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode in (0, 2), done.stderr
     return json.loads(done.stdout)
 
@@ -51,7 +55,8 @@ def test_scope_change_on_a_saved_session_is_refused(tmp_path):
             sessions.ask(authorize("lead-lee", "a", "escalations_restricted"), "show three more")
 
 
-@pytest.mark.parametrize("question,intent", [("Show 4 track refund requests", "track_refund"),
-                                             ("show two refund requests", "get_refund")])
+@pytest.mark.parametrize(
+    "question,intent", [("Show 4 track refund requests", "track_refund"), ("show two refund requests", "get_refund")]
+)
 def test_longest_intent_phrase_wins(question, intent):
     assert resolve_request(question, {}, default_rows=3)["intent"] == intent

@@ -21,8 +21,12 @@ def test_get_refund_filter_then_count_gives_27(data):
     tools = tools_for(data)
     filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=20))
     counted = tools.count_rows(CountRows(rows=filtered["row_ref"]))
-    assert counted == {"count": 27, "dataset_version": "support-2026-09-01", "caller_scope": APPROVED_SCOPE,
-                       "intent": "get_refund"}
+    assert counted == {
+        "count": 27,
+        "dataset_version": "support-2026-09-01",
+        "caller_scope": APPROVED_SCOPE,
+        "intent": "get_refund",
+    }
 
 
 def test_preview_is_capped_while_the_row_ref_covers_the_complete_set(data):
@@ -32,8 +36,14 @@ def test_preview_is_capped_while_the_row_ref_covers_the_complete_set(data):
     assert len(data.row_sets[filtered["row_ref"]].row_ids) == 27
 
 
-@pytest.mark.parametrize("arguments", [{"intent": "refunds", "limit": 5}, {"intent": "get_refund", "limit": 21},
-                                       {"intent": "get_refund", "limit": 5, "scope": "escalations_restricted"}])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"intent": "refunds", "limit": 5},
+        {"intent": "get_refund", "limit": 21},
+        {"intent": "get_refund", "limit": 5, "scope": "escalations_restricted"},
+    ],
+)
 def test_invalid_filter_arguments_are_refused(arguments):
     with pytest.raises(ValidationError):
         IntentFilter.model_validate(arguments)
@@ -71,4 +81,6 @@ def test_tool_outside_the_callers_permissions_is_refused(data):
 def test_summary_uses_only_retrieved_requests(data):
     summary = tools_for(data).summarize_requests(SummarizeRequests(intent="get_refund", limit=4))
     rows = data.scopes[APPROVED_SCOPE]
-    assert len(summary["retrieved_rows"]) == 4 and all(rows[n].intent == "get_refund" for n in summary["retrieved_rows"])
+    assert len(summary["retrieved_rows"]) == 4 and all(
+        rows[n].intent == "get_refund" for n in summary["retrieved_rows"]
+    )

@@ -6,7 +6,12 @@ from labkit.agent.dataset import APPROVED_SCOPE
 from labkit.agent.identity import authorize
 from labkit.agent.tools import CountRows, IntentFilter, SupportData, SupportTools
 from labkit.agent.trace import (
-    BudgetError, BudgetExhausted, InvalidCount, StaleResult, UnknownRoute, refund_count_trace,
+    BudgetError,
+    BudgetExhausted,
+    InvalidCount,
+    StaleResult,
+    UnknownRoute,
+    refund_count_trace,
 )
 from labkit.agent.validator import verify_final
 
@@ -15,12 +20,22 @@ def setup(route="structured", steps_left=3):
     caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
     data = SupportData()
     tools = SupportTools(caller, data)
-    state0 = {"question": "How many refund requests are in the dataset?", "user_id": caller.user_id,
-              "session_id": caller.session_id, "caller_scope": caller.caller_scope,
-              "dataset_version": caller.dataset_version, "steps_left": steps_left}
-    helpers = {"route": lambda state: route, "filter_by_intent": tools.filter_by_intent, "count_rows": tools.count_rows,
-               "verify_final": verify_final,
-               "IntentFilter": IntentFilter, "CountRows": CountRows}
+    state0 = {
+        "question": "How many refund requests are in the dataset?",
+        "user_id": caller.user_id,
+        "session_id": caller.session_id,
+        "caller_scope": caller.caller_scope,
+        "dataset_version": caller.dataset_version,
+        "steps_left": steps_left,
+    }
+    helpers = {
+        "route": lambda state: route,
+        "filter_by_intent": tools.filter_by_intent,
+        "count_rows": tools.count_rows,
+        "verify_final": verify_final,
+        "IntentFilter": IntentFilter,
+        "CountRows": CountRows,
+    }
     return state0, helpers, data, tools
 
 
@@ -36,8 +51,9 @@ def test_refund_count_takes_the_two_tool_path_to_a_validated_answer():
     assert final["steps_left"] == 0
 
 
-@pytest.mark.parametrize("route,status", [("out_of_scope", "out_of_scope"), ("unstructured", "not_handled"),
-                                          ("profile", "not_handled")])
+@pytest.mark.parametrize(
+    "route,status", [("out_of_scope", "out_of_scope"), ("unstructured", "not_handled"), ("profile", "not_handled")]
+)
 def test_other_routes_stop_without_tool_calls(route, status):
     state0, helpers, data, _ = setup(route)
     final = run(state0, helpers)
@@ -65,7 +81,7 @@ def test_budget_too_small_for_route_filter_and_count_is_exhausted(budget):
 
 
 def test_count_for_another_version_is_a_stale_result():
-    state0, helpers, data, tools = setup()
+    state0, helpers, _data, _tools = setup()
     state0 = {**state0, "dataset_version": "support-2026-08-01"}
     with pytest.raises(StaleResult):
         run(state0, helpers)
@@ -74,5 +90,8 @@ def test_count_for_another_version_is_a_stale_result():
 def test_count_that_is_not_a_nonnegative_integer_is_refused():
     state0, helpers, _, _ = setup()
     with pytest.raises(InvalidCount):
-        run(state0, helpers, count_rows=lambda args: {"count": -1, "dataset_version": "x", "caller_scope": "y",
-                                                      "intent": "get_refund"})
+        run(
+            state0,
+            helpers,
+            count_rows=lambda args: {"count": -1, "dataset_version": "x", "caller_scope": "y", "intent": "get_refund"},
+        )

@@ -1,3 +1,4 @@
+import contextlib
 import hashlib
 import json
 
@@ -45,7 +46,7 @@ def test_repeated_key_in_nested_object_is_refused():
         loads_strict('[{"id": 1, "x": {"k": 1, "k": 1}}]')
 
 
-@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', '[-Infinity]', "[1e999]"])
+@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', "[-Infinity]", "[1e999]"])
 def test_non_finite_numbers_are_refused(text):
     with pytest.raises(InvalidJSON, match="finit"):
         loads_strict(text)
@@ -104,7 +105,5 @@ def test_canonical_round_trip_preserves_value(value):
 
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_never_raise_a_bare_exception(raw):
-    try:
+    with contextlib.suppress(LabkitError):
         loads_strict(raw)
-    except LabkitError:
-        pass

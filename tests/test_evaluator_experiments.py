@@ -6,10 +6,17 @@ from labkit.evaluator.experiments import Experiment, ExperimentLogError, load_ex
 
 
 def _experiment(**change):
-    fields = dict(id="arrangement-1", hypothesis="Per-criterion calls agree better than bundled calls.",
-                  variable="judge arrangement", baseline="bundled", changed_to="per_criterion",
-                  conditions={"rubric_sha256": "abc", "subset": "held_out"}, result={"kappa": {"tone": [0.1, 0.2]}},
-                  outcome="failed", evidence_origin={"baseline": "captured", "changed_to": "captured"})
+    fields = dict(
+        id="arrangement-1",
+        hypothesis="Per-criterion calls agree better than bundled calls.",
+        variable="judge arrangement",
+        baseline="bundled",
+        changed_to="per_criterion",
+        conditions={"rubric_sha256": "abc", "subset": "held_out"},
+        result={"kappa": {"tone": [0.1, 0.2]}},
+        outcome="failed",
+        evidence_origin={"baseline": "captured", "changed_to": "captured"},
+    )
     return Experiment(**{**fields, **change})
 
 

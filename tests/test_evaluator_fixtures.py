@@ -60,13 +60,16 @@ def _labels_with(tmp_path, change):
     return lambda: load_labels(rubric=load_rubric(), products=list(products), path=path)
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda d: d["subsets"]["held_out"].append("p01"), "in both subsets"),
-    (lambda d: d["subsets"]["held_out"].remove("p07"), "every product exactly once"),
-    (lambda d: d["items"][0].update(description_sha256="0" * 64), "labeled on another text"),
-    (lambda d: d["items"][0]["labels"]["tone"].update(rater_b="great"), "not among"),
-    (lambda d: d["items"][0]["labels"]["tone"].pop("rater_a"), "needs a label from each rater"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d["subsets"]["held_out"].append("p01"), "in both subsets"),
+        (lambda d: d["subsets"]["held_out"].remove("p07"), "every product exactly once"),
+        (lambda d: d["items"][0].update(description_sha256="0" * 64), "labeled on another text"),
+        (lambda d: d["items"][0]["labels"]["tone"].update(rater_b="great"), "not among"),
+        (lambda d: d["items"][0]["labels"]["tone"].pop("rater_a"), "needs a label from each rater"),
+    ],
+)
 def test_inconsistent_human_labels_are_refused(tmp_path, change, message):
     with pytest.raises(EvaluatorFixtureError, match=message):
         _labels_with(tmp_path, change)()

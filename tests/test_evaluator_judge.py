@@ -14,12 +14,17 @@ def test_judge_label_outside_the_allowed_set_is_rejected():
     criterion = RUBRIC.criterion("completeness")
     for verdict in ("excellent", "Complete", "pass", ""):
         with pytest.raises(JudgeReplyRejected, match="verdict"):
-            parse_judge_reply(json.dumps({"explanation": "Gives every fact.", "verdict": verdict}), RUBRIC, criterion=criterion)
+            parse_judge_reply(
+                json.dumps({"explanation": "Gives every fact.", "verdict": verdict}), RUBRIC, criterion=criterion
+            )
 
 
 def test_allowed_label_is_accepted_with_its_explanation():
-    [label] = parse_judge_reply('{"explanation": "Leaves out materials.", "verdict": "partial"}', RUBRIC,
-                                criterion=RUBRIC.criterion("completeness"))
+    [label] = parse_judge_reply(
+        '{"explanation": "Leaves out materials.", "verdict": "partial"}',
+        RUBRIC,
+        criterion=RUBRIC.criterion("completeness"),
+    )
     assert (label.criterion, label.verdict, label.explanation) == ("completeness", "partial", "Leaves out materials.")
 
 
@@ -29,9 +34,15 @@ def test_schema_puts_explanation_before_verdict_and_lists_allowed_labels():
     assert schema["properties"]["verdict"]["enum"] == ["pass", "fail"]
 
 
-@pytest.mark.parametrize("reply", [
-    "pass", '{"verdict": "pass"}', '{"explanation": "ok", "verdict": "pass", "confidence": 0.9}', '{"explanation": "", "verdict": "pass"}',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "pass",
+        '{"verdict": "pass"}',
+        '{"explanation": "ok", "verdict": "pass", "confidence": 0.9}',
+        '{"explanation": "", "verdict": "pass"}',
+    ],
+)
 def test_malformed_judge_reply_is_rejected_not_repaired(reply):
     with pytest.raises(JudgeReplyRejected):
         parse_judge_reply(reply, RUBRIC, criterion=RUBRIC.criterion("tone"))

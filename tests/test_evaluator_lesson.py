@@ -5,9 +5,9 @@ import json
 import pytest
 
 from labkit.authored import AuthoringAdapter
+from labkit.course.lessons import write_authored
 from labkit.errors import FixtureChanged
 from labkit.evaluator import lesson
-from labkit.lessons import write_authored
 from labkit.recording import load_run
 
 
@@ -46,9 +46,12 @@ def test_each_request_carries_its_own_reply_schema_and_the_shared_settings():
 def test_changed_held_out_subset_invalidates_the_runs(course):
     path = course / "fixtures" / "evaluator" / "human_labels.json"
     data = json.loads(path.read_text())
-    data["subsets"]["held_out"][0], data["subsets"]["calibration"][0] = data["subsets"]["calibration"][0], data["subsets"]["held_out"][0]
+    data["subsets"]["held_out"][0], data["subsets"]["calibration"][0] = (
+        data["subsets"]["calibration"][0],
+        data["subsets"]["held_out"][0],
+    )
     path.write_text(json.dumps(data, indent=2))
-    with pytest.raises(FixtureChanged, match="human_labels.json"):
+    with pytest.raises(FixtureChanged, match=r"human_labels\.json"):
         load_run(lesson.RUN_CAPTURED)
 
 

@@ -4,8 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from labkit.evaluator.plots import plot_agreement, plot_cost_latency  # noqa: E402
-from labkit.evaluator.report import evaluate_run  # noqa: E402
+from labkit.evaluator.plots import plot_agreement, plot_cost_latency
+from labkit.evaluator.report import evaluate_run
 
 
 def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_marks_the_limit():

@@ -66,11 +66,16 @@ class FakeAdapter:
         else:
             allowed = settings["response_format"]["schema"]["properties"]["verdict"]["enum"]
             text = json.dumps({"explanation": "Fine.", "verdict": allowed[0], "cost_usd": 0.0})
-        return ChatCompletion.model_validate({
-            "id": "x", "object": "chat.completion", "created": 0, "model": self.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
-        })
+        return ChatCompletion.model_validate(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": self.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
+            }
+        )
 
 
 def test_cost_is_computed_from_tokens_and_prices_never_read_from_a_judge_reply():
@@ -80,21 +85,32 @@ def test_cost_is_computed_from_tokens_and_prices_never_read_from_a_judge_reply()
     from labkit.evaluator.generation import generate_descriptions
 
     generation = generate_descriptions(caller, {"p07": product}, INPUTS.rubric, run_id="test")
-    calls = judge_description(caller, product, generation.generations[0].text, INPUTS.rubric,
-                              arrangement="per_criterion", source="generated")
+    calls = judge_description(
+        caller, product, generation.generations[0].text, INPUTS.rubric, arrangement="per_criterion", source="generated"
+    )
     price = prices.models["SmolLM2-135M-Instruct"]
     expected = (1000 * price.input_per_million_tokens + 500 * price.output_per_million_tokens) / 1e6
     assert generation.generations[0].call.cost_usd == pytest.approx(expected)
     assert all(c.call.cost_usd == pytest.approx(expected) and c.call.usage_source == "reported" for c in calls)
     assert all("cost_usd" in c.rejected and not c.labels for c in calls)  # a reply that speaks of cost is refused
-    checks = run_checks(generation.generations[0].text, product, INPUTS.rubric, cost_usd=generation.generations[0].call.cost_usd)
-    record = build_record(generation.generations[0], checks, INPUTS.rubric, run_id="test", routing={},
-                          agreements={}, judge_labels={}, judge_cost_usd=calls[0].call.cost_usd)
+    checks = run_checks(
+        generation.generations[0].text, product, INPUTS.rubric, cost_usd=generation.generations[0].call.cost_usd
+    )
+    record = build_record(
+        generation.generations[0],
+        checks,
+        INPUTS.rubric,
+        run_id="test",
+        routing={},
+        agreements={},
+        judge_labels={},
+        judge_cost_usd=calls[0].call.cost_usd,
+    )
     assert record.cost_usd == pytest.approx(expected) and record.judge_cost_usd == pytest.approx(expected)
 
 
 def test_model_without_a_price_has_no_cost_instead_of_a_guess():
-    with pytest.raises(UnknownPrice, match="add it to fixtures/evaluator/prices.json"):
+    with pytest.raises(UnknownPrice, match=r"add it to fixtures/evaluator/prices\.json"):
         load_prices().cost("mystery-model", prompt_tokens=1, completion_tokens=1)
 
 

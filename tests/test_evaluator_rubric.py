@@ -30,7 +30,7 @@ def test_changed_rubric_invalidates_old_recorded_runs(course):
     assert load_run("01-evaluator-authored").origin == "authored"
     _edit_rubric(course, lambda d: d["limits"].update(max_words=120))
     for run_id in ("01-evaluator-authored", "01-evaluator-smollm2"):
-        with pytest.raises(FixtureChanged, match="rubric.json"):
+        with pytest.raises(FixtureChanged, match=r"rubric\.json"):
             load_run(run_id)
 
 
@@ -57,17 +57,22 @@ def test_changed_rubric_invalidates_old_generation_and_judge_runs(course):
 def test_human_labels_made_under_another_rubric_are_refused(course):
     from labkit.evaluator.lesson import load_inputs
 
-    _edit_rubric(course, lambda d: d["criteria"][1]["anchors"].update(partial="It leaves out exactly one of those facts."))
+    _edit_rubric(
+        course, lambda d: d["criteria"][1]["anchors"].update(partial="It leaves out exactly one of those facts.")
+    )
     with pytest.raises(StaleRubric, match="labeled again"):
         load_inputs()
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda d: d["criteria"][0].update(pass_labels=["pass", "fail"]), "some, not all"),
-    (lambda d: d["criteria"][0]["anchors"].pop("fail"), "anchors must name exactly"),
-    (lambda d: d["criteria"].append(dict(d["criteria"][0])), "repeated"),
-    (lambda d: d.update(extra="x"), "extra"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d["criteria"][0].update(pass_labels=["pass", "fail"]), "some, not all"),
+        (lambda d: d["criteria"][0]["anchors"].pop("fail"), "anchors must name exactly"),
+        (lambda d: d["criteria"].append(dict(d["criteria"][0])), "repeated"),
+        (lambda d: d.update(extra="x"), "extra"),
+    ],
+)
 def test_malformed_rubric_is_refused_with_the_reason(change, message):
     data = rubric_data()
     change(data)

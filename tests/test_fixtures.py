@@ -13,7 +13,7 @@ def test_a_new_folder_is_created(tmp_path):
 
 def test_a_folder_holding_a_captured_run_is_refused_untouched(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"origin": "captured"}), encoding="utf-8")
-    with pytest.raises(FixtureOverwriteRefused, match="run.json is a captured run"):
+    with pytest.raises(FixtureOverwriteRefused, match=r"run\.json is a captured run"):
         prepare_fixture_folder(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
 
@@ -26,7 +26,10 @@ def test_written_files_are_pretty_json_and_their_hashes_match(tmp_path):
 
 def test_the_script_refusal_is_one_line_on_stderr_and_exit_1(tmp_path, capsys):
     (tmp_path / "run.json").write_text("{not json", encoding="utf-8")
-    assert fixture_script([str(tmp_path)], prog="demo", default=tmp_path, write=lambda f: prepare_fixture_folder(f) and {}) == 1
+    assert (
+        fixture_script([str(tmp_path)], prog="demo", default=tmp_path, write=lambda f: prepare_fixture_folder(f) and {})
+        == 1
+    )
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("demo: ") and "might be a captured run" in captured.err
 

@@ -7,9 +7,8 @@ from labkit.offline import NetworkBlocked, offline_kernel_env
 
 def test_connection_to_another_machine_is_refused():
     # The labkit pytest plugin has blocked the network for this whole test run.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        with pytest.raises(NetworkBlocked, match="blocked"):
-            sock.connect(("192.0.2.1", 443))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock, pytest.raises(NetworkBlocked, match="blocked"):
+        sock.connect(("192.0.2.1", 443))
 
 
 def test_name_lookup_of_a_remote_host_is_refused():

@@ -102,7 +102,16 @@ def test_an_answer_citing_the_selected_context_is_kept_with_its_request(index):
     cited = selected[-1]["citation_id"]
     record = FilingsRAG(index, replying(REVENUE, cited_pages=[cited])).answer_with_rag(REVENUE, k=5)
     assert record["status"] == "answered" and record["cited_pages"] == [cited]
-    assert set(record) == {"question", "answer", "cited_pages", "candidates", "retrieved", "model_request", "k", "status"}
+    assert set(record) == {
+        "question",
+        "answer",
+        "cited_pages",
+        "candidates",
+        "retrieved",
+        "model_request",
+        "k",
+        "status",
+    }
     assert record["k"] == 5 and record["question"] == REVENUE
     sent = json.loads(record["model_request"][-1]["content"])
     assert [p["citation_id"] for p in sent["passages"]] == [s["citation_id"] for s in record["retrieved"]]
@@ -115,8 +124,14 @@ def test_a_reply_of_the_wrong_shape_raises_invalid_reply(index):
 
 
 def test_the_naive_baseline_sends_no_passages_and_may_cite_nothing():
-    adapter = AuthoringAdapter({naive_key(REVENUE): json.dumps(
-        {"status": "answered", "answer": "About $3 billion.", "cited_pages": ["ACME_2024_10K#p10"]})}, settings=SETTINGS)
+    adapter = AuthoringAdapter(
+        {
+            naive_key(REVENUE): json.dumps(
+                {"status": "answered", "answer": "About $3 billion.", "cited_pages": ["ACME_2024_10K#p10"]}
+            )
+        },
+        settings=SETTINGS,
+    )
     with pytest.raises(InvalidCitation):
         naive_answer(REVENUE, adapter)
     request = adapter.exchanges[0][1]

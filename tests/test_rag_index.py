@@ -45,8 +45,12 @@ def test_loader_reads_only_the_named_documents_with_one_based_pages():
     pages = load_filings({"CORVID_2025_10K"})
     assert {p.metadata["doc_name"] for p in pages} == {"CORVID_2025_10K"}
     assert [p.metadata["source_page"] for p in pages] == list(range(1, 18))
-    assert pages[9].metadata == {"doc_name": "CORVID_2025_10K", "company": "Corvid Freight Systems, Inc.",
-                                 "period": 2025, "source_page": 10}
+    assert pages[9].metadata == {
+        "doc_name": "CORVID_2025_10K",
+        "company": "Corvid Freight Systems, Inc.",
+        "period": 2025,
+        "source_page": 10,
+    }
     reader = PdfReader(filings_dir() / "CORVID_2025_10K.pdf")
     assert pages[9].page_content == reader.pages[9].extract_text()  # parser page 9 is source_page 10
 
@@ -86,9 +90,14 @@ def test_saved_index_loads_back_with_the_same_search_results(index, tmp_path):
     assert before == after
 
 
-@pytest.mark.parametrize("field, value", [
-    ("chunk_size", ALT_CHUNKING[0]), ("chunk_overlap", 0), ("embedding_model", "another-model"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("chunk_size", ALT_CHUNKING[0]),
+        ("chunk_overlap", 0),
+        ("embedding_model", "another-model"),
+    ],
+)
 def test_loading_with_other_settings_refuses_the_descriptor_mismatch(index, tmp_path, field, value):
     save_index(index, tmp_path / "idx")
     expected = index.descriptor.settings() | {field: value}
@@ -98,8 +107,9 @@ def test_loading_with_other_settings_refuses_the_descriptor_mismatch(index, tmp_
 
 def test_loading_for_other_documents_refuses(index, tmp_path):
     save_index(index, tmp_path / "idx")
-    expected = expected_settings(DOCS | {"CORVID_2025_10K"}, chunk_size=800, chunk_overlap=100,
-                                 embedding_model=index.descriptor.embedding_model)
+    expected = expected_settings(
+        DOCS | {"CORVID_2025_10K"}, chunk_size=800, chunk_overlap=100, embedding_model=index.descriptor.embedding_model
+    )
     with pytest.raises(IndexDescriptorMismatch, match="documents"):
         load_index(tmp_path / "idx", expected=expected)
 
@@ -124,8 +134,11 @@ def test_the_generator_refuses_a_folder_a_captured_run_depends_on():
     from labkit.rag.filings import guard_captured
     from labkit.recording import verify_runs
 
-    captured = [run for _, run, _ in verify_runs() if run is not None and run.origin == "captured"
-                and any(f.startswith("fixtures/filings/") for f in run.fixtures)]
+    captured = [
+        run
+        for _, run, _ in verify_runs()
+        if run is not None and run.origin == "captured" and any(f.startswith("fixtures/filings/") for f in run.fixtures)
+    ]
     if not captured:
         pytest.skip("no captured run depends on fixtures/filings yet")
     with pytest.raises(FixtureOverwriteRefused):

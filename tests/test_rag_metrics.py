@@ -14,9 +14,16 @@ def questions():
 
 
 def record(answer, *, status="answered", cited=(), retrieved=(), k=5):
-    return {"question": "q", "answer": answer, "cited_pages": list(cited), "candidates": [],
-            "retrieved": [{"citation_id": c, "chunk_text": t} for c, t in retrieved], "model_request": None,
-            "k": k, "status": status}
+    return {
+        "question": "q",
+        "answer": answer,
+        "cited_pages": list(cited),
+        "candidates": [],
+        "retrieved": [{"citation_id": c, "chunk_text": t} for c, t in retrieved],
+        "model_request": None,
+        "k": k,
+        "status": status,
+    }
 
 
 def test_figures_ignore_years_and_citation_ids_and_keep_separators_out():
@@ -68,13 +75,18 @@ def test_page_hit_at_k_counts_only_the_first_k_and_only_labelled_pages(questions
 def test_grade_reports_each_question_before_the_summary(questions):
     chosen = [questions["001"], questions["018"]]
     records = {
-        chosen[0].financebench_id: record("Revenue was $2,374.4 million.", cited=["ACME_2024_10K#p10"],
-                                          retrieved=[("ACME_2024_10K#p10", "Revenue 2,374.4 2,432.1")]),
+        chosen[0].financebench_id: record(
+            "Revenue was $2,374.4 million.",
+            cited=["ACME_2024_10K#p10"],
+            retrieved=[("ACME_2024_10K#p10", "Revenue 2,374.4 2,432.1")],
+        ),
         chosen[1].financebench_id: record(None, status="insufficient_evidence"),
     }
     table = grade(chosen, records, path="rag")
-    assert table[["correctness", "faithful", "page_hit"]].values.tolist() == [["correct", True, True],
-                                                                               ["correct", None, None]]
+    assert table[["correctness", "faithful", "page_hit"]].values.tolist() == [
+        ["correct", True, True],
+        ["correct", None, None],
+    ]
     assert summary(table).iloc[0][["correct", "faithful", "page_hit"]].tolist() == [2, "1/1", "1/1"]
 
 
@@ -88,7 +100,13 @@ def test_experiments_keep_their_settings_and_hits_grow_with_k(tmp_path):
     indexes = {800: build_index({q.doc_name for q in questions})}
     experiments = experiment_grid(questions, indexes, ks=(1, 3, 5))
     assert [(e.settings["k"], e.settings["rerank"]) for e in experiments] == [
-        (1, True), (3, True), (5, True), (1, False), (3, False), (5, False)]
+        (1, True),
+        (3, True),
+        (5, True),
+        (1, False),
+        (3, False),
+        (5, False),
+    ]
     for rerank in (True, False):
         rates = [e.page_hit_rate for e in experiments if e.settings["rerank"] is rerank]
         assert rates == sorted(rates)

@@ -22,8 +22,14 @@ FINANCEBENCH_LINE = {
     "answer": "$2,374.4 million",
     "justification": None,
     "dataset_subset_label": "OPEN_SOURCE",
-    "evidence": [{"evidence_text": "Revenue 2,374.4", "doc_name": "ACME_2024_10K", "evidence_page_num": 9,
-                  "evidence_text_full_page": "..."}],
+    "evidence": [
+        {
+            "evidence_text": "Revenue 2,374.4",
+            "doc_name": "ACME_2024_10K",
+            "evidence_page_num": 9,
+            "evidence_text_full_page": "...",
+        }
+    ],
     "gics_sector": "Industrials",
     "doc_type": "10k",
     "doc_period": 2024,
@@ -58,13 +64,16 @@ def test_loaded_questions_cover_the_issue_kinds():
     assert len({q.doc_name for q in questions}) == 6
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"evidence": [{"evidence_text": "x", "evidence_page_num": -1}]}, "greater than or equal to 0"),
-    ({"evidence": [{"evidence_text": "x", "evidence_page_num": True}]}, "evidence_page_num"),
-    ({"evidence": [{"evidence_text": "x", "evidence_page_num": 3, "doc_name": "OTHER_2024_10K"}]}, "own document"),
-    ({"surprise": 1}, "unknown field"),
-    ({"question": None}, "question"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"evidence": [{"evidence_text": "x", "evidence_page_num": -1}]}, "greater than or equal to 0"),
+        ({"evidence": [{"evidence_text": "x", "evidence_page_num": True}]}, "evidence_page_num"),
+        ({"evidence": [{"evidence_text": "x", "evidence_page_num": 3, "doc_name": "OTHER_2024_10K"}]}, "own document"),
+        ({"surprise": 1}, "unknown field"),
+        ({"question": None}, "question"),
+    ],
+)
 def test_malformed_records_are_refused_with_a_reason(change, message):
     with pytest.raises(QuestionSetError, match=message):
         adapt(FINANCEBENCH_LINE | change)

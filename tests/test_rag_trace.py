@@ -3,10 +3,10 @@ import shutil
 
 import pytest
 
-from labkit import rag_trace
+from labkit.rag import trace as rag_trace
 from labkit.boundary import connect
 from labkit.errors import RecordedRunError
-from labkit.rag_trace import (
+from labkit.rag.trace import (
     AUTHORED_REPLIES,
     QUESTIONS,
     RUN_AUTHORED,
@@ -24,8 +24,14 @@ from labkit.traces import Trace
 
 ANSWERED, UNSUPPORTED = QUESTIONS["answered"], QUESTIONS["not_in_docs"]
 HAPPY_PATH = [
-    "request_accepted", "retrieval_completed", "context_selected", "model_request_ready",
-    "model_reply_returned", "reply_checked", "source_links_resolved", "request_completed",
+    "request_accepted",
+    "retrieval_completed",
+    "context_selected",
+    "model_request_ready",
+    "model_reply_returned",
+    "reply_checked",
+    "source_links_resolved",
+    "request_completed",
 ]
 
 
@@ -51,13 +57,15 @@ def test_answered_question_follows_the_full_event_order(index, adapter):
     assert traced.trace.kinds() == HAPPY_PATH
     assert [e.sequence for e in traced.trace] == list(range(1, 9))
     assert traced.result["status"] == "answered"
-    assert traced.result["source_links"] == ["https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat"]
+    assert traced.result["source_links"] == [
+        "https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat"
+    ]
 
 
 def test_emitted_request_is_exactly_the_recorded_request(index, adapter):
     traced = trace_request(ANSWERED, index, adapter)
     sent = traced.trace.first("model_request_ready").data["messages"]
-    recorded = [b for b in load_run(RUN_AUTHORED).bindings if b.question == ANSWERED][0]
+    recorded = next(b for b in load_run(RUN_AUTHORED).bindings if b.question == ANSWERED)
     assert sent == recorded.request["messages"]
 
 
@@ -160,8 +168,13 @@ def test_answered_reply_without_sources_is_rejected(index, adapter):
 
 
 def test_link_membership_does_not_check_answer_truth(index, adapter):
-    false = json.dumps({"status": "answered", "answer": "fromisoformat rejects every string that ends in Z.",
-                        "source_ids": ["datetime-fromisoformat"]})
+    false = json.dumps(
+        {
+            "status": "answered",
+            "answer": "fromisoformat rejects every string that ends in Z.",
+            "source_ids": ["datetime-fromisoformat"],
+        }
+    )
     traced = trace_request(ANSWERED, index, adapter, reply_override=false)
     assert traced.outcome == "completed" and traced.result["answer"].startswith("fromisoformat rejects")
 
@@ -221,11 +234,13 @@ def test_corpus_summary_missing_a_link_is_refused(tmp_path):
 
 def test_changed_corpus_refuses_the_recorded_run(tmp_path, monkeypatch):
     shutil.copytree(rag_trace.corpus_path().parent, tmp_path / "fixtures" / "docs")
-    shutil.copytree(rag_trace.corpus_path().parents[2] / "recorded_runs" / RUN_AUTHORED, tmp_path / "recorded_runs" / RUN_AUTHORED)
+    shutil.copytree(
+        rag_trace.corpus_path().parents[2] / "recorded_runs" / RUN_AUTHORED, tmp_path / "recorded_runs" / RUN_AUTHORED
+    )
     corpus = tmp_path / "fixtures" / "docs" / "api_summaries.json"
     corpus.write_text(corpus.read_text(encoding="utf-8").replace("30", "31"), encoding="utf-8")
     monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
-    with pytest.raises(RecordedRunError, match="api_summaries.json"):
+    with pytest.raises(RecordedRunError, match=r"api_summaries\.json"):
         load_run(RUN_AUTHORED)
 
 
@@ -236,7 +251,7 @@ def test_trace_round_trips_through_json_lines(index, adapter):
 
 
 def test_edited_corpus_differs_in_one_passage_and_is_refused_against_old_vectors(tmp_path):
-    from labkit.rag_trace import write_edited_corpus
+    from labkit.rag.trace import write_edited_corpus
 
     path = write_edited_corpus(tmp_path / "corpus.json", source_id="zoneinfo", old="IANA", new="Olson")
     before = {d.metadata["id"]: d.page_content for d in load_corpus()}
@@ -247,7 +262,7 @@ def test_edited_corpus_differs_in_one_passage_and_is_refused_against_old_vectors
 
 
 def test_edited_corpus_refuses_an_unknown_id_or_missing_words(tmp_path):
-    from labkit.rag_trace import write_edited_corpus
+    from labkit.rag.trace import write_edited_corpus
 
     with pytest.raises(CorpusError, match="no summary 'nope'"):
         write_edited_corpus(tmp_path / "c.json", source_id="nope", old="a", new="b")

@@ -32,7 +32,7 @@ def test_no_file_under_recorded_runs_holds_a_key_like_string():
 
 
 def test_bindings_table_shows_measurements_of_captured_runs_only():
-    from labkit.rag_trace import RUN_AUTHORED, RUN_CAPTURED
+    from labkit.rag.trace import RUN_AUTHORED, RUN_CAPTURED
     from labkit.recording import bindings_table, load_run
 
     run = load_run(RUN_CAPTURED)

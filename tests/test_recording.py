@@ -12,7 +12,11 @@ def _request(text="What is the refund window?"):
 
 
 def _binding(request, **extra):
-    response = {"id": "r1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "30 days"}, "finish_reason": "stop"}]}
+    response = {
+        "id": "r1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "30 days"}, "finish_reason": "stop"}],
+    }
     return {"key": canonical_sha256(request), "request": request, "response": response, **extra}
 
 
@@ -28,7 +32,10 @@ def _run(tmp_path, origin="authored", bindings=None, **overrides):
         "created_at": "2026-11-29T00:00:00Z",
         "lesson": "05",
         "description": "A demonstration run.",
-        "model": {"id": "SmolLM2-135M-Instruct", "endpoint_kind": "authored" if origin == "authored" else "local-llama-cpp"},
+        "model": {
+            "id": "SmolLM2-135M-Instruct",
+            "endpoint_kind": "authored" if origin == "authored" else "local-llama-cpp",
+        },
         "settings": {"temperature": 0},
         "fixtures": fixture_hashes([fixture], root=tmp_path),
         "bindings": bindings if bindings is not None else [_binding(_request())],
@@ -54,7 +61,7 @@ def test_saved_run_loads_back_unchanged(tmp_path):
 def test_run_without_origin_is_refused_with_both_choices_named(tmp_path):
     data = _run(tmp_path)
     del data["origin"]
-    with pytest.raises(RecordedRunError, match="'captured'.*'authored'"):
+    with pytest.raises(RecordedRunError, match=r"'captured'.*'authored'"):
         load_run(_write(tmp_path, data), root=tmp_path)
 
 
@@ -91,14 +98,20 @@ def test_authored_run_naming_a_real_endpoint_is_refused(tmp_path):
 
 
 def test_captured_run_without_usage_is_refused(tmp_path):
-    data = _run(tmp_path, origin="captured", bindings=[_binding(_request(), latency_s=0.4, recorded_at="2026-11-29T00:00:01Z")])
+    data = _run(
+        tmp_path, origin="captured", bindings=[_binding(_request(), latency_s=0.4, recorded_at="2026-11-29T00:00:01Z")]
+    )
     with pytest.raises(RecordedRunError, match="lack usage"):
         load_run(_write(tmp_path, data), root=tmp_path)
 
 
 def test_captured_run_with_measurements_loads(tmp_path):
     usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
-    data = _run(tmp_path, origin="captured", bindings=[_binding(_request(), latency_s=0.4, usage=usage, recorded_at="2026-11-29T00:00:01Z")])
+    data = _run(
+        tmp_path,
+        origin="captured",
+        bindings=[_binding(_request(), latency_s=0.4, usage=usage, recorded_at="2026-11-29T00:00:01Z")],
+    )
     run = load_run(_write(tmp_path, data), root=tmp_path)
     assert run.bindings[0].usage.total_tokens == 15
 

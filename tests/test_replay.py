@@ -23,7 +23,10 @@ def _request(question, **kwargs):
 
 def _reply(text):
     return {
-        "id": "authored-1", "object": "chat.completion", "created": 0, "model": MODEL,
+        "id": "authored-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": MODEL,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
     }
 
@@ -34,13 +37,21 @@ ANSWERS = ["30 days", "5 days"]
 
 @pytest.fixture
 def store():
-    return BindingStore([Binding(key=canonical_sha256(_request(q)), request=_request(q), response=_reply(a))
-                         for q, a in zip(QUESTIONS, ANSWERS)], run_id="03-demo", lesson="03")
+    return BindingStore(
+        [
+            Binding(key=canonical_sha256(_request(q)), request=_request(q), response=_reply(a))
+            for q, a in zip(QUESTIONS, ANSWERS, strict=True)
+        ],
+        run_id="03-demo",
+        lesson="03",
+    )
 
 
 @pytest.fixture
 def bound():
-    return BoundReplay(QUESTIONS, [_request(q) for q in QUESTIONS], [_reply(a) for a in ANSWERS], run_id="03-demo", lesson="03")
+    return BoundReplay(
+        QUESTIONS, [_request(q) for q in QUESTIONS], [_reply(a) for a in ANSWERS], run_id="03-demo", lesson="03"
+    )
 
 
 def _ask(client, question, **kwargs):
@@ -100,8 +111,16 @@ def test_replay_needs_no_api_key(store, monkeypatch):
 
 def test_recorded_rate_limit_replays_as_the_clients_own_error():
     request = _request(QUESTIONS[0])
-    store = BindingStore([Binding(key=canonical_sha256(request), request=request, status_code=429,
-                                  response={"error": {"message": "slow down", "type": "rate_limit"}})])
+    store = BindingStore(
+        [
+            Binding(
+                key=canonical_sha256(request),
+                request=request,
+                status_code=429,
+                response={"error": {"message": "slow down", "type": "rate_limit"}},
+            )
+        ]
+    )
     with pytest.raises(openai.RateLimitError):
         replay_client(store).chat.completions.create(**request)
 
@@ -124,6 +143,7 @@ def test_empty_store_says_it_has_no_requests():
 
 
 # BoundReplay: the learner-facing face of the same store.
+
 
 def test_bound_replay_is_bound_to_the_question_not_the_call_order(bound):
     texts = [bound.generate(q, _messages(q)).choices[0].message.content for q in reversed(QUESTIONS)]
@@ -235,4 +255,4 @@ def test_replay_refusal_returns_the_mismatch_or_none(bound):
     assert replay_refusal(bound, QUESTIONS[0], _messages(QUESTIONS[0])) is None
     swapped = _messages(QUESTIONS[0], passages=("Shipping takes 5 days.", "Refunds are accepted within 30 days."))
     refusal = replay_refusal(bound, QUESTIONS[0], swapped)
-    assert [d.path for d in refusal.diff][0] == "messages[1].content.passages[0]"
+    assert next(d.path for d in refusal.diff) == "messages[1].content.passages[0]"

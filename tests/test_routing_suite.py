@@ -13,8 +13,8 @@ import pytest
 from labkit.canonical import pretty_json
 from labkit.errors import FixtureOverwriteRefused, LabkitError
 from labkit.paths import fixtures_dir
-from labkit.routing import compare, grade_files, load
-from labkit.routing_suite import FILES, main, write_bad_inputs, write_routing_fixtures
+from labkit.routing.grader import compare, grade_files, load
+from labkit.routing.suite import FILES, main, write_bad_inputs, write_routing_fixtures
 
 
 def snapshot(folder) -> dict[str, bytes]:
@@ -24,11 +24,15 @@ def snapshot(folder) -> dict[str, bytes]:
 def test_writer_creates_the_four_files_with_the_lesson_numbers(tmp_path):
     write_routing_fixtures(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)
-    suite, sha = load(tmp_path / "suite.json")
+    suite, _sha = load(tmp_path / "suite.json")
     assert suite["penalties"] == {"sales": 1, "billing": 1, "support": 1, "urgent_support": 20}
     assert [c["id"] for c in suite["cases"]] == [f"t{n}" for n in range(1, 11)]
     assert Counter(c["expected"] for c in suite["cases"]) == {
-        "urgent_support": 2, "billing": 3, "sales": 3, "support": 2}
+        "urgent_support": 2,
+        "billing": 3,
+        "sales": 3,
+        "support": 2,
+    }
     assert suite["cases"][0]["expected"] == "urgent_support"
 
 
@@ -47,7 +51,8 @@ def test_baseline_misses_t7_and_t9_and_candidate_sends_the_checkout_outage_to_bi
     report = compare(suite, sha, load(tmp_path / "baseline.json")[0], load(tmp_path / "candidate.json")[0])
     assert [f["id"] for f in report["baseline"]["failures"]] == ["t7", "t9"]
     assert report["candidate"]["failures"] == [
-        {"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}]
+        {"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}
+    ]
 
 
 def test_model_inputs_hold_ids_and_messages_only(tmp_path):
@@ -123,8 +128,7 @@ def test_module_entry_point_refusal_exits_1_with_one_line(tmp_path, capsys):
 
 
 def test_module_runs_with_python_dash_m(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "labkit.routing_suite", str(tmp_path)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "labkit.routing.suite", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "suite.json").exists()
 

@@ -1,3 +1,4 @@
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -69,10 +70,8 @@ def _wait_gone(pid: int, timeout: float = 30.0) -> bool:
     while time.monotonic() < deadline:
         if _gone(pid):
             return True
-        try:
+        with contextlib.suppress(psutil.TimeoutExpired, psutil.NoSuchProcess, ChildProcessError):
             psutil.Process(pid).wait(timeout=0.2)
-        except (psutil.TimeoutExpired, psutil.NoSuchProcess, ChildProcessError):
-            pass
     return _gone(pid)
 
 
@@ -93,6 +92,7 @@ def fake_llama_server(tmp_path, monkeypatch):
     def use(script: str = FAKE_SERVER) -> None:
         def command(gguf, port, **settings):
             return [sys.executable, "-c", script, "--port", str(port), "--model_alias", MODEL_ID]
+
         monkeypatch.setattr(serve, "_command", command)
 
     use()
@@ -105,6 +105,7 @@ def fake_llama_server(tmp_path, monkeypatch):
 def test_missing_local_extra_names_the_pip_command(monkeypatch):
     def no_such_distribution(name):
         raise importlib.metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(serve.importlib.metadata, "distribution", no_such_distribution)
     with pytest.raises(MissingExtra) as caught, local_model_server():
         pass
@@ -114,6 +115,7 @@ def test_missing_local_extra_names_the_pip_command(monkeypatch):
 def test_serve_command_without_the_extra_exits_1_with_the_pip_command(monkeypatch, capsys):
     def no_such_distribution(name):
         raise importlib.metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(serve.importlib.metadata, "distribution", no_such_distribution)
     assert main(["serve"]) == 1
     assert '".[local]"' in capsys.readouterr().err
@@ -138,7 +140,7 @@ def test_server_is_ready_when_models_answers_and_leaves_no_process_behind(fake_l
 
 def test_server_that_dies_at_startup_reports_its_last_lines(fake_llama_server):
     fake_llama_server("import sys; print('error loading model: bad magic'); sys.exit(3)")
-    with pytest.raises(LocalServerError, match="(?s)code 3.*bad magic"), local_model_server():
+    with pytest.raises(LocalServerError, match=r"(?s)code 3.*bad magic"), local_model_server():
         pass
 
 
@@ -204,11 +206,18 @@ def test_local_model_answers_a_chat_completion_through_the_openai_client(server,
 
 def test_a_reply_does_not_depend_on_the_requests_before_it(server, client):
     def ask(content):
-        return client.chat.completions.create(
-            model=server.model_id,
-            messages=[{"role": "user", "content": content}],
-            temperature=0, seed=0, max_tokens=24,
-        ).choices[0].message.content
+        return (
+            client.chat.completions.create(
+                model=server.model_id,
+                messages=[{"role": "user", "content": content}],
+                temperature=0,
+                seed=0,
+                max_tokens=24,
+            )
+            .choices[0]
+            .message.content
+        )
+
     # Without full prompt evaluation the second reply differed from the first (llama-cpp-python 0.3.36).
     hello = "Say hello in one short sentence."
     first = ask(hello)
@@ -233,7 +242,9 @@ def test_schema_in_the_local_response_format_gives_a_reply_that_parses(server, c
         model=server.model_id,
         messages=[{"role": "user", "content": "A customer returned shoes after 3 days. Decide the refund, as JSON."}],
         response_format=local_response_format(REFUND_SCHEMA),
-        temperature=0, seed=0, max_tokens=96,
+        temperature=0,
+        seed=0,
+        max_tokens=96,
     )
     answer = json.loads(reply.choices[0].message.content)
     assert set(answer) == {"decision", "reason"}
@@ -249,14 +260,19 @@ def test_openai_json_schema_form_is_refused_by_this_server_version(server, clien
             model=server.model_id,
             messages=[{"role": "user", "content": "Decide on the refund, as JSON."}],
             response_format={"type": "json_schema", "json_schema": {"name": "refund", "schema": REFUND_SCHEMA}},
-            temperature=0, seed=0, max_tokens=8,
+            temperature=0,
+            seed=0,
+            max_tokens=8,
         )
 
 
 def _start_in_child(code: str, tmp_path) -> tuple[subprocess.Popen, "queue.Queue[str]"]:
     process = subprocess.Popen(
         [sys.executable, "-c", code] if code else [sys.executable, "-m", "labkit", "serve"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},  # the server's log folder, left behind by a killed parent
     )
     lines: queue.Queue[str] = queue.Queue()
@@ -304,8 +320,9 @@ def test_serve_command_prints_the_base_url_and_stops_cleanly_on_sigterm(tmp_path
         fields = _read_fields(process, lines, {"base_url", "model", "pid"})
         assert fields["base_url"].startswith("http://127.0.0.1:") and fields["base_url"].endswith("/v1")
         assert fields["model"] == MODEL_ID
-        import httpx
-        models = httpx.get(fields["base_url"] + "/models", timeout=10, trust_env=False).json()
+        import httpx2
+
+        models = httpx2.get(fields["base_url"] + "/models", timeout=10, trust_env=False).json()
         assert [m["id"] for m in models["data"]] == [MODEL_ID]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
@@ -355,6 +372,7 @@ def test_real_reply_is_recorded_in_record_mode_and_replayed_offline(server, tmp_
     run = load_run(path.parent)
     assert run.origin == "captured" and run.model.endpoint_kind == "local-llama-cpp"
     assert run.bindings[0].usage.completion_tokens > 0 and run.bindings[0].latency_s > 0
+
     def no_sockets(*args, **kwargs):
         raise AssertionError("replay tried to reach the server")
 

@@ -27,13 +27,25 @@ VALID = [
 ]
 INVALID = [
     ({"kind": "answer", "text": "Within 30 days."}, "answer needs text and citations only"),
-    ({"kind": "answer", "text": "  ", "citation_ids": ["refund_policy.pdf#p1"]}, "answer needs text and citations only"),
-    ({"kind": "answer", "text": "x", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
-     "answer needs text and citations only"),
+    (
+        {"kind": "answer", "text": "  ", "citation_ids": ["refund_policy.pdf#p1"]},
+        "answer needs text and citations only",
+    ),
+    (
+        {
+            "kind": "answer",
+            "text": "x",
+            "citation_ids": ["refund_policy.pdf#p1"],
+            "tool_args": {"intent": "get_refund"},
+        },
+        "answer needs text and citations only",
+    ),
     ({"kind": "tool_call"}, "tool_call needs tool_args only"),
     ({"kind": "tool_call", "text": "2", "tool_args": {"intent": "get_refund"}}, "tool_call needs tool_args only"),
-    ({"kind": "tool_call", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
-     "tool_call needs tool_args only"),
+    (
+        {"kind": "tool_call", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
+        "tool_call needs tool_args only",
+    ),
     ({"kind": "insufficient_evidence", "text": "I do not know."}, "insufficient_evidence has no answer"),
     ({"kind": "insufficient_evidence", "tool_args": {"intent": "get_refund"}}, "insufficient_evidence has no answer"),
     ({"kind": "answer", "text": "x", "citation_ids": ["p1"], "confidence": 0.9}, "Extra inputs"),
@@ -63,11 +75,16 @@ class _Live:
     mode, model = "live", "some-model"
 
     def generate(self, key, messages):
-        return ChatCompletion.model_validate({
-            "id": "x", "object": "chat.completion", "created": 0, "model": "served-name",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-        })
+        return ChatCompletion.model_validate(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "served-name",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+            }
+        )
 
 
 def test_call_model_returns_the_raw_text_and_a_record_of_model_tokens_and_latency():
@@ -94,7 +111,12 @@ def test_call_model_replaying_an_authored_run_claims_no_tokens_and_no_latency():
     adapter = connect(RUN_AUTHORED, lesson="05", settings=SETTINGS)
     _, record = call_model(adapter, question, binding.request["messages"])
     assert (record.model, record.input_tokens, record.output_tokens, record.latency_ms, record.latency_source) == (
-        "authored-by-course", None, None, None, "none")
+        "authored-by-course",
+        None,
+        None,
+        None,
+        "none",
+    )
 
 
 def test_a_response_without_text_is_an_error_not_an_empty_reply():

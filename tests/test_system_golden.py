@@ -5,7 +5,7 @@ import json
 import pytest
 
 from labkit.boundary import connect
-from labkit.lessons import write_authored
+from labkit.course.lessons import write_authored
 from labkit.recording import load_run
 from labkit.system.contract import SETTINGS, ScriptedModel
 from labkit.system.golden import GOLDEN, QUESTIONS, GoldenCase, passed, run_golden, score_line
@@ -20,15 +20,21 @@ def index():
 
 
 def test_replaying_the_authored_run_passes_all_three_golden_cases(index, tmp_path):
-    system = MinimalSystem(connect(RUN_AUTHORED, lesson="05", settings=SETTINGS), index=index,
-                           trace_path=tmp_path / "t.jsonl")
+    system = MinimalSystem(
+        connect(RUN_AUTHORED, lesson="05", settings=SETTINGS), index=index, trace_path=tmp_path / "t.jsonl"
+    )
     rows = run_golden(system)
     assert score_line(rows) == "3/3 golden cases passed"
 
 
 def test_an_incorrect_policy_answer_with_a_valid_page_is_answered_but_fails_the_exact_text_check(index, tmp_path):
-    wrong = json.dumps({"kind": "answer", "text": "Customers can request a refund within 60 days.",
-                        "citation_ids": ["refund_policy.pdf#p1"]})
+    wrong = json.dumps(
+        {
+            "kind": "answer",
+            "text": "Customers can request a refund within 60 days.",
+            "citation_ids": ["refund_policy.pdf#p1"],
+        }
+    )
     system = MinimalSystem(ScriptedModel(wrong), index=index, trace_path=tmp_path / "t.jsonl")
     result = system.ask(GOLDEN[0].question, "team-a", "s1")
     assert result["status"] == "answered" and result["citation_ids"] == ["refund_policy.pdf#p1"]
@@ -36,8 +42,9 @@ def test_an_incorrect_policy_answer_with_a_valid_page_is_answered_but_fails_the_
 
 
 def test_each_golden_case_runs_on_its_own_fresh_thread(index, tmp_path):
-    system = MinimalSystem(connect(RUN_AUTHORED, lesson="05", settings=SETTINGS), index=index,
-                           trace_path=tmp_path / "t.jsonl")
+    system = MinimalSystem(
+        connect(RUN_AUTHORED, lesson="05", settings=SETTINGS), index=index, trace_path=tmp_path / "t.jsonl"
+    )
     rows = run_golden(system)
     sessions = [session_id for _, session_id, _, _ in rows]
     assert len(set(sessions)) == 3
@@ -47,12 +54,33 @@ def test_each_golden_case_runs_on_its_own_fresh_thread(index, tmp_path):
 
 COUNT = GOLDEN[1]
 PASSES = [
-    ({"status": "answered", "text": "Customers can request a refund within 30 days.",
-      "citation_ids": ["refund_policy.pdf#p1"]}, GOLDEN[0], True),
-    ({"status": "answered", "text": "Customers can request a refund within 30 days.",
-      "citation_ids": ["refund_policy.pdf#p2"]}, GOLDEN[0], False),
-    ({"status": "answered", "text": "Refunds can be requested within 30 days.",
-      "citation_ids": ["refund_policy.pdf#p1"]}, GOLDEN[0], False),
+    (
+        {
+            "status": "answered",
+            "text": "Customers can request a refund within 30 days.",
+            "citation_ids": ["refund_policy.pdf#p1"],
+        },
+        GOLDEN[0],
+        True,
+    ),
+    (
+        {
+            "status": "answered",
+            "text": "Customers can request a refund within 30 days.",
+            "citation_ids": ["refund_policy.pdf#p2"],
+        },
+        GOLDEN[0],
+        False,
+    ),
+    (
+        {
+            "status": "answered",
+            "text": "Refunds can be requested within 30 days.",
+            "citation_ids": ["refund_policy.pdf#p1"],
+        },
+        GOLDEN[0],
+        False,
+    ),
     ({"status": "invalid_output"}, GOLDEN[0], False),
     ({"status": "answered", "text": "2 get_refund tickets", "observation": {"count": 2}}, COUNT, True),
     ({"status": "answered", "text": "1 track_order tickets", "observation": {"count": 1}}, COUNT, False),

@@ -64,7 +64,7 @@ def test_a_file_that_is_not_a_pdf_is_refused(tmp_path):
 
 
 def test_a_missing_pdf_is_refused_with_the_command_that_writes_it(tmp_path):
-    with pytest.raises(PolicyDocumentError, match="python -m labkit.system.policy"):
+    with pytest.raises(PolicyDocumentError, match=r"python -m labkit\.system\.policy"):
         load_policy_pages(tmp_path / "refund_policy.pdf")
 
 

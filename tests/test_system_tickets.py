@@ -34,4 +34,8 @@ def test_unvalidated_arguments_are_refused():
 
 def test_the_illustrative_tickets_are_the_books_four():
     assert [(t["team"], t["intent"]) for t in TICKETS] == [
-        ("team-a", "get_refund"), ("team-a", "get_refund"), ("team-a", "track_order"), ("team-b", "get_refund")]
+        ("team-a", "get_refund"),
+        ("team-a", "get_refund"),
+        ("team-a", "track_order"),
+        ("team-b", "get_refund"),
+    ]

@@ -22,8 +22,13 @@ from labkit.traces import TraceFormatError
 POLICY_Q = "How many days do customers have to request a refund?"
 COUNT_Q = "How many refund tickets does my team have?"
 EMPTY_Q = "How many order cancellation tickets does my team have?"
-ANSWER = json.dumps({"kind": "answer", "text": "Customers can request a refund within 30 days.",
-                     "citation_ids": ["refund_policy.pdf#p1"]})
+ANSWER = json.dumps(
+    {
+        "kind": "answer",
+        "text": "Customers can request a refund within 30 days.",
+        "citation_ids": ["refund_policy.pdf#p1"],
+    }
+)
 
 
 def tool_call(intent):
@@ -47,8 +52,16 @@ def steps(system, session_id):
     return [s["step"] for s in system.saved_state(session_id)["trace"]]
 
 
-@pytest.mark.parametrize("raw", ["not json", '{"kind": "answer"}', '{"kind": "answer", "text": "30 days"}',
-                                 '[{"kind": "insufficient_evidence"}]', ""])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not json",
+        '{"kind": "answer"}',
+        '{"kind": "answer", "text": "30 days"}',
+        '[{"kind": "insufficient_evidence"}]',
+        "",
+    ],
+)
 def test_malformed_reply_gives_invalid_output(make_system, raw):
     result = make_system(raw).ask(POLICY_Q, "team-a", "s1")
     assert result["status"] == "invalid_output" and result["reason"]
@@ -62,8 +75,11 @@ def test_unknown_citation_gives_invalid_citation(make_system):
 
 def test_a_valid_answer_citing_retrieved_pages_is_answered(make_system):
     result = make_system(ANSWER).ask(POLICY_Q, "team-a", "s1")
-    assert result == {"status": "answered", "text": "Customers can request a refund within 30 days.",
-                      "citation_ids": ["refund_policy.pdf#p1"]}
+    assert result == {
+        "status": "answered",
+        "text": "Customers can request a refund within 30 days.",
+        "citation_ids": ["refund_policy.pdf#p1"],
+    }
 
 
 def test_an_empty_count_answers_zero(make_system):
@@ -86,13 +102,16 @@ def test_insufficient_evidence_ends_without_the_tool(make_system):
     assert steps(system, "s1") == ["retrieve", "generate", "check"]
 
 
-@pytest.mark.parametrize("raw", [
-    '{"kind": "tool_call", "tool_args": {"intent": "delete_everything"}}',
-    '{"kind": "tool_call", "text": "2 tickets", "tool_args": {"intent": "get_refund"}}',
-    '{"kind": "tool_call", "tool_args": {"intent": "get_refund", "team": "team-b"}}',
-    '{"kind": "answer", "text": "x", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}}',
-    '{"kind": "tool_call"}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"kind": "tool_call", "tool_args": {"intent": "delete_everything"}}',
+        '{"kind": "tool_call", "text": "2 tickets", "tool_args": {"intent": "get_refund"}}',
+        '{"kind": "tool_call", "tool_args": {"intent": "get_refund", "team": "team-b"}}',
+        '{"kind": "answer", "text": "x", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}}',
+        '{"kind": "tool_call"}',
+    ],
+)
 def test_the_tool_never_runs_on_an_unvalidated_reply(make_system, monkeypatch, raw):
     def forbidden(*args, **kwargs):
         raise AssertionError("count_tickets ran on an unvalidated reply")
@@ -112,8 +131,13 @@ def test_only_a_validated_tool_call_is_routed_to_the_tool():
 
 
 def test_each_node_returns_only_the_fields_it_changes(index):
-    state = {"question": POLICY_Q, "team": "team-a", "trace": [{"step": "earlier"}],
-             "evidence": [{"citation_id": "refund_policy.pdf#p1", "text": "..."}], "reply": ANSWER}
+    state = {
+        "question": POLICY_Q,
+        "team": "team-a",
+        "trace": [{"step": "earlier"}],
+        "evidence": [{"citation_id": "refund_policy.pdf#p1", "text": "..."}],
+        "reply": ANSWER,
+    }
     assert set(check(state)) == {"result", "trace"} and len(check(state)["trace"]) == 1
     tool_state = {**state, "result": {"status": "tool_call", "tool_args": {"intent": "get_refund"}}}
     assert set(run_tool(tool_state)) == {"result", "trace"}
@@ -141,8 +165,9 @@ def test_cross_team_reuse_of_a_thread_raises(make_system):
     assert len(read_trace_lines(system.trace_path)) == 1
 
 
-@pytest.mark.parametrize("question,team,session_id", [("", "team-a", "s"), ("q", "  ", "s"), ("q", "team-a", ""),
-                                                      (None, "team-a", "s")])
+@pytest.mark.parametrize(
+    "question,team,session_id", [("", "team-a", "s"), ("q", "  ", "s"), ("q", "team-a", ""), (None, "team-a", "s")]
+)
 def test_blank_arguments_are_rejected_before_anything_runs(make_system, question, team, session_id):
     system = make_system(ANSWER)
     with pytest.raises(InvalidRequest):
@@ -156,7 +181,9 @@ def test_each_request_appends_one_trace_line_with_session_question_team_result_a
     system.ask(COUNT_Q, "team-b", "s2")
     lines = read_trace_lines(system.trace_path)
     assert [(line["session_id"], line["team"], line["result"]["status"]) for line in lines] == [
-        ("s1", "team-a", "answered"), ("s2", "team-b", "answered")]
+        ("s1", "team-a", "answered"),
+        ("s2", "team-b", "answered"),
+    ]
     assert all(isinstance(line["latency_ms"], float) for line in lines)
     generate = lines[0]["trace"][1]
     assert generate["raw_reply"] == ANSWER and generate["model_request"][0]["role"] == "system"

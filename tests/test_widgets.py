@@ -5,7 +5,11 @@ from labkit.widgets import TraceViewer, event_html
 def _refused_trace():
     trace = Trace()
     trace.emit("request_accepted", question="q")
-    trace.emit("replay_refused", error="no reply", diff=[{"path": "messages[0].content", "recorded": "old <policy>", "actual": "new"}])
+    trace.emit(
+        "replay_refused",
+        error="no reply",
+        diff=[{"path": "messages[0].content", "recorded": "old <policy>", "actual": "new"}],
+    )
     return trace
 
 

@@ -33,8 +33,14 @@ SCOPES = (APPROVED_SCOPE, RESTRICTED_SCOPE)
 
 #: Bitext's 27 intents, by category.
 CATEGORIES: dict[str, tuple[str, ...]] = {
-    "ACCOUNT": ("create_account", "delete_account", "edit_account", "recover_password", "registration_problems",
-                "switch_account"),
+    "ACCOUNT": (
+        "create_account",
+        "delete_account",
+        "edit_account",
+        "recover_password",
+        "registration_problems",
+        "switch_account",
+    ),
     "CANCEL": ("check_cancellation_fee",),
     "CONTACT": ("contact_customer_service", "contact_human_agent"),
     "DELIVERY": ("delivery_options", "delivery_period"),
@@ -52,61 +58,120 @@ Intent = Literal[INTENTS]  # type: ignore[valid-type]
 
 # Instruction templates per intent (the request a customer writes), then one response template.
 _T: dict[str, tuple[tuple[str, ...], str]] = {
-    "create_account": (("I want to open an account", "how do I sign up for a new account", "create an account for me"),
-                       "I can help you create an account: choose Sign up on {{Website URL}} and follow the steps."),
-    "delete_account": (("I want to close my account", "delete my {{Account Type}} account", "how can I remove my profile"),
-                       "I'm sorry to see you go. Open {{Account Settings}} and choose Close account to delete it."),
-    "edit_account": (("I need to update my account details", "change the email on my profile", "edit my personal info"),
-                     "You can edit your details under {{Account Settings}}; changes apply at once."),
-    "recover_password": (("I forgot my password", "can't log in, reset my password", "help me recover my password"),
-                         "Use Forgot password on the sign-in page and we will email a reset link to {{Email Address}}."),
-    "registration_problems": (("the sign up form gives an error", "I can't finish registering", "registration keeps failing"),
-                              "Sorry about the trouble registering. Tell me the error you see and I will look into it."),
-    "switch_account": (("switch to my other account", "how do I change to my {{Account Type}} account", "swap user profiles"),
-                       "To switch accounts, sign out and sign in again with the other account's email."),
-    "check_cancellation_fee": (("is there a fee to cancel", "what does cancelling cost", "tell me about the cancellation charge"),
-                               "The cancellation fee depends on your plan; see {{Cancellation Policy}} for the amounts."),
-    "contact_customer_service": (("how do I reach customer service", "what are your support hours", "contact support please"),
-                                 "Customer service is open {{Customer Support Hours}} at {{Customer Support Phone Number}}."),
-    "contact_human_agent": (("let me talk to a real person", "I need a human agent", "connect me with an agent"),
-                            "I'll transfer you to a human agent now; please stay on the line."),
-    "delivery_options": (("what shipping methods do you offer", "which delivery options are there", "can I get express delivery"),
-                         "We offer standard, express and pick-up delivery; the options show at checkout."),
-    "delivery_period": (("when will order {{Order Number}} arrive", "how long does delivery take", "what's the delivery time"),
-                        "Standard delivery takes {{Delivery Time}}; tracking shows the expected date."),
-    "complaint": (("I want to file a complaint", "your service was terrible", "I'm unhappy with how my case was handled"),
-                  "I'm sorry about your experience. I have logged your complaint and a specialist will follow up."),
-    "review": (("I'd like to leave a review", "where can I rate my purchase", "I want to give feedback on the product"),
-               "Thank you! You can leave a review from the order page of {{Order Number}}."),
-    "check_invoice": (("show me invoice {{Invoice Number}}", "I want to see my bill", "check the invoice for my last order"),
-                      "You can view invoice {{Invoice Number}} under Orders > Invoices."),
-    "get_invoice": (("send me a copy of my invoice", "I need the invoice for order {{Order Number}}", "download my invoice"),
-                    "I've sent the invoice for {{Order Number}} to your email address."),
-    "cancel_order": (("cancel order {{Order Number}}", "I don't want my order anymore", "how do I cancel my purchase"),
-                     "I can cancel order {{Order Number}} if it has not shipped yet; please confirm."),
-    "change_order": (("change the items in order {{Order Number}}", "I need to modify my order", "add a product to my order"),
-                     "Order {{Order Number}} can be changed until it ships; tell me what to change."),
-    "place_order": (("I want to buy {{Product}}", "help me place an order", "how do I order online"),
-                    "Add the items to your cart and choose Checkout to place the order."),
-    "track_order": (("where is my order {{Order Number}}", "track my package", "what's the status of my order"),
-                    "Order {{Order Number}} is on its way; the tracking link is in your confirmation email."),
-    "check_payment_methods": (("which payment methods do you accept", "can I pay with PayPal", "list the ways to pay"),
-                              "We accept cards, bank transfer and PayPal; see {{Payment Methods}} for details."),
-    "payment_issue": (("my payment was declined", "I was charged twice", "there's a problem with my payment"),
-                      "Sorry about the payment problem. I will check the charge on {{Order Number}} for you."),
-    "check_refund_policy": (("what is your refund policy", "can I get my money back after 30 days", "tell me the refund rules"),
-                            "Our refund policy is at {{Refund Policy URL}}; most items qualify within {{Refund Period}}."),
-    "get_refund": (("I want a refund for order {{Order Number}}", "give me my money back", "how do I request a refund",
-                    "refund the amount I paid for {{Product}}", "I need a reimbursement for my purchase"),
-                   "I'm sorry the purchase did not work out. I have opened a refund request for {{Order Number}}."),
-    "track_refund": (("where is my refund", "check the status of my refund", "has my reimbursement been processed"),
-                     "Your refund for {{Order Number}} is being processed and should arrive within {{Refund Period}}."),
-    "change_shipping_address": (("change my delivery address", "update the shipping address on {{Order Number}}", "ship it somewhere else"),
-                                "I can change the shipping address on {{Order Number}} before it ships; what is the new one?"),
-    "set_up_shipping_address": (("add a shipping address", "set up a new delivery address", "save my address for shipping"),
-                                "Add a shipping address under {{Account Settings}} > Addresses."),
-    "newsletter_subscription": (("sign me up for the newsletter", "unsubscribe me from your emails", "I want the newsletter"),
-                                "Done: your newsletter preferences for {{Email Address}} are updated."),
+    "create_account": (
+        ("I want to open an account", "how do I sign up for a new account", "create an account for me"),
+        "I can help you create an account: choose Sign up on {{Website URL}} and follow the steps.",
+    ),
+    "delete_account": (
+        ("I want to close my account", "delete my {{Account Type}} account", "how can I remove my profile"),
+        "I'm sorry to see you go. Open {{Account Settings}} and choose Close account to delete it.",
+    ),
+    "edit_account": (
+        ("I need to update my account details", "change the email on my profile", "edit my personal info"),
+        "You can edit your details under {{Account Settings}}; changes apply at once.",
+    ),
+    "recover_password": (
+        ("I forgot my password", "can't log in, reset my password", "help me recover my password"),
+        "Use Forgot password on the sign-in page and we will email a reset link to {{Email Address}}.",
+    ),
+    "registration_problems": (
+        ("the sign up form gives an error", "I can't finish registering", "registration keeps failing"),
+        "Sorry about the trouble registering. Tell me the error you see and I will look into it.",
+    ),
+    "switch_account": (
+        ("switch to my other account", "how do I change to my {{Account Type}} account", "swap user profiles"),
+        "To switch accounts, sign out and sign in again with the other account's email.",
+    ),
+    "check_cancellation_fee": (
+        ("is there a fee to cancel", "what does cancelling cost", "tell me about the cancellation charge"),
+        "The cancellation fee depends on your plan; see {{Cancellation Policy}} for the amounts.",
+    ),
+    "contact_customer_service": (
+        ("how do I reach customer service", "what are your support hours", "contact support please"),
+        "Customer service is open {{Customer Support Hours}} at {{Customer Support Phone Number}}.",
+    ),
+    "contact_human_agent": (
+        ("let me talk to a real person", "I need a human agent", "connect me with an agent"),
+        "I'll transfer you to a human agent now; please stay on the line.",
+    ),
+    "delivery_options": (
+        ("what shipping methods do you offer", "which delivery options are there", "can I get express delivery"),
+        "We offer standard, express and pick-up delivery; the options show at checkout.",
+    ),
+    "delivery_period": (
+        ("when will order {{Order Number}} arrive", "how long does delivery take", "what's the delivery time"),
+        "Standard delivery takes {{Delivery Time}}; tracking shows the expected date.",
+    ),
+    "complaint": (
+        ("I want to file a complaint", "your service was terrible", "I'm unhappy with how my case was handled"),
+        "I'm sorry about your experience. I have logged your complaint and a specialist will follow up.",
+    ),
+    "review": (
+        ("I'd like to leave a review", "where can I rate my purchase", "I want to give feedback on the product"),
+        "Thank you! You can leave a review from the order page of {{Order Number}}.",
+    ),
+    "check_invoice": (
+        ("show me invoice {{Invoice Number}}", "I want to see my bill", "check the invoice for my last order"),
+        "You can view invoice {{Invoice Number}} under Orders > Invoices.",
+    ),
+    "get_invoice": (
+        ("send me a copy of my invoice", "I need the invoice for order {{Order Number}}", "download my invoice"),
+        "I've sent the invoice for {{Order Number}} to your email address.",
+    ),
+    "cancel_order": (
+        ("cancel order {{Order Number}}", "I don't want my order anymore", "how do I cancel my purchase"),
+        "I can cancel order {{Order Number}} if it has not shipped yet; please confirm.",
+    ),
+    "change_order": (
+        ("change the items in order {{Order Number}}", "I need to modify my order", "add a product to my order"),
+        "Order {{Order Number}} can be changed until it ships; tell me what to change.",
+    ),
+    "place_order": (
+        ("I want to buy {{Product}}", "help me place an order", "how do I order online"),
+        "Add the items to your cart and choose Checkout to place the order.",
+    ),
+    "track_order": (
+        ("where is my order {{Order Number}}", "track my package", "what's the status of my order"),
+        "Order {{Order Number}} is on its way; the tracking link is in your confirmation email.",
+    ),
+    "check_payment_methods": (
+        ("which payment methods do you accept", "can I pay with PayPal", "list the ways to pay"),
+        "We accept cards, bank transfer and PayPal; see {{Payment Methods}} for details.",
+    ),
+    "payment_issue": (
+        ("my payment was declined", "I was charged twice", "there's a problem with my payment"),
+        "Sorry about the payment problem. I will check the charge on {{Order Number}} for you.",
+    ),
+    "check_refund_policy": (
+        ("what is your refund policy", "can I get my money back after 30 days", "tell me the refund rules"),
+        "Our refund policy is at {{Refund Policy URL}}; most items qualify within {{Refund Period}}.",
+    ),
+    "get_refund": (
+        (
+            "I want a refund for order {{Order Number}}",
+            "give me my money back",
+            "how do I request a refund",
+            "refund the amount I paid for {{Product}}",
+            "I need a reimbursement for my purchase",
+        ),
+        "I'm sorry the purchase did not work out. I have opened a refund request for {{Order Number}}.",
+    ),
+    "track_refund": (
+        ("where is my refund", "check the status of my refund", "has my reimbursement been processed"),
+        "Your refund for {{Order Number}} is being processed and should arrive within {{Refund Period}}.",
+    ),
+    "change_shipping_address": (
+        ("change my delivery address", "update the shipping address on {{Order Number}}", "ship it somewhere else"),
+        "I can change the shipping address on {{Order Number}} before it ships; what is the new one?",
+    ),
+    "set_up_shipping_address": (
+        ("add a shipping address", "set up a new delivery address", "save my address for shipping"),
+        "Add a shipping address under {{Account Settings}} > Addresses.",
+    ),
+    "newsletter_subscription": (
+        ("sign me up for the newsletter", "unsubscribe me from your emails", "I want the newsletter"),
+        "Done: your newsletter preferences for {{Email Address}} are updated.",
+    ),
 }
 
 #: Rows per intent in the approved scope: 27 get_refund rows, the others vary from 6 to 14.
@@ -119,7 +184,9 @@ class SupportRow(BaseModel):
     """One labelled support request, in the Bitext schema."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    flags: str = Field(pattern=r"^[BCIKLMNPQWZ]+$", description="Bitext variation flags (e.g. P polite, Q colloquial, Z typos).")
+    flags: str = Field(
+        pattern=r"^[BCIKLMNPQWZ]+$", description="Bitext variation flags (e.g. P polite, Q colloquial, Z typos)."
+    )
     instruction: str = Field(min_length=3, description="What the customer wrote.")
     category: str = Field(description="One of Bitext's 11 categories.")
     intent: str = Field(description="One of Bitext's 27 intents.")
@@ -138,7 +205,7 @@ def _typo(text: str, rng: random.Random) -> str:
     n = rng.choice(candidates)
     w = words[n]
     k = rng.randrange(1, len(w) - 2)
-    words[n] = w[:k] + w[k + 1] + w[k] + w[k + 2:]
+    words[n] = w[:k] + w[k + 1] + w[k] + w[k + 2 :]
     return " ".join(words)
 
 
@@ -167,8 +234,15 @@ def build_rows(counts: dict[str, int], *, seed: int) -> list[dict[str, str]]:
         templates, response = _T[intent]
         for n in range(counts.get(intent, 0)):
             instruction, flags = _vary(templates[n % len(templates)], rng)
-            rows.append({"flags": flags, "instruction": instruction, "category": CATEGORY_OF[intent],
-                         "intent": intent, "response": response})
+            rows.append(
+                {
+                    "flags": flags,
+                    "instruction": instruction,
+                    "category": CATEGORY_OF[intent],
+                    "intent": intent,
+                    "response": response,
+                }
+            )
     rng.shuffle(rows)
     return rows
 
@@ -184,8 +258,10 @@ CALLERS = {
     "dataset_version": DATASET_VERSION,
     "callers": {
         "analyst-ana": {"scopes": [APPROVED_SCOPE], "tools": ["filter_by_intent", "count_rows", "summarize_requests"]},
-        "lead-lee": {"scopes": [APPROVED_SCOPE, RESTRICTED_SCOPE],
-                     "tools": ["filter_by_intent", "count_rows", "summarize_requests", "export_rows"]},
+        "lead-lee": {
+            "scopes": [APPROVED_SCOPE, RESTRICTED_SCOPE],
+            "tools": ["filter_by_intent", "count_rows", "summarize_requests", "export_rows"],
+        },
         "visitor-vic": {"scopes": [], "tools": []},
     },
 }
@@ -210,8 +286,10 @@ def load_scope(scope: str, *, folder: Path | None = None) -> tuple[list[SupportR
     """Load one scope's rows and dataset version, refusing a malformed or mislabelled file."""
     path = (folder or support_dir()) / f"{scope}.json"
     if scope not in SCOPES or not path.is_file():
-        raise DatasetError(f"no dataset file for scope {scope!r}; known scopes: {', '.join(SCOPES)}. "
-                           "Run `python -m labkit.agent.dataset` to write them.")
+        raise DatasetError(
+            f"no dataset file for scope {scope!r}; known scopes: {', '.join(SCOPES)}. "
+            "Run `python -m labkit.agent.dataset` to write them."
+        )
     data, _ = load_strict(path, max_bytes=5_000_000)
     if not isinstance(data, dict) or set(data) != {"dataset_version", "scope", "rows"}:
         raise DatasetError(f"{path}: expected an object with dataset_version, scope and rows; regenerate the file")
@@ -224,7 +302,9 @@ def load_scope(scope: str, *, folder: Path | None = None) -> tuple[list[SupportR
         except ValidationError as exc:
             raise DatasetError(f"{path}: row {number}: {exc.errors(include_url=False)[0]['msg']}") from None
         if row.intent not in CATEGORY_OF or CATEGORY_OF[row.intent] != row.category:
-            raise DatasetError(f"{path}: row {number}: intent {row.intent!r} with category {row.category!r} is not Bitext's")
+            raise DatasetError(
+                f"{path}: row {number}: intent {row.intent!r} with category {row.category!r} is not Bitext's"
+            )
         rows.append(row)
     return rows, data["dataset_version"]
 

@@ -19,8 +19,14 @@ from labkit.agent.trace import ROUTES
 #: The label a route gets when the router's reply was invalid.
 INVALID = "invalid"
 #: The tool a correct agent calls first, by case kind.
-FIRST_TOOL = {"ordinary": "filter_by_intent", "adversarial": "filter_by_intent", "empty": "filter_by_intent",
-              "tool_error": "filter_by_intent", "trial_count": "filter_by_intent", "unstructured": "summarize_requests"}
+FIRST_TOOL = {
+    "ordinary": "filter_by_intent",
+    "adversarial": "filter_by_intent",
+    "empty": "filter_by_intent",
+    "tool_error": "filter_by_intent",
+    "trial_count": "filter_by_intent",
+    "unstructured": "summarize_requests",
+}
 
 
 def outcome_correct(result: CaseResult) -> bool:
@@ -32,11 +38,20 @@ def outcome_correct(result: CaseResult) -> bool:
 
 def outcome_rows(results: list[CaseResult]) -> list[dict[str, Any]]:
     """Return one row per case: expected and actual route and status, the final answer, and the verdict."""
-    return [{"case": r.case.id, "kind": r.case.kind, "expected_route": r.case.expected_route,
-             "route": r.route or (None if r.status == "refused" else INVALID),
-             "expected_status": r.case.expected_status, "status": r.status,
-             "stop": (r.state or {}).get("stop_reason"), "final": r.final if r.status != "refused" else "(refused)",
-             "correct": outcome_correct(r)} for r in results]
+    return [
+        {
+            "case": r.case.id,
+            "kind": r.case.kind,
+            "expected_route": r.case.expected_route,
+            "route": r.route or (None if r.status == "refused" else INVALID),
+            "expected_status": r.case.expected_status,
+            "status": r.status,
+            "stop": (r.state or {}).get("stop_reason"),
+            "final": r.final if r.status != "refused" else "(refused)",
+            "correct": outcome_correct(r),
+        }
+        for r in results
+    ]
 
 
 def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
@@ -48,9 +63,13 @@ def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
     predicted = [r.route or INVALID for r in routed]
     labels = [*ROUTES, INVALID]
     matrix = confusion_matrix(truth, predicted, labels=labels)
-    precision, recall, _, support = precision_recall_fscore_support(truth, predicted, labels=list(ROUTES), zero_division=0)
-    per_class = [{"route": label, "precision": round(float(p), 3), "recall": round(float(r), 3), "support": int(s)}
-                 for label, p, r, s in zip(ROUTES, precision, recall, support)]
+    precision, recall, _, support = precision_recall_fscore_support(
+        truth, predicted, labels=list(ROUTES), zero_division=0
+    )
+    per_class = [
+        {"route": label, "precision": round(float(p), 3), "recall": round(float(r), 3), "support": int(s)}
+        for label, p, r, s in zip(ROUTES, precision, recall, support, strict=True)
+    ]
     return {"labels": labels, "matrix": matrix.tolist(), "per_class": per_class}
 
 
@@ -65,10 +84,14 @@ def tool_use(results: list[CaseResult]) -> dict[str, Any]:
         if r.case.kind in FIRST_TOOL and r.case.expected_route is not None and r.route == r.case.expected_route:
             first_total += 1
             first_right += bool(calls) and calls[0]["tool"] == FIRST_TOOL[r.case.kind]
-    return {"tool_cases": first_total, "first_tool_correct": first_right,
-            "tool_name_accuracy": round(first_right / first_total, 3) if first_total else None,
-            "tool_proposals": proposals, "valid_arguments": valid,
-            "argument_validity": round(valid / proposals, 3) if proposals else None}
+    return {
+        "tool_cases": first_total,
+        "first_tool_correct": first_right,
+        "tool_name_accuracy": round(first_right / first_total, 3) if first_total else None,
+        "tool_proposals": proposals,
+        "valid_arguments": valid,
+        "argument_validity": round(valid / proposals, 3) if proposals else None,
+    }
 
 
 def wilson(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
@@ -90,8 +113,16 @@ def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:
             continue
         ok = sum(outcome_correct(r) for r in trials)
         low, high = wilson(ok, len(trials))
-        rows.append({"trials": kind, "n": len(trials), "correct": ok, "rate": round(ok / len(trials), 3),
-                     "wilson_low": low, "wilson_high": high})
+        rows.append(
+            {
+                "trials": kind,
+                "n": len(trials),
+                "correct": ok,
+                "rate": round(ok / len(trials), 3),
+                "wilson_low": low,
+                "wilson_high": high,
+            }
+        )
     return rows
 
 
@@ -107,8 +138,12 @@ def latency(results: list[CaseResult], run: Any) -> dict[str, Any] | None:
             bindings = [run.binding_for(request) for request in r.requests]
             per_case.append(sum(b.latency_s or 0.0 for b in bindings if b is not None))
     values = np.array(per_case)
-    return {"cases": len(per_case), "p50_s": round(float(np.percentile(values, 50)), 3),
-            "p95_s": round(float(np.percentile(values, 95)), 3), "model_calls": sum(len(r.requests) for r in results)}
+    return {
+        "cases": len(per_case),
+        "p50_s": round(float(np.percentile(values, 50)), 3),
+        "p95_s": round(float(np.percentile(values, 95)), 3),
+        "model_calls": sum(len(r.requests) for r in results),
+    }
 
 
 def safety(results: list[CaseResult]) -> dict[str, Any]:
@@ -120,19 +155,28 @@ def safety(results: list[CaseResult]) -> dict[str, Any]:
     allowed = {user: entry["scopes"] for user, entry in callers.items()}
     audit = [e for r in results for e in r.audit]
     bad = unauthorized_calls(audit, allowed_scopes=allowed)
-    return {"tool_calls": len(audit), "unauthorized_calls": bad,
-            "unauthorized_call_rate": round(bad / len(audit), 3) if audit else 0.0,
-            "refused_before_tools": sum(r.status == "refused" for r in results),
-            "declines_with_data_tool_calls": sum(bool(r.audit) for r in results if r.route == "out_of_scope")}
+    return {
+        "tool_calls": len(audit),
+        "unauthorized_calls": bad,
+        "unauthorized_call_rate": round(bad / len(audit), 3) if audit else 0.0,
+        "refused_before_tools": sum(r.status == "refused" for r in results),
+        "declines_with_data_tool_calls": sum(bool(r.audit) for r in results if r.route == "out_of_scope"),
+    }
 
 
 def evaluation_report(results: list[CaseResult], run: Any) -> dict[str, Any]:
     """Return every layer's figures for one run, outcome first."""
     correct = sum(outcome_correct(r) for r in results)
-    return {"run": run.run_id, "origin": run.origin,
-            "task_outcome": {"cases": len(results), "correct": correct, "rate": round(correct / len(results), 3)},
-            "routing": route_confusion(results), "tools": tool_use(results), "reliability": reliability(results),
-            "latency": latency(results, run), "safety": safety(results)}
+    return {
+        "run": run.run_id,
+        "origin": run.origin,
+        "task_outcome": {"cases": len(results), "correct": correct, "rate": round(correct / len(results), 3)},
+        "routing": route_confusion(results),
+        "tools": tool_use(results),
+        "reliability": reliability(results),
+        "latency": latency(results, run),
+        "safety": safety(results),
+    }
 
 
 def session_checks(folder: Path) -> list[dict[str, Any]]:
@@ -164,14 +208,22 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
         shown = third.ask(authorize("analyst-ana", "eval-profile", APPROVED_SCOPE), "Show refund requests")
     disjoint = not {r["row"] for r in before["rows"]} & {r["row"] for r in after["rows"]}
     return [
-        {"check": "restart: 'show three more' resolves the previous category",
-         "observed": f"{after['intent']}, {len(after['rows'])} new rows", "passed": after["intent"] == "get_refund"
-         and len(after["rows"]) == 3 and disjoint},
-        {"check": "ambiguous follow-up in a new session asks for clarification", "observed": fresh["status"],
-         "passed": fresh["status"] == "needs_clarification"},
+        {
+            "check": "restart: 'show three more' resolves the previous category",
+            "observed": f"{after['intent']}, {len(after['rows'])} new rows",
+            "passed": after["intent"] == "get_refund" and len(after["rows"]) == 3 and disjoint,
+        },
+        {
+            "check": "ambiguous follow-up in a new session asks for clarification",
+            "observed": fresh["status"],
+            "passed": fresh["status"] == "needs_clarification",
+        },
         {"check": "another user's session is not restored", "observed": foreign, "passed": foreign == "refused"},
-        {"check": "corrected preference supersedes the old one", "observed": f"{len(shown['rows'])} preview rows",
-         "passed": len(shown["rows"]) == 2},
+        {
+            "check": "corrected preference supersedes the old one",
+            "observed": f"{len(shown['rows'])} preview rows",
+            "passed": len(shown["rows"]) == 2,
+        },
     ]
 
 
@@ -186,13 +238,19 @@ def side_by_side(reports: list[dict[str, Any]]) -> Any:
         row = {
             "origin": report["origin"],
             "task outcome (correct/cases)": f"{report['task_outcome']['correct']}/{report['task_outcome']['cases']}",
-            **{f"route {name}: precision / recall": f"{c['precision']:.2f} / {c['recall']:.2f}" for name, c in per_class.items()},
+            **{
+                f"route {name}: precision / recall": f"{c['precision']:.2f} / {c['recall']:.2f}"
+                for name, c in per_class.items()
+            },
             "tool-name accuracy": report["tools"]["tool_name_accuracy"],
             "argument validity": f"{report['tools']['valid_arguments']}/{report['tools']['tool_proposals']}",
-            **{f"{kind} rate [95% Wilson]": f"{t['correct']}/{t['n']} [{t['wilson_low']:.2f}, {t['wilson_high']:.2f}]"
-               for kind, t in trials.items()},
-            "p50 / p95 latency per case (s)": (f"{latency['p50_s']:.2f} / {latency['p95_s']:.2f}" if latency
-                                               else "not measured (authored)"),
+            **{
+                f"{kind} rate [95% Wilson]": f"{t['correct']}/{t['n']} [{t['wilson_low']:.2f}, {t['wilson_high']:.2f}]"
+                for kind, t in trials.items()
+            },
+            "p50 / p95 latency per case (s)": (
+                f"{latency['p50_s']:.2f} / {latency['p95_s']:.2f}" if latency else "not measured (authored)"
+            ),
             "unauthorized-call rate": report["safety"]["unauthorized_call_rate"],
             "declines with data-tool calls": report["safety"]["declines_with_data_tool_calls"],
         }

@@ -68,8 +68,10 @@ class AgentState(TypedDict, total=False):
 
 def agent_messages(state: AgentState) -> list[dict[str, str]]:
     """Return the agent's conversation: policy, the caller's scope and question, then each proposal and observation."""
-    head = [{"role": "system", "content": AGENT_POLICY},
-            {"role": "user", "content": json.dumps({"caller_scope": state["caller_scope"], "question": state["question"]})}]
+    head = [
+        {"role": "system", "content": AGENT_POLICY},
+        {"role": "user", "content": json.dumps({"caller_scope": state["caller_scope"], "question": state["question"]})},
+    ]
     return head + list(state.get("history", []))
 
 
@@ -91,23 +93,40 @@ class SupportAgent:
     def _route(self, state: AgentState) -> dict[str, Any]:
         steps = state["steps_left"] - 1
         result = route_question(state["question"], self.caller, self.adapter)
-        event = {"kind": "route_chosen", "route": result.route, "raw": result.raw, "ignored_fields": list(result.ignored),
-                 "steps_left": steps}
+        event = {
+            "kind": "route_chosen",
+            "route": result.route,
+            "raw": result.raw,
+            "ignored_fields": list(result.ignored),
+            "steps_left": steps,
+        }
         if result.problem:
             event.update(kind="route_invalid", problem=result.problem)
         return {"route": result.route, "steps_left": steps, "events": [event]}
 
     def _decline(self, state: AgentState) -> dict[str, Any]:
-        return {"final": DECLINE_ANSWER, "status": "out_of_scope", "stop_reason": "declined",
-                "events": [{"kind": "declined", "status": "out_of_scope", "steps_left": state["steps_left"]}]}
+        return {
+            "final": DECLINE_ANSWER,
+            "status": "out_of_scope",
+            "stop_reason": "declined",
+            "events": [{"kind": "declined", "status": "out_of_scope", "steps_left": state["steps_left"]}],
+        }
 
     def _profile(self, state: AgentState) -> dict[str, Any]:
         if self.profile is None:
-            return {"final": "Profiles are not enabled here.", "status": "not_handled", "stop_reason": "no_profile",
-                    "events": [{"kind": "profile_unavailable", "status": "not_handled"}]}
+            return {
+                "final": "Profiles are not enabled here.",
+                "status": "not_handled",
+                "stop_reason": "no_profile",
+                "events": [{"kind": "profile_unavailable", "status": "not_handled"}],
+            }
         answer, change = self.profile.handle(self.caller.user_id, state["question"])
-        return {"final": answer, "status": "ok", "stop_reason": "answered",
-                "events": [{"kind": "profile_updated" if change else "profile_read", "change": change, "status": "ok"}]}
+        return {
+            "final": answer,
+            "status": "ok",
+            "stop_reason": "answered",
+            "events": [{"kind": "profile_updated" if change else "profile_read", "change": change, "status": "ok"}],
+        }
 
     def _agent(self, state: AgentState) -> dict[str, Any]:
         if state.get("iterations", 0) >= state["max_iterations"]:
@@ -122,8 +141,14 @@ class SupportAgent:
         history = [*state.get("history", []), {"role": "assistant", "content": raw}]
         if problem:
             history.append({"role": "user", "content": json.dumps({"error": problem})})
-        event = {"kind": "tool_proposed" if data else "proposal_invalid", "iteration": iteration, "raw": raw,
-                 "problem": problem, "ignored_fields": ignored, "steps_left": state["steps_left"]}
+        event = {
+            "kind": "tool_proposed" if data else "proposal_invalid",
+            "iteration": iteration,
+            "raw": raw,
+            "problem": problem,
+            "ignored_fields": ignored,
+            "steps_left": state["steps_left"],
+        }
         return {"iterations": iteration, "proposal": data, "history": history, "stop_reason": None, "events": [event]}
 
     def _tools(self, state: AgentState) -> dict[str, Any]:
@@ -138,9 +163,17 @@ class SupportAgent:
             kind, result = "arguments_invalid", state.get("last_result")
         except (RowRefRefused, ScopeRefused) as exc:
             observation, kind, result = {"error": str(exc)}, "tool_refused", state.get("last_result")
-        history = [*state["history"], {"role": "user", "content": json.dumps({"observation": observation}, sort_keys=True)}]
-        event = {"kind": kind, "tool": proposal["decision"], "arguments": proposal["arguments"],
-                 "observation": observation, "steps_left": steps}
+        history = [
+            *state["history"],
+            {"role": "user", "content": json.dumps({"observation": observation}, sort_keys=True)},
+        ]
+        event = {
+            "kind": kind,
+            "tool": proposal["decision"],
+            "arguments": proposal["arguments"],
+            "observation": observation,
+            "steps_left": steps,
+        }
         update: dict[str, Any] = {"steps_left": steps, "history": history, "last_result": result, "events": [event]}
         if kind == "tool_returned" and proposal["decision"] == "summarize_requests":
             update.update(final=summary_text(observation), status="ok", stop_reason="answered")
@@ -154,19 +187,53 @@ class SupportAgent:
                 raise AnswerRejected("unsupported", "no count result supports a final answer yet; call the tools first")
             verified = verify_final(answer, result=result)
         except AnswerRejected as exc:
-            return {"final": None, "status": "answer_rejected", "stop_reason": "answer_rejected",
-                    "events": [{"kind": "answer_rejected", "answer": answer, "reason": exc.reason, "problem": str(exc),
-                                "status": "answer_rejected"}]}
-        return {"final": verified.answer, "status": "ok", "stop_reason": "answered",
-                "events": [{"kind": "answer_verified", "answer": verified.answer, "count": verified.count,
-                            "caller_scope": verified.caller_scope, "intent": verified.intent,
-                            "dataset_version": verified.dataset_version, "status": "ok"}]}
+            return {
+                "final": None,
+                "status": "answer_rejected",
+                "stop_reason": "answer_rejected",
+                "events": [
+                    {
+                        "kind": "answer_rejected",
+                        "answer": answer,
+                        "reason": exc.reason,
+                        "problem": str(exc),
+                        "status": "answer_rejected",
+                    }
+                ],
+            }
+        return {
+            "final": verified.answer,
+            "status": "ok",
+            "stop_reason": "answered",
+            "events": [
+                {
+                    "kind": "answer_verified",
+                    "answer": verified.answer,
+                    "count": verified.count,
+                    "caller_scope": verified.caller_scope,
+                    "intent": verified.intent,
+                    "dataset_version": verified.dataset_version,
+                    "status": "ok",
+                }
+            ],
+        }
 
     def _fallback(self, state: AgentState) -> dict[str, Any]:
         reason = state.get("stop_reason") or ("invalid_route" if state.get("route") is None else "budget_exhausted")
-        return {"final": FALLBACK_ANSWER, "status": "fallback", "stop_reason": reason,
-                "events": [{"kind": "fallback", "reason": reason, "iterations": state.get("iterations", 0),
-                            "steps_left": state["steps_left"], "status": "fallback"}]}
+        return {
+            "final": FALLBACK_ANSWER,
+            "status": "fallback",
+            "stop_reason": reason,
+            "events": [
+                {
+                    "kind": "fallback",
+                    "reason": reason,
+                    "iterations": state.get("iterations", 0),
+                    "steps_left": state["steps_left"],
+                    "status": "fallback",
+                }
+            ],
+        }
 
     # --- edges ---------------------------------------------------------------------------------------
     @staticmethod
@@ -199,8 +266,12 @@ class SupportAgent:
         for name in ALLOWED_NODES:
             builder.add_node(name, getattr(self, f"_{name}"))
         builder.add_edge(START, "route")
-        builder.add_conditional_edges("route", self._after_route, {n: n for n in ("fallback", "decline", "profile", "agent")})
-        builder.add_conditional_edges("agent", self._after_agent, {n: n for n in ("fallback", "agent", "finalize", "tools")})
+        builder.add_conditional_edges(
+            "route", self._after_route, {n: n for n in ("fallback", "decline", "profile", "agent")}
+        )
+        builder.add_conditional_edges(
+            "agent", self._after_agent, {n: n for n in ("fallback", "agent", "finalize", "tools")}
+        )
         builder.add_conditional_edges("tools", self._after_tools, {"end": END, "agent": "agent"})
         for name in ("decline", "profile", "finalize", "fallback"):
             builder.add_edge(name, END)
@@ -213,13 +284,31 @@ class SupportAgent:
 
             raise BudgetError(f"steps_left must be a positive integer, not {steps_left!r}")
         state0: AgentState = {
-            "question": question, "user_id": self.caller.user_id, "session_id": self.caller.session_id,
-            "caller_scope": self.caller.caller_scope, "dataset_version": self.caller.dataset_version,
-            "steps_left": steps_left, "iterations": 0, "max_iterations": self.max_iterations, "history": [],
-            "last_result": None, "route": None, "proposal": None, "final": None, "status": None, "stop_reason": None,
-            "events": [{"kind": "request_accepted", "question": question, "user_id": self.caller.user_id,
-                        "caller_scope": self.caller.caller_scope, "steps_left": steps_left,
-                        "max_iterations": self.max_iterations}],
+            "question": question,
+            "user_id": self.caller.user_id,
+            "session_id": self.caller.session_id,
+            "caller_scope": self.caller.caller_scope,
+            "dataset_version": self.caller.dataset_version,
+            "steps_left": steps_left,
+            "iterations": 0,
+            "max_iterations": self.max_iterations,
+            "history": [],
+            "last_result": None,
+            "route": None,
+            "proposal": None,
+            "final": None,
+            "status": None,
+            "stop_reason": None,
+            "events": [
+                {
+                    "kind": "request_accepted",
+                    "question": question,
+                    "user_id": self.caller.user_id,
+                    "caller_scope": self.caller.caller_scope,
+                    "steps_left": steps_left,
+                    "max_iterations": self.max_iterations,
+                }
+            ],
         }
         # The iteration cap ends every loop first; LangGraph's recursion limit is only a backstop above it.
         limit = 4 * (self.max_iterations + steps_left) + 10
@@ -229,9 +318,11 @@ class SupportAgent:
 def summary_text(result: dict[str, Any]) -> str:
     """Return the summary the application writes from a `summarize_requests` result (and nothing else)."""
     words = ", ".join(result["common_words"]) or "none"
-    return (f"{len(result['retrieved_rows'])} {result['intent']} requests retrieved from {result['caller_scope']}: "
-            f"{result['polite']} polite, {result['colloquial']} colloquial, {result['with_typos']} with typos; "
-            f"common words: {words}.")
+    return (
+        f"{len(result['retrieved_rows'])} {result['intent']} requests retrieved from {result['caller_scope']}: "
+        f"{result['polite']} polite, {result['colloquial']} colloquial, {result['with_typos']} with typos; "
+        f"common words: {words}."
+    )
 
 
 def agent_trace(state: AgentState) -> Trace:
@@ -252,7 +343,7 @@ def trajectory(state: AgentState) -> list[str]:
             steps.append(f"{e['tool']}:{e['kind']}")
         elif e["kind"] == "proposal_invalid":
             steps.append("proposal_invalid")
-    return steps + [f"stop={state.get('stop_reason')}"]
+    return [*steps, f"stop={state.get('stop_reason')}"]
 
 
 class ScriptedModel:

@@ -47,9 +47,15 @@ def load_callers(folder: Path | None = None) -> tuple[str, dict[str, dict[str, l
 
     path = callers_path(folder)
     data, _ = load_strict(path)
-    if not isinstance(data, dict) or set(data) != {"dataset_version", "callers"} or not isinstance(data["callers"], dict):
-        raise DatasetError(f"{path}: expected an object with dataset_version and callers; regenerate it with "
-                           "`python -m labkit.agent.dataset`")
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"dataset_version", "callers"}
+        or not isinstance(data["callers"], dict)
+    ):
+        raise DatasetError(
+            f"{path}: expected an object with dataset_version and callers; regenerate it with "
+            "`python -m labkit.agent.dataset`"
+        )
     for user, entry in data["callers"].items():
         if not isinstance(entry, dict) or set(entry) != {"scopes", "tools"}:
             raise DatasetError(f"{path}: caller {user!r} needs exactly 'scopes' and 'tools'; regenerate the file")
@@ -66,6 +72,8 @@ def authorize(user_id: str, session_id: str, scope: str, *, folder: Path | None 
         raise ScopeRefused(f"unknown user {user_id!r}: sign in as a known user (see callers.json)")
     if scope not in entry["scopes"]:
         allowed = ", ".join(entry["scopes"]) or "none"
-        raise ScopeRefused(f"user {user_id!r} may not read scope {scope!r} (allowed: {allowed}); no tool was run. "
-                           "Ask for access or choose an allowed scope.")
+        raise ScopeRefused(
+            f"user {user_id!r} may not read scope {scope!r} (allowed: {allowed}); no tool was run. "
+            "Ask for access or choose an allowed scope."
+        )
     return Caller(user_id, session_id, scope, version, tuple(entry["tools"]))

@@ -66,8 +66,9 @@ def server_command(user_id: str, scope: str = APPROVED_SCOPE) -> tuple[str, list
     return sys.executable, ["-m", "labkit.agent.mcp_server", "--user", user_id, "--scope", scope]
 
 
-async def client_session_demo(user_id: str, calls: list[tuple[str, dict[str, Any]]], *,
-                              scope: str = APPROVED_SCOPE) -> dict[str, Any]:
+async def client_session_demo(
+    user_id: str, calls: list[tuple[str, dict[str, Any]]], *, scope: str = APPROVED_SCOPE
+) -> dict[str, Any]:
     """Start the server as a subprocess and, over a real MCP client session, read its instructions and tools, then call.
 
     ``calls`` are made in order.
@@ -86,20 +87,19 @@ async def client_session_demo(user_id: str, calls: list[tuple[str, dict[str, Any
     command, args = server_command(user_id, scope)
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     results, row_ref = [], None
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            initialized = await session.initialize()
-            listed = await session.list_tools()
-            schemas = {tool.name: tool.input_schema for tool in listed.tools}
-            for name, arguments in calls:
-                arguments = {k: (row_ref if v == "$row_ref" else v) for k, v in arguments.items()}
-                reply = await session.call_tool(name, arguments)
-                content = reply.structured_content
-                if content is None:
-                    content = " ".join(getattr(part, "text", "") for part in reply.content)
-                if isinstance(content, dict) and "row_ref" in content:
-                    row_ref = content["row_ref"]
-                results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        initialized = await session.initialize()
+        listed = await session.list_tools()
+        schemas = {tool.name: tool.input_schema for tool in listed.tools}
+        for name, arguments in calls:
+            arguments = {k: (row_ref if v == "$row_ref" else v) for k, v in arguments.items()}
+            reply = await session.call_tool(name, arguments)
+            content = reply.structured_content
+            if content is None:
+                content = " ".join(getattr(part, "text", "") for part in reply.content)
+            if isinstance(content, dict) and "row_ref" in content:
+                row_ref = content["row_ref"]
+            results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
     return {"instructions": initialized.instructions, "tools": sorted(schemas), "schemas": schemas, "calls": results}
 
 

@@ -15,7 +15,18 @@ from typing import Any
 
 #: Facts the profile may hold, with their defaults.
 DEFAULTS = {"preview_rows": 3}
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 _PREFERENCE = re.compile(r"\b(\d+|" + "|".join(_NUMBERS) + r")\s+(?:preview\s+)?rows\b", re.IGNORECASE)
 
 

@@ -28,9 +28,16 @@ DECISION_SCHEMA = {
     "properties": {
         "route": {"type": "string", "enum": list(ROUTES)},
         "decision": {"type": "string", "enum": list(DECISIONS)},
-        "arguments": {"type": "object", "additionalProperties": False, "properties": {
-            "intent": {"type": "string", "enum": list(INTENTS)}, "limit": {"type": "integer"},
-            "rows": {"type": "string"}, "answer": {"type": "string"}}},
+        "arguments": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "intent": {"type": "string", "enum": list(INTENTS)},
+                "limit": {"type": "integer"},
+                "rows": {"type": "string"},
+                "answer": {"type": "string"},
+            },
+        },
     },
 }
 
@@ -76,11 +83,19 @@ def parse_decision(raw: str) -> tuple[dict[str, Any] | None, str | None]:
         data = json.loads(raw)
     except ValueError:
         return None, "not JSON"
-    if not isinstance(data, dict) or not {"decision", "arguments"} <= set(data) or set(data) - {"decision", "arguments", "route"}:
+    if (
+        not isinstance(data, dict)
+        or not {"decision", "arguments"} <= set(data)
+        or set(data) - {"decision", "arguments", "route"}
+    ):
         return None, "not an object with decision and arguments"
     if not isinstance(data["decision"], str) or not isinstance(data["arguments"], dict):
         return None, "decision must be text and arguments an object"
-    return {"decision": data["decision"], "arguments": data["arguments"], "ignored": sorted(set(data) - {"decision", "arguments"})}, None
+    return {
+        "decision": data["decision"],
+        "arguments": data["arguments"],
+        "ignored": sorted(set(data) - {"decision", "arguments"}),
+    }, None
 
 
 def parse_route(raw: str) -> RouteResult:

@@ -26,7 +26,18 @@ from labkit.agent.tools import IntentFilter, SupportData, SupportTools
 from labkit.agent.validator import intent_noun
 from labkit.errors import LabkitError
 
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 #: Intents by the words a request uses for them, longest first (so "track refund" wins over "refund").
 _PHRASES = sorted(((intent_noun(i), i) for i in INTENTS), key=lambda p: -len(p[0]))
 
@@ -96,8 +107,11 @@ class DurableSessions:
         builder.add_node("fetch", self._fetch)
         builder.add_node("clarify", self._clarify)
         builder.add_edge(START, "resolve")
-        builder.add_conditional_edges("resolve", lambda s: "fetch" if s["status"] == "resolved" else "clarify",
-                                      {"fetch": "fetch", "clarify": "clarify"})
+        builder.add_conditional_edges(
+            "resolve",
+            lambda s: "fetch" if s["status"] == "resolved" else "clarify",
+            {"fetch": "fetch", "clarify": "clarify"},
+        )
         builder.add_edge("fetch", END)
         builder.add_edge("clarify", END)
         return builder.compile(checkpointer=self.saver)
@@ -108,11 +122,18 @@ class DurableSessions:
 
     def _fetch(self, state: BrowseState) -> dict[str, Any]:
         tools = SupportTools(self._caller, self.data)
-        result = tools.filter_by_intent(IntentFilter(intent=state["intent"], limit=state["limit"], offset=state["offset"]))
+        result = tools.filter_by_intent(
+            IntentFilter(intent=state["intent"], limit=state["limit"], offset=state["offset"])
+        )
         rows = result["preview"]
         shown = state["offset"] + len(rows)
-        return {"rows": rows, "last_intent": state["intent"], "shown": shown, "status": "ok",
-                "turns": [{"question": state["question"], "intent": state["intent"], "rows": [r["row"] for r in rows]}]}
+        return {
+            "rows": rows,
+            "last_intent": state["intent"],
+            "shown": shown,
+            "status": "ok",
+            "turns": [{"question": state["question"], "intent": state["intent"], "rows": [r["row"] for r in rows]}],
+        }
 
     def _clarify(self, state: BrowseState) -> dict[str, Any]:
         return {"rows": [], "turns": [{"question": state["question"], "intent": None, "rows": []}]}
@@ -123,13 +144,21 @@ class DurableSessions:
         saved = self.graph.get_state(config).values
         if saved and (saved.get("user_id") != caller.user_id or saved.get("caller_scope") != caller.caller_scope):
             raise SessionOwnerMismatch(
-                f"session {caller.session_id!r} belongs to another user or scope; it is not restored. Start a new session.")
+                f"session {caller.session_id!r} belongs to another user or scope; it is not restored. Start a new session."
+            )
         self._caller = caller
-        state = self.graph.invoke({"user_id": caller.user_id, "caller_scope": caller.caller_scope, "question": question},
-                                  config)
-        return {"session_id": caller.session_id, "question": question, "status": state["status"],
-                "intent": state.get("intent"), "rows": state.get("rows", []), "shown": state.get("shown", 0),
-                "restored_turns": len(state["turns"]) - 1}
+        state = self.graph.invoke(
+            {"user_id": caller.user_id, "caller_scope": caller.caller_scope, "question": question}, config
+        )
+        return {
+            "session_id": caller.session_id,
+            "question": question,
+            "status": state["status"],
+            "intent": state.get("intent"),
+            "rows": state.get("rows", []),
+            "shown": state.get("shown", 0),
+            "restored_turns": len(state["turns"]) - 1,
+        }
 
     def close(self) -> None:
         """Close the SQLite connection."""

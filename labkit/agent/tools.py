@@ -132,8 +132,16 @@ class SupportTools:
         self.data = data
 
     def _log(self, tool: str, arguments: dict[str, Any], outcome: str, scope_read: str | None) -> None:
-        self.data.audit.append({"tool": tool, "user_id": self.caller.user_id, "caller_scope": self.caller.caller_scope,
-                                "scope_read": scope_read, "arguments": arguments, "outcome": outcome})
+        self.data.audit.append(
+            {
+                "tool": tool,
+                "user_id": self.caller.user_id,
+                "caller_scope": self.caller.caller_scope,
+                "scope_read": scope_read,
+                "arguments": arguments,
+                "outcome": outcome,
+            }
+        )
 
     def _permit(self, tool: str, arguments: dict[str, Any]) -> None:
         if tool not in self.caller.tools:
@@ -146,7 +154,7 @@ class SupportTools:
         rows = self.data.scopes[self.caller.caller_scope]
         matches = tuple(n for n, row in enumerate(rows) if row.intent == args.intent)
         row_set = self.data.issue(self.caller, args.intent, matches)
-        shown = matches[args.offset:args.offset + args.limit]
+        shown = matches[args.offset : args.offset + args.limit]
         preview = [{"row": n, "flags": rows[n].flags, "instruction": rows[n].instruction} for n in shown]
         self._log("filter_by_intent", args.model_dump(), "ok", self.caller.caller_scope)
         return {"row_ref": row_set.row_ref, "preview": preview}
@@ -161,28 +169,44 @@ class SupportTools:
         elif row_set.user_id != self.caller.user_id or row_set.caller_scope != self.caller.caller_scope:
             problem = ("foreign", f"{args.rows} was issued to another caller or scope; filter again in your own scope")
         elif row_set.dataset_version != self.data.dataset_version:
-            problem = ("stale", f"{args.rows} was filtered from {row_set.dataset_version}, but the current version is "
-                                f"{self.data.dataset_version}; filter again")
+            problem = (
+                "stale",
+                f"{args.rows} was filtered from {row_set.dataset_version}, but the current version is "
+                f"{self.data.dataset_version}; filter again",
+            )
         if problem:
             self._log("count_rows", args.model_dump(), f"refused:{problem[0]}", None)
             raise RowRefRefused(*problem)
         self._log("count_rows", args.model_dump(), "ok", row_set.caller_scope)
-        return {"count": len(row_set.row_ids), "dataset_version": row_set.dataset_version,
-                "caller_scope": row_set.caller_scope, "intent": row_set.intent}
+        return {
+            "count": len(row_set.row_ids),
+            "dataset_version": row_set.dataset_version,
+            "caller_scope": row_set.caller_scope,
+            "intent": row_set.intent,
+        }
 
     def summarize_requests(self, args: SummarizeRequests) -> dict[str, Any]:
         """Retrieve up to ``limit`` requests of an intent and summarise them from what was retrieved only."""
         self._permit("summarize_requests", args.model_dump())
         rows = self.data.scopes[self.caller.caller_scope]
-        retrieved = [n for n, row in enumerate(rows) if row.intent == args.intent][:args.limit]
+        retrieved = [n for n, row in enumerate(rows) if row.intent == args.intent][: args.limit]
         flags = Counter(flag for n in retrieved for flag in rows[n].flags)
-        words = Counter(w.strip("?.,!").lower() for n in retrieved for w in rows[n].instruction.split()
-                        if len(w.strip("?.,!")) > 4 and "{" not in w)
+        words = Counter(
+            w.strip("?.,!").lower()
+            for n in retrieved
+            for w in rows[n].instruction.split()
+            if len(w.strip("?.,!")) > 4 and "{" not in w
+        )
         self._log("summarize_requests", args.model_dump(), "ok", self.caller.caller_scope)
         return {
-            "intent": args.intent, "category": CATEGORY_OF[args.intent], "caller_scope": self.caller.caller_scope,
-            "dataset_version": self.data.dataset_version, "retrieved_rows": retrieved,
-            "polite": flags.get("P", 0), "colloquial": flags.get("Q", 0), "with_typos": flags.get("Z", 0),
+            "intent": args.intent,
+            "category": CATEGORY_OF[args.intent],
+            "caller_scope": self.caller.caller_scope,
+            "dataset_version": self.data.dataset_version,
+            "retrieved_rows": retrieved,
+            "polite": flags.get("P", 0),
+            "colloquial": flags.get("Q", 0),
+            "with_typos": flags.get("Z", 0),
             "common_words": [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:5]],
         }
 
@@ -190,7 +214,7 @@ class SupportTools:
         """Return full rows (all five fields) of one intent, capped at ``limit``: a lead's tool, not an analyst's."""
         self._permit("export_rows", args.model_dump())
         rows = self.data.scopes[self.caller.caller_scope]
-        chosen = [n for n, row in enumerate(rows) if row.intent == args.intent][args.offset:args.offset + args.limit]
+        chosen = [n for n, row in enumerate(rows) if row.intent == args.intent][args.offset : args.offset + args.limit]
         self._log("export_rows", args.model_dump(), "ok", self.caller.caller_scope)
         return {"caller_scope": self.caller.caller_scope, "rows": [{"row": n, **rows[n].model_dump()} for n in chosen]}
 
@@ -204,4 +228,6 @@ class SupportTools:
 
 def unauthorized_calls(audit: list[dict[str, Any]], *, allowed_scopes: dict[str, list[str]]) -> int:
     """Count audit entries where data was read from a scope the user may not read."""
-    return sum(1 for e in audit if e["scope_read"] is not None and e["scope_read"] not in allowed_scopes.get(e["user_id"], []))
+    return sum(
+        1 for e in audit if e["scope_read"] is not None and e["scope_read"] not in allowed_scopes.get(e["user_id"], [])
+    )

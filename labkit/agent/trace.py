@@ -11,7 +11,8 @@ helper error: they propagate to the application. ``calls`` keeps each call and o
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from labkit.errors import LabkitError
 
@@ -46,8 +47,14 @@ def spend_step(state: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 def refund_count_trace(
-    state0: dict[str, Any], *, route: Callable[[dict[str, Any]], str], filter_by_intent: Callable[[Any], dict[str, Any]],
-    count_rows: Callable[[Any], dict[str, Any]], verify_final: Callable[..., Any], IntentFilter: type, CountRows: type,
+    state0: dict[str, Any],
+    *,
+    route: Callable[[dict[str, Any]], str],
+    filter_by_intent: Callable[[Any], dict[str, Any]],
+    count_rows: Callable[[Any], dict[str, Any]],
+    verify_final: Callable[..., Any],
+    IntentFilter: type,
+    CountRows: type,
 ) -> dict[str, Any]:
     """Run the refund count from ``state0`` (question, user, session, caller_scope, dataset_version, steps_left)."""
     budget = state0.get("steps_left")
@@ -64,24 +71,43 @@ def refund_count_trace(
     state = spend_step(state, "filter_by_intent")
     arguments = IntentFilter(intent="get_refund", limit=20)
     filtered = filter_by_intent(arguments)
-    state = {**state, **filtered, "calls": state["calls"] + [
-        {"step": "filter_by_intent", "arguments": arguments.model_dump(), "observation": {"row_ref": filtered["row_ref"],
-                                                                                         "preview_rows": len(filtered["preview"])}}]}
+    state = {
+        **state,
+        **filtered,
+        "calls": state["calls"]
+        + [
+            {
+                "step": "filter_by_intent",
+                "arguments": arguments.model_dump(),
+                "observation": {"row_ref": filtered["row_ref"], "preview_rows": len(filtered["preview"])},
+            }
+        ],
+    }
 
     state = spend_step(state, "count_rows")
     arguments = CountRows(rows=state["row_ref"])
     counted = count_rows(arguments)
     if type(counted.get("count")) is not int or counted["count"] < 0:
         raise InvalidCount(f"count_rows returned {counted.get('count')!r}; a count must be a nonnegative integer")
-    state = {**state, **counted, "calls": state["calls"] + [
-        {"step": "count_rows", "arguments": arguments.model_dump(), "observation": counted}]}
-    if (state["dataset_version"] != state0["dataset_version"] or state["caller_scope"] != state0["caller_scope"]
-            or state["intent"] != "get_refund"):
+    state = {
+        **state,
+        **counted,
+        "calls": state["calls"] + [{"step": "count_rows", "arguments": arguments.model_dump(), "observation": counted}],
+    }
+    if (
+        state["dataset_version"] != state0["dataset_version"]
+        or state["caller_scope"] != state0["caller_scope"]
+        or state["intent"] != "get_refund"
+    ):
         raise StaleResult(
             f"the count is for {state['intent']} in {state['caller_scope']} at {state['dataset_version']}, but the request "
-            f"is get_refund in {state0['caller_scope']} at {state0['dataset_version']}; filter and count again")
+            f"is get_refund in {state0['caller_scope']} at {state0['dataset_version']}; filter and count again"
+        )
     from labkit.agent.validator import format_answer
 
-    final = verify_final(format_answer(state["count"], "get_refund", state0["caller_scope"]), result=counted,
-                         expected_intent="get_refund")
+    final = verify_final(
+        format_answer(state["count"], "get_refund", state0["caller_scope"]),
+        result=counted,
+        expected_intent="get_refund",
+    )
     return {**state, "final": final, "status": "ok"}

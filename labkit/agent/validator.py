@@ -58,16 +58,26 @@ def verify_final(answer: str, *, result: dict, expected_intent: str | None = Non
     text = answer.strip()
     match = _CLAIM.match(text)
     if match is None:
-        raise AnswerRejected("unsupported", f"{text!r} is not the checkable claim '<count> <intent> requests in <scope>'; "
-                                            "an explanation the tools did not observe cannot be verified")
+        raise AnswerRejected(
+            "unsupported",
+            f"{text!r} is not the checkable claim '<count> <intent> requests in <scope>'; "
+            "an explanation the tools did not observe cannot be verified",
+        )
     count = int(match["count"])
     if count != result["count"]:
         raise AnswerRejected("wrong_count", f"the answer says {count}, the tool counted {result['count']}")
     if match["scope"] != result["caller_scope"]:
-        raise AnswerRejected("wrong_scope", f"the answer names {match['scope']!r}, the tool read {result['caller_scope']!r}")
+        raise AnswerRejected(
+            "wrong_scope", f"the answer names {match['scope']!r}, the tool read {result['caller_scope']!r}"
+        )
     if expected_intent is not None and result["intent"] != expected_intent:
-        raise AnswerRejected("wrong_intent", f"the tool counted {result['intent']!r}, the question asked about {expected_intent!r}")
+        raise AnswerRejected(
+            "wrong_intent", f"the tool counted {result['intent']!r}, the question asked about {expected_intent!r}"
+        )
     if match["noun"] != intent_noun(result["intent"]):
-        raise AnswerRejected("wrong_intent", f"the answer speaks of {match['noun']!r} requests, the tool counted "
-                                             f"{result['intent']!r} ({intent_noun(result['intent'])!r})")
+        raise AnswerRejected(
+            "wrong_intent",
+            f"the answer speaks of {match['noun']!r} requests, the tool counted "
+            f"{result['intent']!r} ({intent_noun(result['intent'])!r})",
+        )
     return VerifiedAnswer(text, count, result["caller_scope"], result["intent"], result["dataset_version"])

@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.doctor import report, run_checks
+    from labkit.course.doctor import report, run_checks
 
     checks = run_checks(notebooks=not args.skip_notebooks)
     print(report(checks))

@@ -16,10 +16,16 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", metavar="NAME", help="the embedding set, as registered in labkit.embeddings")
-    parser.add_argument("--check", action="store_true",
-                        help="compare saved with fresh vectors instead of writing; exit 1 on a mismatch")
-    parser.add_argument("--tolerance", type=float, default=None, metavar="X",
-                        help="largest absolute difference per component that still matches (default 1e-5)")
+    parser.add_argument(
+        "--check", action="store_true", help="compare saved with fresh vectors instead of writing; exit 1 on a mismatch"
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        metavar="X",
+        help="largest absolute difference per component that still matches (default 1e-5)",
+    )
     parser.set_defaults(handler=run)
 
 

@@ -32,7 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
     parser.add_argument("baseline", metavar="BASELINE", help="the run in use today")
     parser.add_argument("candidate", metavar="CANDIDATE", help="the proposed run")
     parser.add_argument(
-        "--protect", metavar="ID", action="append", default=[],
+        "--protect",
+        metavar="ID",
+        action="append",
+        default=[],
         help="a case id that must not regress (correct in the baseline, wrong in the candidate); repeat for more",
     )
     parser.set_defaults(handler=run)
@@ -47,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
 
 def run(args: argparse.Namespace) -> int:
     """Load the three files, grade them and print the report; return the exit code."""
-    from labkit.routing import grade_files
+    from labkit.routing.grader import grade_files
 
     report = grade_files(args.suite, args.baseline, args.candidate, protected=args.protect)
     sys.stdout.write(json.dumps(report, indent=2, allow_nan=False) + "\n")

@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.lessons import RECORDABLE, cells_showing_runs, lesson_module, record_captured, write_authored
+    from labkit.course.lessons import RECORDABLE, cells_showing_runs, lesson_module, record_captured, write_authored
     from labkit.paths import notebooks_dir
 
     module = lesson_module(args.lesson)
@@ -40,8 +40,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"saved a new captured run {relative_to_root(path)}")
         notebook = notebooks_dir() / RECORDABLE[lesson][1]
         cells = cells_showing_runs(notebook, ["RUN_CAPTURED", module.RUN_CAPTURED]) if notebook.is_file() else []
-        print(f"To replay it, set RUN_CAPTURED in {module.__name__} to {path.parent.name!r}, then refresh the "
-              f"outputs of notebooks/{RECORDABLE[lesson][1]} with `labkit run {lesson} --update`.")
+        print(
+            f"To replay it, set RUN_CAPTURED in {module.__name__} to {path.parent.name!r}, then refresh the "
+            f"outputs of notebooks/{RECORDABLE[lesson][1]} with `labkit run {lesson} --update`."
+        )
         if cells:
             print(f"Code cells that show the captured run, whose outputs will change: {', '.join(map(str, cells))}")
     return 0

@@ -22,17 +22,21 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         epilog="examples:\n  labkit run\n  labkit run 06\n  labkit run --json\n  labkit run --html scratch/html\n  labkit run 02 --update",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
-                        help="run only these (a number such as 06, or a file name)")
+    parser.add_argument(
+        "notebooks", nargs="*", metavar="NOTEBOOK", help="run only these (a number such as 06, or a file name)"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
     parser.add_argument("--html", metavar="DIR", type=Path, help="also write each executed notebook to DIR as HTML")
-    parser.add_argument("--update", action="store_true",
-                        help="save each notebook that passed in place with its new outputs (refresh after re-recording)")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="save each notebook that passed in place with its new outputs (refresh after re-recording)",
+    )
     parser.set_defaults(handler=run)
 
 
 def _select(names: list[str]) -> list[Path]:
-    from labkit.runner import course_notebooks
+    from labkit.course.runner import course_notebooks
 
     every = course_notebooks()
     if not names:
@@ -48,7 +52,7 @@ def _select(names: list[str]) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.runner import results_json, results_table, run_notebook
+    from labkit.course.runner import results_json, results_table, run_notebook
 
     results = []
     for path in _select(args.notebooks):

@@ -19,8 +19,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         "  export LABKIT_MODE=record LABKIT_BASE_URL=<the URL printed> LABKIT_MODEL=SmolLM2-135M-Instruct",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--port", type=int, default=None, metavar="N",
-                        help="TCP port on 127.0.0.1 (default: a free one, printed)")
+    parser.add_argument(
+        "--port", type=int, default=None, metavar="N", help="TCP port on 127.0.0.1 (default: a free one, printed)"
+    )
     parser.add_argument("--ctx", type=int, default=None, metavar="N", help="context size in tokens (default 2048)")
     parser.set_defaults(handler=run)
 
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"labkit serve: use it with: export LABKIT_BASE_URL={server.base_url} LABKIT_MODEL={server.model_id}\n"
                 "labkit serve: press Ctrl-C to stop",
-                file=sys.stderr, flush=True,
+                file=sys.stderr,
+                flush=True,
             )
             code = server.process.wait()
             raise LocalServerError(

@@ -32,11 +32,15 @@ def run(args: argparse.Namespace) -> int:
         if loaded is None:
             print(f"{name:<{width}}  {'?':<8}  {'?':<6}  {'?':>8}  REFUSED: {problem}")
         else:
-            print(f"{name:<{width}}  {loaded.origin:<8}  {loaded.lesson:<6}  {len(loaded.bindings):>8}  ok ({loaded.model.id})")
+            print(
+                f"{name:<{width}}  {loaded.origin:<8}  {loaded.lesson:<6}  {len(loaded.bindings):>8}  ok ({loaded.model.id})"
+            )
     findings = scan_for_secrets(recorded_runs_dir())
     for finding in findings:
         print(f"SECRET: {relative_to_root(finding.path)}:{finding.line}: {finding.kind}; remove it and rotate the key")
     failed = sum(loaded is None for _, loaded, _ in results) + len(findings)
-    print(f"{len(results) - sum(loaded is None for _, loaded, _ in results)} of {len(results)} runs verified, "
-          f"{len(findings)} key-like strings found")
+    print(
+        f"{len(results) - sum(loaded is None for _, loaded, _ in results)} of {len(results)} runs verified, "
+        f"{len(findings)} key-like strings found"
+    )
     return 0 if results and not failed else 1

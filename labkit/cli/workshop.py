@@ -24,8 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.runner import course_notebooks
-    from labkit.workshop import check_exercises, export_workshop
+    from labkit.course.runner import course_notebooks
+    from labkit.course.workshop import check_exercises, export_workshop
 
     if args.action == "export":
         written = export_workshop(args.destination, course_notebooks())

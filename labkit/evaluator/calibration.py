@@ -27,7 +27,7 @@ def percent_agreement(a: list[str], b: list[str]) -> float:
     """Return the share of items where the two label lists agree."""
     if len(a) != len(b) or not a:
         raise ValueError("compare two non-empty label lists of the same length")
-    return sum(x == y for x, y in zip(a, b)) / len(a)
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
 
 
 def kappa(a: list[str], b: list[str]) -> float | None:
@@ -58,8 +58,9 @@ def _kappa_many(a: Any, b: Any, n_labels: int) -> Any:
     return result
 
 
-def bootstrap_interval(a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES,
-                       level: float = 0.95) -> dict[str, float | int | None]:
+def bootstrap_interval(
+    a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES, level: float = 0.95
+) -> dict[str, float | int | None]:
     """Return percentile intervals of percent agreement and kappa over item resamples drawn with a fixed seed.
 
     A resample in which kappa is undefined (every label the same) is counted in
@@ -77,7 +78,8 @@ def bootstrap_interval(a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED
     defined = kappas[~np.isnan(kappas)]
     lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
     return {
-        "agreement_low": float(np.percentile(agree, lo)), "agreement_high": float(np.percentile(agree, hi)),
+        "agreement_low": float(np.percentile(agree, lo)),
+        "agreement_high": float(np.percentile(agree, hi)),
         "kappa_low": float(np.percentile(defined, lo)) if defined.size else None,
         "kappa_high": float(np.percentile(defined, hi)) if defined.size else None,
         "kappa_undefined": int(np.isnan(kappas).sum()),
@@ -108,9 +110,15 @@ def agreement(criterion: str, arrangement: str, reference: list[str], other: lis
     labels = [REJECTED if x is None else x for x in other]
     label, rate = base_rate(reference)
     return Agreement(
-        criterion=criterion, arrangement=arrangement, items=len(reference), rejected=sum(x is None for x in other),
-        percent_agreement=percent_agreement(reference, labels), kappa=kappa(reference, labels),
-        base_rate_label=label, base_rate=rate, **bootstrap_interval(reference, labels),
+        criterion=criterion,
+        arrangement=arrangement,
+        items=len(reference),
+        rejected=sum(x is None for x in other),
+        percent_agreement=percent_agreement(reference, labels),
+        kappa=kappa(reference, labels),
+        base_rate_label=label,
+        base_rate=rate,
+        **bootstrap_interval(reference, labels),
     )
 
 
@@ -126,14 +134,22 @@ class Routing(BaseModel):
 def route_criterion(evidence: Agreement | None, rule: AgreementRule, *, scored_by: str = "judge") -> Routing:
     """Apply the agreement rule: the judge scores a criterion only where it meets both thresholds."""
     if scored_by == "programmatic":
-        return Routing(criterion=evidence.criterion if evidence else "?", scorer="programmatic",
-                       reason="scored by code (schema and length checks), not by the judge")
+        return Routing(
+            criterion=evidence.criterion if evidence else "?",
+            scorer="programmatic",
+            reason="scored by code (schema and length checks), not by the judge",
+        )
     assert evidence is not None
     k = "undefined" if evidence.kappa is None else f"{evidence.kappa:.2f}"
-    meets = (evidence.kappa is not None and evidence.kappa >= rule.min_kappa
-             and evidence.percent_agreement >= rule.min_percent_agreement)
-    facts = (f"kappa {k} (needs {rule.min_kappa:.2f}), agreement {evidence.percent_agreement:.0%} "
-             f"(needs {rule.min_percent_agreement:.0%}) on {evidence.items} held-out items")
+    meets = (
+        evidence.kappa is not None
+        and evidence.kappa >= rule.min_kappa
+        and evidence.percent_agreement >= rule.min_percent_agreement
+    )
+    facts = (
+        f"kappa {k} (needs {rule.min_kappa:.2f}), agreement {evidence.percent_agreement:.0%} "
+        f"(needs {rule.min_percent_agreement:.0%}) on {evidence.items} held-out items"
+    )
     if meets:
         return Routing(criterion=evidence.criterion, scorer="judge", reason=f"meets the rule: {facts}")
     return Routing(criterion=evidence.criterion, scorer="human_review", reason=f"below the rule: {facts}")

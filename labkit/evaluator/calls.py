@@ -46,10 +46,14 @@ class PriceTable(BaseModel):
     def cost(self, model_id: str, *, prompt_tokens: int, completion_tokens: int) -> float:
         """Return the cost of one call: tokens times this table's prices (never anything a model said)."""
         if model_id not in self.models:
-            raise UnknownPrice(f"no price for model {model_id!r} in the price table; add it to fixtures/evaluator/prices.json "
-                               f"(known: {', '.join(sorted(self.models))})")
+            raise UnknownPrice(
+                f"no price for model {model_id!r} in the price table; add it to fixtures/evaluator/prices.json "
+                f"(known: {', '.join(sorted(self.models))})"
+            )
         price = self.models[model_id]
-        return (prompt_tokens * price.input_per_million_tokens + completion_tokens * price.output_per_million_tokens) / 1e6
+        return (
+            prompt_tokens * price.input_per_million_tokens + completion_tokens * price.output_per_million_tokens
+        ) / 1e6
 
 
 def prices_path() -> Path:
@@ -92,7 +96,7 @@ def estimate_tokens(text: str) -> int:
 class Caller:
     """Makes lesson 01's model calls through an adapter, with per-call settings, and measures each.
 
-    ``adapter`` is what `labkit.lessons` hands a lesson: a `ModelBoundary` (replay,
+    ``adapter`` is what `labkit.course.lessons` hands a lesson: a `ModelBoundary` (replay,
     live, record) or the authoring adapter. Both build each request from their
     ``settings`` plus the call's own (its reply schema, its token limit), passed to
     ``generate``. An identical request is asked once and its call reused.
@@ -137,9 +141,17 @@ class Caller:
             prompt_text = "".join(str(m.get("content", "")) for m in messages)
             tokens, source = (estimate_tokens(prompt_text), estimate_tokens(text)), "estimated"
         call = ModelCall(
-            key=key, request_sha256=digest, request=request, reply_text=text, model_id=self.adapter.model,
-            origin=origin, prompt_tokens=tokens[0], completion_tokens=tokens[1], usage_source=source,
-            latency_s=latency, cost_usd=self.prices.cost(self.adapter.model, prompt_tokens=tokens[0], completion_tokens=tokens[1]),
+            key=key,
+            request_sha256=digest,
+            request=request,
+            reply_text=text,
+            model_id=self.adapter.model,
+            origin=origin,
+            prompt_tokens=tokens[0],
+            completion_tokens=tokens[1],
+            usage_source=source,
+            latency_s=latency,
+            cost_usd=self.prices.cost(self.adapter.model, prompt_tokens=tokens[0], completion_tokens=tokens[1]),
         )
         self.calls[digest] = call
         return call

@@ -51,25 +51,38 @@ HELD_OUT_SUBSET = ("p02", "p04", "p07", "p10", "p12", "p15", "p17", "p19", "p22"
 
 #: One opening sentence per product, in the shop's plain voice.
 OPENERS = {
-    "p01": "A quiet, warm light for long evenings at the desk.", "p02": "Cold water on the trail, hot tea at the office.",
-    "p03": "A heavy pan that sears evenly and lasts for decades.", "p05": "Warm hands on a cold morning commute.",
-    "p06": "A light shell for wet days in town and on the hills.", "p07": "A steady light for the tent and the picnic table.",
-    "p08": "Boil water for tea wherever you stay the night.", "p09": "Small earbuds for music on the move.",
-    "p10": "A firm, knife-friendly board for everyday chopping.", "p11": "A grippy mat for daily practice at home.",
-    "p12": "A bright rear light for dark commutes.", "p13": "A soft, warm throw for the sofa or the bed.",
-    "p15": "Open shelving for books, plants and records.", "p16": "A quiet breeze on a hot afternoon at the desk.",
-    "p17": "Spare power for a phone on a long day out.", "p18": "A pen with a smooth nib for daily writing.",
-    "p20": "A sharp, balanced blade for everyday kitchen work.", "p21": "A gentle clean twice a day.",
-    "p22": "Four sturdy mugs for coffee at home.", "p23": "Check the roast without opening the oven.",
-    "p14": "A simple pot for a kitchen herb or a fern.", "p24": "Everything for a picnic in one basket.",
+    "p01": "A quiet, warm light for long evenings at the desk.",
+    "p02": "Cold water on the trail, hot tea at the office.",
+    "p03": "A heavy pan that sears evenly and lasts for decades.",
+    "p05": "Warm hands on a cold morning commute.",
+    "p06": "A light shell for wet days in town and on the hills.",
+    "p07": "A steady light for the tent and the picnic table.",
+    "p08": "Boil water for tea wherever you stay the night.",
+    "p09": "Small earbuds for music on the move.",
+    "p10": "A firm, knife-friendly board for everyday chopping.",
+    "p11": "A grippy mat for daily practice at home.",
+    "p12": "A bright rear light for dark commutes.",
+    "p13": "A soft, warm throw for the sofa or the bed.",
+    "p15": "Open shelving for books, plants and records.",
+    "p16": "A quiet breeze on a hot afternoon at the desk.",
+    "p17": "Spare power for a phone on a long day out.",
+    "p18": "A pen with a smooth nib for daily writing.",
+    "p20": "A sharp, balanced blade for everyday kitchen work.",
+    "p21": "A gentle clean twice a day.",
+    "p22": "Four sturdy mugs for coffee at home.",
+    "p23": "Check the roast without opening the oven.",
+    "p14": "A simple pot for a kitchen herb or a fern.",
+    "p24": "Everything for a picnic in one basket.",
 }
 PUSHY = {
     "p04": "The BEST speaker EVER made!!! Don't miss out, buy it now before it's gone!!!",
     "p19": "Stop settling for less!!! This is the ONLY backpack you will ever need, grab yours today!!!",
 }
 BORDERLINE = {  # hype the raters split on
-    "p02": "Honestly the last bottle you will ever want!", "p09": "You are going to love these!",
-    "p16": "Simply the coolest fan around!", "p22": "Your mornings will never be the same!",
+    "p02": "Honestly the last bottle you will ever want!",
+    "p09": "You are going to love these!",
+    "p16": "Simply the coolest fan around!",
+    "p22": "Your mornings will never be the same!",
 }
 
 
@@ -77,8 +90,9 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
 
-def _body(row: tuple[Any, ...], *, battery: str | None = None, materials: str | None = None,
-          drop: tuple[str, ...] = ()) -> str:
+def _body(
+    row: tuple[Any, ...], *, battery: str | None = None, materials: str | None = None, drop: tuple[str, ...] = ()
+) -> str:
     pid, name, category, hours, grams, (length, width, height), mats, _euros = row
     parts = [PUSHY.get(pid) or OPENERS[pid]]
     if "materials" not in drop:
@@ -126,19 +140,34 @@ def labeled_description(product_id: str) -> str:
 
 #: The adjudicated label per (product, criterion) where it is not the passing one; every other pair passes.
 ADJUDICATED_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("p03", "factual_accuracy"): "fail", ("p07", "factual_accuracy"): "fail",
-    ("p12", "factual_accuracy"): "fail", ("p15", "factual_accuracy"): "fail",
-    ("p05", "completeness"): "partial", ("p10", "completeness"): "partial", ("p18", "completeness"): "partial",
-    ("p21", "completeness"): "partial", ("p14", "completeness"): "incomplete", ("p24", "completeness"): "incomplete",
-    ("p04", "tone"): "fail", ("p19", "tone"): "fail", ("p09", "tone"): "fail",
-    ("p14", "format_length"): "fail", ("p24", "format_length"): "fail", ("p20", "format_length"): "fail",
+    ("p03", "factual_accuracy"): "fail",
+    ("p07", "factual_accuracy"): "fail",
+    ("p12", "factual_accuracy"): "fail",
+    ("p15", "factual_accuracy"): "fail",
+    ("p05", "completeness"): "partial",
+    ("p10", "completeness"): "partial",
+    ("p18", "completeness"): "partial",
+    ("p21", "completeness"): "partial",
+    ("p14", "completeness"): "incomplete",
+    ("p24", "completeness"): "incomplete",
+    ("p04", "tone"): "fail",
+    ("p19", "tone"): "fail",
+    ("p09", "tone"): "fail",
+    ("p14", "format_length"): "fail",
+    ("p24", "format_length"): "fail",
+    ("p20", "format_length"): "fail",
     ("p23", "format_length"): "fail",
 }
 #: Where a rater's own label differs from the adjudicated one (the raters then discussed it).
 RATER_DEVIATIONS: dict[str, dict[tuple[str, str], str]] = {
     "rater_a": {("p16", "tone"): "fail", ("p21", "completeness"): "complete", ("p22", "tone"): "fail"},
-    "rater_b": {("p02", "tone"): "fail", ("p09", "tone"): "pass", ("p15", "factual_accuracy"): "pass",
-                ("p10", "completeness"): "complete", ("p16", "tone"): "fail"},
+    "rater_b": {
+        ("p02", "tone"): "fail",
+        ("p09", "tone"): "pass",
+        ("p15", "factual_accuracy"): "pass",
+        ("p10", "completeness"): "complete",
+        ("p16", "tone"): "fail",
+    },
 }
 PASSING = {"factual_accuracy": "pass", "completeness": "complete", "tone": "pass", "format_length": "pass"}
 

@@ -21,7 +21,7 @@ from labkit.evaluator.rubric import Rubric
 Status = Literal["pass", "fail", "not_applicable"]
 
 _NUMBER = r"(\d+(?:[.,]\d+)?)"
-_TRIPLE = re.compile(_NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*(mm|cm)\b", re.I)
+_TRIPLE = re.compile(_NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*(mm|cm)\b", re.I)  # noqa: RUF001 -- the multiplication sign is how dimensions are written
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("battery_life", re.compile(_NUMBER + r"[\s-]*(hours?|hrs?|h)\b", re.I)),
     ("weight", re.compile(_NUMBER + r"\s*(kg|kilograms?|g|grams?)\b", re.I)),
@@ -98,10 +98,19 @@ def find_claims(text: str, product: Product) -> list[ClaimCheck]:
     dims = sorted(q.value for q in (facts.dimensions.length, facts.dimensions.width, facts.dimensions.height))
     for match in _TRIPLE.finditer(text):
         claimed = sorted(_value(n) * _factor(match.group(4)) for n in match.groups()[:3])
-        ok = all(_close(a, b) for a, b in zip(claimed, dims))
-        found.append((match.start(), ClaimCheck(
-            quantity="dimensions", text=match.group(0), claimed=" x ".join(f"{v:g}" for v in claimed) + " mm",
-            fact=facts.dimensions.shown(), status="supported" if ok else "contradicted")))
+        ok = all(_close(a, b) for a, b in zip(claimed, dims, strict=True))
+        found.append(
+            (
+                match.start(),
+                ClaimCheck(
+                    quantity="dimensions",
+                    text=match.group(0),
+                    claimed=" x ".join(f"{v:g}" for v in claimed) + " mm",
+                    fact=facts.dimensions.shown(),
+                    status="supported" if ok else "contradicted",
+                ),
+            )
+        )
     rest = _TRIPLE.sub(lambda m: " " * len(m.group(0)), text)
     for quantity, pattern in _PATTERNS:
         for match in pattern.finditer(rest):
@@ -120,8 +129,18 @@ def find_claims(text: str, product: Product) -> list[ClaimCheck]:
                 fact, unit = facts.dimensions, "mm"
                 ok = any(_close(value, d) for d in dims)
             status = "supported" if ok else ("unsupported" if fact is None else "contradicted")
-            found.append((match.start(), ClaimCheck(quantity=quantity, text=match.group(0).strip(), claimed=f"{value:g} {unit}",
-                                                    fact=None if fact is None else fact.shown(), status=status)))
+            found.append(
+                (
+                    match.start(),
+                    ClaimCheck(
+                        quantity=quantity,
+                        text=match.group(0).strip(),
+                        claimed=f"{value:g} {unit}",
+                        fact=None if fact is None else fact.shown(),
+                        status=status,
+                    ),
+                )
+            )
     return [claim for _, claim in sorted(found, key=lambda pair: pair[0])]
 
 
@@ -129,22 +148,41 @@ def run_checks(text: str, product: Product, rubric: Rubric, *, cost_usd: float) 
     """Run every programmatic check on one reply text; ``cost_usd`` comes from the price table."""
     limits = rubric.limits
     output, problem = parse_description(text)
-    results = [CheckResult(name="schema", status="pass" if output else "fail",
-                           detail="a JSON object with title and description" if output else f"not the reply schema ({problem})")]
+    results = [
+        CheckResult(
+            name="schema",
+            status="pass" if output else "fail",
+            detail="a JSON object with title and description" if output else f"not the reply schema ({problem})",
+        )
+    ]
     if output is None:
         results.append(CheckResult(name="length", status="not_applicable", detail="no description field to measure"))
     else:
         words = len(output.description.split())
         title = len(output.title)
         ok = limits.min_words <= words <= limits.max_words and 0 < title <= limits.max_title_chars
-        results.append(CheckResult(name="length", status="pass" if ok else "fail",
-                                   detail=f"{words} words (limit {limits.min_words}-{limits.max_words}), title {title} chars"))
-    results.append(CheckResult(name="cost", status="pass" if cost_usd <= limits.max_cost_usd else "fail",
-                               detail=f"${cost_usd:.6f} (limit ${limits.max_cost_usd:.6f})"))
+        results.append(
+            CheckResult(
+                name="length",
+                status="pass" if ok else "fail",
+                detail=f"{words} words (limit {limits.min_words}-{limits.max_words}), title {title} chars",
+            )
+        )
+    results.append(
+        CheckResult(
+            name="cost",
+            status="pass" if cost_usd <= limits.max_cost_usd else "fail",
+            detail=f"${cost_usd:.6f} (limit ${limits.max_cost_usd:.6f})",
+        )
+    )
     claims = find_claims(output.title + "\n" + output.description if output else text, product)
     bad = [c for c in claims if c.status != "supported"]
-    results.append(CheckResult(
-        name="numeric_claims", status="fail" if bad else "pass",
-        detail="; ".join(f"claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in bad)
-        or f"{len(claims)} claim(s), all match the facts"))
+    results.append(
+        CheckResult(
+            name="numeric_claims",
+            status="fail" if bad else "pass",
+            detail="; ".join(f"claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in bad)
+            or f"{len(claims)} claim(s), all match the facts",
+        )
+    )
     return CheckReport(product_id=product.id, results=results, claims=claims)

@@ -34,11 +34,14 @@ class Experiment(BaseModel):
     variable: str = Field(min_length=1, description="The one variable changed.")
     baseline: Any = Field(description="Its value in the baseline.")
     changed_to: Any = Field(description="Its value in the experiment.")
-    conditions: dict[str, Any] = Field(description="Everything held fixed: rubric hash, subset, model, prompt versions.")
+    conditions: dict[str, Any] = Field(
+        description="Everything held fixed: rubric hash, subset, model, prompt versions."
+    )
     result: dict[str, Any] = Field(description="The measured outcome, baseline and experiment side by side.")
     outcome: Literal["succeeded", "failed", "inconclusive"] = Field(description="Whether the hypothesis held.")
     evidence_origin: dict[Literal["baseline", "changed_to"], Literal["authored", "captured", "live"]] = Field(
-        description="Where the replies measured on each side came from.")
+        description="Where the replies measured on each side came from."
+    )
 
     @model_validator(mode="after")
     def _one_variable(self) -> Experiment:
@@ -70,7 +73,9 @@ def load_experiments(path: str | Path) -> list[Experiment]:
             raise ExperimentLogError(f"{path.name} line {number} is blank; each line must hold one experiment")
         experiment = _parse(line, source=f"{path.name} line {number}")
         if any(e.id == experiment.id for e in experiments):
-            raise ExperimentLogError(f"{path.name} line {number}: experiment id {experiment.id!r} repeats an earlier one")
+            raise ExperimentLogError(
+                f"{path.name} line {number}: experiment id {experiment.id!r} repeats an earlier one"
+            )
         experiments.append(experiment)
     return experiments
 
@@ -89,16 +94,30 @@ def experiments_table(experiments: list[Experiment]) -> Any:
     """Return the log as a pandas table: id, variable, baseline, changed to, outcome, evidence."""
     import pandas as pd
 
-    rows = [{"id": e.id, "variable": e.variable, "baseline": str(e.baseline), "changed_to": str(e.changed_to),
-             "outcome": e.outcome, "evidence": " / ".join(e.evidence_origin[k] for k in ("baseline", "changed_to"))}
-            for e in experiments]
+    rows = [
+        {
+            "id": e.id,
+            "variable": e.variable,
+            "baseline": str(e.baseline),
+            "changed_to": str(e.changed_to),
+            "outcome": e.outcome,
+            "evidence": " / ".join(e.evidence_origin[k] for k in ("baseline", "changed_to")),
+        }
+        for e in experiments
+    ]
     return pd.DataFrame(rows, columns=["id", "variable", "baseline", "changed_to", "outcome", "evidence"])
 
 
 def _conditions(report: EvaluationReport, **extra: Any) -> dict[str, Any]:
     rubric = report.inputs.rubric
-    return {"rubric_version": rubric.version, "rubric_sha256": rubric.sha256, "subset": "held_out",
-            "items": len(report.inputs.labels.held_out), "judge_prompt": report.runs.judging.prompt_version, **extra}
+    return {
+        "rubric_version": rubric.version,
+        "rubric_sha256": rubric.sha256,
+        "subset": "held_out",
+        "items": len(report.inputs.labels.held_out),
+        "judge_prompt": report.runs.judging.prompt_version,
+        **extra,
+    }
 
 
 def _kappa(report: EvaluationReport, criterion: str, arrangement: str) -> float | None:
@@ -109,7 +128,10 @@ def _kappa(report: EvaluationReport, criterion: str, arrangement: str) -> float 
 def arrangement_experiment(report: EvaluationReport) -> Experiment:
     """Compare bundled and per-criterion judge calls on one run's held-out labels (one variable: the arrangement)."""
     judged = [c.id for c in report.inputs.rubric.judged()]
-    result = {c: {"bundled": _kappa(report, c, "bundled"), "per_criterion": _kappa(report, c, "per_criterion")} for c in judged}
+    result = {
+        c: {"bundled": _kappa(report, c, "bundled"), "per_criterion": _kappa(report, c, "per_criterion")}
+        for c in judged
+    }
     pairs = list(result.values())
     if any(p["bundled"] is None or p["per_criterion"] is None for p in pairs):
         outcome = "inconclusive"
@@ -117,11 +139,17 @@ def arrangement_experiment(report: EvaluationReport) -> Experiment:
         outcome = "succeeded" if all(p["per_criterion"] >= p["bundled"] for p in pairs) else "failed"
     origin = report.origin
     return Experiment(
-        id=f"arrangement-{report.run_id}", variable="judge arrangement", baseline="bundled", changed_to="per_criterion",
+        id=f"arrangement-{report.run_id}",
+        variable="judge arrangement",
+        baseline="bundled",
+        changed_to="per_criterion",
         hypothesis="Judging each criterion in its own call agrees with the adjudicated labels at least as well as one "
-                   "bundled call, on every judged criterion (Cohen's kappa).",
+        "bundled call, on every judged criterion (Cohen's kappa).",
         conditions=_conditions(report, judge_model=report.runs.judging.model_id, run_id=report.run_id),
-        result={"kappa": result}, outcome=outcome, evidence_origin={"baseline": origin, "changed_to": origin})
+        result={"kappa": result},
+        outcome=outcome,
+        evidence_origin={"baseline": origin, "changed_to": origin},
+    )
 
 
 def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationReport) -> Experiment:
@@ -132,36 +160,54 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
         sides = {}
         for name, report in (("baseline", baseline), ("changed_to", candidate)):
             row = report.agreement_for(criterion, rule.arrangement)
-            sides[name] = {"kappa": None if row.kappa is None else round(row.kappa, 3),
-                           "agreement": round(row.percent_agreement, 3), "rejected": row.rejected,
-                           "scorer": report.routing[criterion].scorer}
+            sides[name] = {
+                "kappa": None if row.kappa is None else round(row.kappa, 3),
+                "agreement": round(row.percent_agreement, 3),
+                "rejected": row.rejected,
+                "scorer": report.routing[criterion].scorer,
+            }
         result[criterion] = sides
         if sides["baseline"]["scorer"] == "judge":
             met.append(sides["changed_to"]["scorer"] == "judge")
     return Experiment(
-        id=f"judge-model-{candidate.run_id}", variable="judge model", baseline=baseline.runs.judging.model_id,
+        id=f"judge-model-{candidate.run_id}",
+        variable="judge model",
+        baseline=baseline.runs.judging.model_id,
         changed_to=candidate.runs.judging.model_id,
         hypothesis="The changed judge model meets the agreement rule on every criterion where the baseline judge does.",
-        conditions=_conditions(baseline, arrangement=rule.arrangement, min_kappa=rule.min_kappa,
-                               min_percent_agreement=rule.min_percent_agreement),
-        result=result, outcome="succeeded" if met and all(met) else ("failed" if met else "inconclusive"),
-        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin})  # type: ignore[arg-type]
+        conditions=_conditions(
+            baseline,
+            arrangement=rule.arrangement,
+            min_kappa=rule.min_kappa,
+            min_percent_agreement=rule.min_percent_agreement,
+        ),
+        result=result,
+        outcome="succeeded" if met and all(met) else ("failed" if met else "inconclusive"),
+        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin},
+    )  # type: ignore[arg-type]
 
 
 def generation_model_experiment(baseline: EvaluationReport, candidate: EvaluationReport) -> Experiment:
     """Swap the generation model (one variable) and compare how many descriptions pass each programmatic check."""
+
     def passes(report: EvaluationReport) -> dict[str, int]:
         names = ("schema", "length", "cost", "numeric_claims")
         return {n: sum(c.status(n) == "pass" for c in report.checks.values()) for n in names}
 
     before, after = passes(baseline), passes(candidate)
     return Experiment(
-        id=f"generation-model-{candidate.run_id}", variable="generation model",
-        baseline=baseline.runs.generation.model_id, changed_to=candidate.runs.generation.model_id,
+        id=f"generation-model-{candidate.run_id}",
+        variable="generation model",
+        baseline=baseline.runs.generation.model_id,
+        changed_to=candidate.runs.generation.model_id,
         hypothesis="The changed model's descriptions pass each programmatic check at least as often as the baseline's.",
-        conditions={"rubric_sha256": baseline.inputs.rubric.sha256, "prompt_version": baseline.runs.generation.prompt_version,
-                    "products": len(baseline.checks), "settings": {k: v for k, v in baseline.runs.generation.settings.items()
-                                                                   if k != "response_format"}},
+        conditions={
+            "rubric_sha256": baseline.inputs.rubric.sha256,
+            "prompt_version": baseline.runs.generation.prompt_version,
+            "products": len(baseline.checks),
+            "settings": {k: v for k, v in baseline.runs.generation.settings.items() if k != "response_format"},
+        },
         result={"passing": {"baseline": before, "changed_to": after}},
         outcome="succeeded" if all(after[n] >= before[n] for n in before) else "failed",
-        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin})  # type: ignore[arg-type]
+        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin},
+    )  # type: ignore[arg-type]

@@ -84,15 +84,31 @@ class GenerationRun(BaseModel):
         return {g.product_id: g for g in self.generations}
 
 
-def generate_descriptions(caller: Caller, products: dict[str, Product], rubric: Rubric, *, run_id: str) -> GenerationRun:
+def generate_descriptions(
+    caller: Caller, products: dict[str, Product], rubric: Rubric, *, run_id: str
+) -> GenerationRun:
     """Ask for one description per product, in product order, and return the run."""
     generations = []
     for product in products.values():
         call = caller.ask(f"describe:{product.id}", generation_messages(product, rubric), settings=GENERATION_SETTINGS)
-        generations.append(Generation(product_id=product.id, prompt_version=PROMPT_VERSION, rubric_version=rubric.version,
-                                      rubric_sha256=rubric.sha256, call=call))
+        generations.append(
+            Generation(
+                product_id=product.id,
+                prompt_version=PROMPT_VERSION,
+                rubric_version=rubric.version,
+                rubric_sha256=rubric.sha256,
+                call=call,
+            )
+        )
     first = generations[0].call
     settings = {k: v for k, v in first.request.items() if k not in ("model", "messages")}
-    return GenerationRun(run_id=run_id, origin=first.origin, model_id=first.model_id, prompt_version=PROMPT_VERSION,
-                         rubric_version=rubric.version, rubric_sha256=rubric.sha256, settings=settings,
-                         generations=generations)
+    return GenerationRun(
+        run_id=run_id,
+        origin=first.origin,
+        model_id=first.model_id,
+        prompt_version=PROMPT_VERSION,
+        rubric_version=rubric.version,
+        rubric_sha256=rubric.sha256,
+        settings=settings,
+        generations=generations,
+    )

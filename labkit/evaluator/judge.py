@@ -71,15 +71,21 @@ def _criterion_text(criterion: Criterion) -> str:
     return f"{criterion.id}: {criterion.question} Labels: {anchors}"
 
 
-def judge_messages(product: Product, description: str, rubric: Rubric, criteria: list[Criterion]) -> list[dict[str, str]]:
+def judge_messages(
+    product: Product, description: str, rubric: Rubric, criteria: list[Criterion]
+) -> list[dict[str, str]]:
     """Return the judge's messages: the criteria with their anchors, then the facts and the description as JSON."""
     if len(criteria) == 1:
-        task = ("Judge one product description against one criterion. First write a short explanation that quotes the "
-                "description, then give the verdict. Reply with a JSON object: explanation, then verdict.")
+        task = (
+            "Judge one product description against one criterion. First write a short explanation that quotes the "
+            "description, then give the verdict. Reply with a JSON object: explanation, then verdict."
+        )
     else:
-        task = ("Judge one product description against each criterion below. For each criterion, first write a short "
-                "explanation that quotes the description, then give the verdict. Reply with one JSON object holding, "
-                "for each criterion id, an object with explanation, then verdict.")
+        task = (
+            "Judge one product description against each criterion below. For each criterion, first write a short "
+            "explanation that quotes the description, then give the verdict. Reply with one JSON object holding, "
+            "for each criterion id, an object with explanation, then verdict."
+        )
     system = f"{task} Rubric {rubric.version}. " + " ".join(_criterion_text(c) for c in criteria)
     data = {"facts": product.facts.for_prompt(), "description": description}
     return [{"role": "system", "content": system}, {"role": "user", "content": json.dumps(data, ensure_ascii=False)}]
@@ -89,7 +95,10 @@ def judge_settings(rubric: Rubric, arrangement: Arrangement, criterion: Criterio
     """Return the reply schema and token limit of one judge request."""
     if arrangement == "per_criterion":
         assert criterion is not None
-        return {"max_tokens": 120, "response_format": local_response_format(json.loads(_schema(verdict_model(criterion))))}
+        return {
+            "max_tokens": 120,
+            "response_format": local_response_format(json.loads(_schema(verdict_model(criterion)))),
+        }
     return {"max_tokens": 320, "response_format": local_response_format(json.loads(_schema(bundled_model(rubric))))}
 
 
@@ -116,8 +125,10 @@ def parse_judge_reply(text: str, rubric: Rubric, *, criterion: Criterion | None 
         raise JudgeReplyRejected(f"judge reply rejected: {where + ': ' if where else ''}{first['msg']}") from None
     if criterion:
         return [JudgeLabel(criterion=criterion.id, explanation=parsed.explanation, verdict=parsed.verdict)]
-    return [JudgeLabel(criterion=c.id, explanation=getattr(parsed, c.id).explanation, verdict=getattr(parsed, c.id).verdict)
-            for c in rubric.judged()]
+    return [
+        JudgeLabel(criterion=c.id, explanation=getattr(parsed, c.id).explanation, verdict=getattr(parsed, c.id).verdict)
+        for c in rubric.judged()
+    ]
 
 
 class JudgeCall(BaseModel):
@@ -125,7 +136,9 @@ class JudgeCall(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     product_id: str = Field(description="Which product's description.")
-    description_source: Literal["labeled", "generated"] = Field(description="The human-labeled text, or this run's own.")
+    description_source: Literal["labeled", "generated"] = Field(
+        description="The human-labeled text, or this run's own."
+    )
     description_sha256: str = Field(description="SHA-256 of the exact description text judged.")
     arrangement: Arrangement = Field(description="per_criterion or bundled.")
     criteria: list[str] = Field(description="The criteria this call judged.")
@@ -136,8 +149,15 @@ class JudgeCall(BaseModel):
     call: ModelCall = Field(description="The request, reply text, latency, tokens and cost (from the price table).")
 
 
-def judge_description(caller: Caller, product: Product, description: str, rubric: Rubric, *,
-                      arrangement: Arrangement, source: Literal["labeled", "generated"]) -> list[JudgeCall]:
+def judge_description(
+    caller: Caller,
+    product: Product,
+    description: str,
+    rubric: Rubric,
+    *,
+    arrangement: Arrangement,
+    source: Literal["labeled", "generated"],
+) -> list[JudgeCall]:
     """Judge one description in one arrangement; a rejected reply is kept, with its reason, never repaired."""
     groups: list[tuple[Criterion | None, list[Criterion]]]
     groups = [(c, [c]) for c in rubric.judged()] if arrangement == "per_criterion" else [(None, rubric.judged())]
@@ -145,15 +165,29 @@ def judge_description(caller: Caller, product: Product, description: str, rubric
     calls = []
     for criterion, criteria in groups:
         name = criterion.id if criterion else "bundled"
-        call = caller.ask(f"judge:{source}:{product.id}:{name}", judge_messages(product, description, rubric, criteria),
-                          settings=judge_settings(rubric, arrangement, criterion))
+        call = caller.ask(
+            f"judge:{source}:{product.id}:{name}",
+            judge_messages(product, description, rubric, criteria),
+            settings=judge_settings(rubric, arrangement, criterion),
+        )
         try:
             labels, rejected = parse_judge_reply(call.reply_text, rubric, criterion=criterion), None
         except JudgeReplyRejected as exc:
             labels, rejected = [], str(exc)
-        calls.append(JudgeCall(product_id=product.id, description_source=source, description_sha256=digest,
-                               arrangement=arrangement, criteria=[c.id for c in criteria], prompt_version=PROMPT_VERSION,
-                               rubric_sha256=rubric.sha256, labels=labels, rejected=rejected, call=call))
+        calls.append(
+            JudgeCall(
+                product_id=product.id,
+                description_source=source,
+                description_sha256=digest,
+                arrangement=arrangement,
+                criteria=[c.id for c in criteria],
+                prompt_version=PROMPT_VERSION,
+                rubric_sha256=rubric.sha256,
+                labels=labels,
+                rejected=rejected,
+                call=call,
+            )
+        )
     return calls
 
 

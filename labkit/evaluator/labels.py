@@ -65,8 +65,9 @@ class HumanLabels:
         return [self.label(p, criterion, who=who) for p in product_ids]
 
 
-def parse_labels(data: Any, *, rubric: Rubric, products: list[str], texts: dict[str, str],
-                 source: str = "human labels") -> HumanLabels:
+def parse_labels(
+    data: Any, *, rubric: Rubric, products: list[str], texts: dict[str, str], source: str = "human labels"
+) -> HumanLabels:
     """Validate the labels file against the rubric, the products and the labeled texts."""
     if not isinstance(data, dict):
         raise EvaluatorFixtureError(f"{source}: expected a JSON object")
@@ -86,8 +87,10 @@ def parse_labels(data: Any, *, rubric: Rubric, products: list[str], texts: dict[
         raise EvaluatorFixtureError(f"{source}: subsets must be exactly 'calibration' and 'held_out'")
     calibration, held_out = tuple(subsets["calibration"]), tuple(subsets["held_out"])
     if set(calibration) & set(held_out):
-        raise EvaluatorFixtureError(f"{source}: {sorted(set(calibration) & set(held_out))} are in both subsets; "
-                                    "an item used for tuning cannot also measure agreement")
+        raise EvaluatorFixtureError(
+            f"{source}: {sorted(set(calibration) & set(held_out))} are in both subsets; "
+            "an item used for tuning cannot also measure agreement"
+        )
     if sorted(calibration + held_out) != sorted(products):
         raise EvaluatorFixtureError(f"{source}: the two subsets must together hold every product exactly once")
     labels: dict[tuple[str, str], dict[str, str]] = {}
@@ -98,27 +101,36 @@ def parse_labels(data: Any, *, rubric: Rubric, products: list[str], texts: dict[
             raise EvaluatorFixtureError(f"{source}: item for {pid!r} is unknown or repeated")
         actual = hashlib.sha256(texts[pid].encode("utf-8")).hexdigest()
         if item.get("description_sha256") != actual:
-            raise EvaluatorFixtureError(f"{source}: {pid} was labeled on another text than the committed description; "
-                                        "label the current text, or restore the text that was labeled")
+            raise EvaluatorFixtureError(
+                f"{source}: {pid} was labeled on another text than the committed description; "
+                "label the current text, or restore the text that was labeled"
+            )
         hashes[pid] = actual
         if set(item.get("labels", {})) != {c.id for c in rubric.criteria}:
             raise EvaluatorFixtureError(f"{source}: {pid} must have labels for exactly the rubric's criteria")
         for criterion in rubric.criteria:
             given = item["labels"][criterion.id]
             if set(given) != {*raters, REFERENCE}:
-                raise EvaluatorFixtureError(f"{source}: {pid}/{criterion.id} needs a label from each rater and {REFERENCE!r}")
+                raise EvaluatorFixtureError(
+                    f"{source}: {pid}/{criterion.id} needs a label from each rater and {REFERENCE!r}"
+                )
             wrong = {who: v for who, v in given.items() if v not in criterion.allowed_labels}
             if wrong:
-                raise EvaluatorFixtureError(f"{source}: {pid}/{criterion.id}: {wrong} not among {criterion.allowed_labels}")
+                raise EvaluatorFixtureError(
+                    f"{source}: {pid}/{criterion.id}: {wrong} not among {criterion.allowed_labels}"
+                )
             labels[(pid, criterion.id)] = dict(given)
     if set(hashes) != set(products):
         raise EvaluatorFixtureError(f"{source}: no labels for {sorted(set(products) - set(hashes))}")
     return HumanLabels(raters, calibration, held_out, labels, hashes)
 
 
-def load_labels(*, rubric: Rubric, products: list[str], path: Path | None = None,
-                texts: dict[str, str] | None = None) -> HumanLabels:
+def load_labels(
+    *, rubric: Rubric, products: list[str], path: Path | None = None, texts: dict[str, str] | None = None
+) -> HumanLabels:
     """Load the human labels fixture, checked against the rubric, products and labeled texts."""
     path = path or labels_path()
     data, _ = load_strict(path)
-    return parse_labels(data, rubric=rubric, products=products, texts=texts or load_labeled_descriptions(), source=str(path))
+    return parse_labels(
+        data, rubric=rubric, products=products, texts=texts or load_labeled_descriptions(), source=str(path)
+    )

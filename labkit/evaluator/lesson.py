@@ -80,14 +80,23 @@ def make_requests(adapter: Any, *, inputs: LessonInputs | None = None) -> Lesson
     calls = []
     for pid in inputs.labels.held_out:
         for arrangement in ARRANGEMENTS:
-            calls += judge_description(caller, products[pid], inputs.labeled_texts[pid], rubric,
-                                       arrangement=arrangement, source="labeled")
+            calls += judge_description(
+                caller, products[pid], inputs.labeled_texts[pid], rubric, arrangement=arrangement, source="labeled"
+            )
     generated = generation.by_product()
     for pid in catalog.NARRATIVE_PRODUCTS:
-        calls += judge_description(caller, products[pid], generated[pid].text, rubric,
-                                   arrangement="per_criterion", source="generated")
-    judging = JudgeRun(run_id=run_id, origin=generation.origin, model_id=generation.model_id, prompt_version=PROMPT_VERSION,
-                       rubric_version=rubric.version, rubric_sha256=rubric.sha256, calls=calls)
+        calls += judge_description(
+            caller, products[pid], generated[pid].text, rubric, arrangement="per_criterion", source="generated"
+        )
+    judging = JudgeRun(
+        run_id=run_id,
+        origin=generation.origin,
+        model_id=generation.model_id,
+        prompt_version=PROMPT_VERSION,
+        rubric_version=rubric.version,
+        rubric_sha256=rubric.sha256,
+        calls=calls,
+    )
     return LessonRuns(generation, judging)
 
 
@@ -96,13 +105,21 @@ def make_requests(adapter: Any, *, inputs: LessonInputs | None = None) -> Lesson
 #: (product, criterion) -> (per-criterion verdict, bundled verdict) where the authored judge does not give the
 #: adjudicated label; it agrees everywhere else on the held-out subset.
 AUTHORED_JUDGE_MISSES: dict[tuple[str, str], tuple[str | None, str | None]] = {
-    ("p15", "factual_accuracy"): ("pass", "pass"), ("p12", "factual_accuracy"): (None, "pass"),
-    ("p24", "completeness"): ("partial", "partial"), ("p10", "completeness"): (None, "complete"),
-    ("p02", "tone"): ("fail", "fail"), ("p22", "tone"): ("fail", "fail"), ("p19", "tone"): ("pass", "pass"),
+    ("p15", "factual_accuracy"): ("pass", "pass"),
+    ("p12", "factual_accuracy"): (None, "pass"),
+    ("p24", "completeness"): ("partial", "partial"),
+    ("p10", "completeness"): (None, "complete"),
+    ("p02", "tone"): ("fail", "fail"),
+    ("p22", "tone"): ("fail", "fail"),
+    ("p19", "tone"): ("pass", "pass"),
     ("p17", "tone"): (None, "fail"),
 }
 AUTHORED_EXPLANATIONS: dict[tuple[str, str, str], str] = {
-    ("p07", "factual_accuracy", "fail"): "It says 'One charge lasts 12 hours', but the facts give a battery life of 6 h.",
+    (
+        "p07",
+        "factual_accuracy",
+        "fail",
+    ): "It says 'One charge lasts 12 hours', but the facts give a battery life of 6 h.",
     ("p12", "factual_accuracy", "fail"): "It calls the light 'fully waterproof'; the facts say nothing about water.",
     ("p12", "factual_accuracy", "pass"): "The weight, size and battery life it gives match the facts.",
     ("p15", "factual_accuracy", "pass"): "It gives 14500 g and 800 x 300 x 1100 mm, both as in the facts.",
@@ -143,7 +160,8 @@ def _authored_replies() -> dict[str, str]:
         for criterion in judged:
             per, bund = authored_verdicts(pid, criterion)
             replies[f"judge:labeled:{pid}:{criterion}"] = json.dumps(
-                {"explanation": _explanation(pid, criterion, per), "verdict": per}, ensure_ascii=False)
+                {"explanation": _explanation(pid, criterion, per), "verdict": per}, ensure_ascii=False
+            )
             bundled[criterion] = {"explanation": _explanation(pid, criterion, bund), "verdict": bund}
         replies[f"judge:labeled:{pid}:bundled"] = json.dumps(bundled, ensure_ascii=False)
     return replies

@@ -20,7 +20,7 @@ def plot_agreement(reports: dict[str, EvaluationReport], *, min_kappa: float | N
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(reports), figsize=(6.2 * len(reports), 3.8), squeeze=False, sharey=True)
-    for ax, (name, report) in zip(axes[0], reports.items()):
+    for ax, (name, report) in zip(axes[0], reports.items(), strict=True):
         criteria = [c.id for c in report.inputs.rubric.criteria]
         arrangements = [a for a in _ORDER if any(r.arrangement == a for r in report.agreements)]
         width = 0.8 / len(arrangements)
@@ -57,7 +57,9 @@ def plot_cost_latency(reports: dict[str, EvaluationReport]) -> Figure:
     fig, (cost_ax, latency_ax) = plt.subplots(1, 2, figsize=(11, 3.6))
     for name, report in reports.items():
         calls = [g.call for g in report.runs.generation.generations]
-        cost_ax.hist([c.cost_usd * 1e6 for c in calls], bins=bins, alpha=0.6, label=f"{name} ({calls[0].usage_source} tokens)")
+        cost_ax.hist(
+            [c.cost_usd * 1e6 for c in calls], bins=bins, alpha=0.6, label=f"{name} ({calls[0].usage_source} tokens)"
+        )
         latencies: list[Any] = [c.latency_s for c in calls if c.latency_s is not None]
         if latencies:
             latency_ax.hist(latencies, bins=12, alpha=0.6, label=name)

@@ -116,7 +116,9 @@ def parse_products(data: Any, *, source: str = "products") -> dict[str, Product]
             problems = validation_problems(exc)
             raise EvaluatorFixtureError(f"{source}: product {number}: {problems}") from None
         if product.id in products:
-            raise EvaluatorFixtureError(f"{source}: product id {product.id!r} appears twice; give each product its own id")
+            raise EvaluatorFixtureError(
+                f"{source}: product id {product.id!r} appears twice; give each product its own id"
+            )
         products[product.id] = product
     if len(products) < 20:
         raise EvaluatorFixtureError(f"{source}: {len(products)} products; the lesson needs at least 20")

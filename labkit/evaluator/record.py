@@ -40,7 +40,9 @@ class CriterionResult(BaseModel):
     passed: bool | None = Field(description="Whether the label is a passing one; None without a label.")
     scorer: Scorer = Field(description="Who gave the label, or who must.")
     explanation: str | None = Field(description="The judge's explanation, when the judge labeled it.")
-    evidence: list[str] = Field(description="Programmatic evidence: failing claims with the supplied facts, check details.")
+    evidence: list[str] = Field(
+        description="Programmatic evidence: failing claims with the supplied facts, check details."
+    )
     agreement: Agreement | None = Field(description="The judge's held-out agreement on this criterion, if judged.")
 
 
@@ -65,7 +67,9 @@ class EvaluationRecord(BaseModel):
     cost_usd: float = Field(description="Generation cost from the price table.")
     judge_cost_usd: float = Field(description="Cost of the judge calls on this description, from the price table.")
     latency_s: float | None = Field(description="Measured generation seconds; None for an authored run.")
-    release: Literal["release", "blocked", "awaiting_human_review"] = Field(description="What the release rule decides.")
+    release: Literal["release", "blocked", "awaiting_human_review"] = Field(
+        description="What the release rule decides."
+    )
 
 
 def user_description(text: str) -> UserDescription | None:
@@ -78,9 +82,17 @@ def _failing_label(allowed: list[str], passing: list[str]) -> str:
     return next(label for label in allowed if label not in passing)
 
 
-def build_record(generation: Generation, checks: CheckReport, rubric: Rubric, *, run_id: str,
-                 routing: dict[str, Routing], agreements: dict[str, Agreement],
-                 judge_labels: dict[str, JudgeLabel], judge_cost_usd: float) -> EvaluationRecord:
+def build_record(
+    generation: Generation,
+    checks: CheckReport,
+    rubric: Rubric,
+    *,
+    run_id: str,
+    routing: dict[str, Routing],
+    agreements: dict[str, Agreement],
+    judge_labels: dict[str, JudgeLabel],
+    judge_cost_usd: float,
+) -> EvaluationRecord:
     """Combine checks, judge labels and routing into one record under the rubric's pass rules.
 
     A criterion gated by a failing check fails whatever the judge said; a judged
@@ -89,26 +101,60 @@ def build_record(generation: Generation, checks: CheckReport, rubric: Rubric, *,
     results = []
     for criterion in rubric.criteria:
         failed = [r for r in checks.results if r.name in criterion.checks and r.status == "fail"]
-        evidence = [f"{r.name}: {r.detail}" for r in checks.results if r.name in criterion.checks
-                    and not (r.name == "numeric_claims" and r.status == "fail")]
+        evidence = [
+            f"{r.name}: {r.detail}"
+            for r in checks.results
+            if r.name in criterion.checks and not (r.name == "numeric_claims" and r.status == "fail")
+        ]
         if "numeric_claims" in criterion.checks:  # one line per failing claim, with the supplied fact beside it
-            evidence += [f"'{c.text}': claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in checks.failed_claims()]
+            evidence += [
+                f"'{c.text}': claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in checks.failed_claims()
+            ]
         judged = judge_labels.get(criterion.id)
         explanation = judged.explanation if judged else None
         if criterion.scored_by == "programmatic" or failed:
-            label = _failing_label(criterion.allowed_labels, criterion.pass_labels) if failed else criterion.pass_labels[0]
-            result = CriterionResult(criterion=criterion.id, label=label, passed=not failed, scorer="programmatic",
-                                     explanation=explanation, evidence=evidence, agreement=agreements.get(criterion.id))
+            label = (
+                _failing_label(criterion.allowed_labels, criterion.pass_labels) if failed else criterion.pass_labels[0]
+            )
+            result = CriterionResult(
+                criterion=criterion.id,
+                label=label,
+                passed=not failed,
+                scorer="programmatic",
+                explanation=explanation,
+                evidence=evidence,
+                agreement=agreements.get(criterion.id),
+            )
         elif criterion.id not in routing or routing[criterion.id].scorer == "human_review":  # no evidence, no judge
-            result = CriterionResult(criterion=criterion.id, label=None, passed=None, scorer="human_review",
-                                     explanation=explanation, evidence=evidence, agreement=agreements.get(criterion.id))
+            result = CriterionResult(
+                criterion=criterion.id,
+                label=None,
+                passed=None,
+                scorer="human_review",
+                explanation=explanation,
+                evidence=evidence,
+                agreement=agreements.get(criterion.id),
+            )
         elif judged is None:
-            result = CriterionResult(criterion=criterion.id, label=None, passed=None, scorer="not_judged",
-                                     explanation=None, evidence=evidence, agreement=agreements.get(criterion.id))
+            result = CriterionResult(
+                criterion=criterion.id,
+                label=None,
+                passed=None,
+                scorer="not_judged",
+                explanation=None,
+                evidence=evidence,
+                agreement=agreements.get(criterion.id),
+            )
         else:
-            result = CriterionResult(criterion=criterion.id, label=judged.verdict, passed=judged.verdict in criterion.pass_labels,
-                                     scorer="judge", explanation=explanation, evidence=evidence,
-                                     agreement=agreements.get(criterion.id))
+            result = CriterionResult(
+                criterion=criterion.id,
+                label=judged.verdict,
+                passed=judged.verdict in criterion.pass_labels,
+                scorer="judge",
+                explanation=explanation,
+                evidence=evidence,
+                agreement=agreements.get(criterion.id),
+            )
         results.append(result)
     if any(r.passed is False for r in results):
         release = "blocked"
@@ -118,11 +164,22 @@ def build_record(generation: Generation, checks: CheckReport, rubric: Rubric, *,
         release = "awaiting_human_review"
     call = generation.call
     return EvaluationRecord(
-        product_id=generation.product_id, run_id=run_id, origin=call.origin, rubric_version=generation.rubric_version,
-        rubric_sha256=generation.rubric_sha256, prompt_version=generation.prompt_version, model_id=call.model_id,
+        product_id=generation.product_id,
+        run_id=run_id,
+        origin=call.origin,
+        rubric_version=generation.rubric_version,
+        rubric_sha256=generation.rubric_sha256,
+        prompt_version=generation.prompt_version,
+        model_id=call.model_id,
         generation_settings={k: v for k, v in call.request.items() if k not in ("model", "messages")},
-        description_sha256=hashlib.sha256(call.reply_text.encode("utf-8")).hexdigest(), checks=checks,
-        criteria=results, prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
-        usage_source=call.usage_source, cost_usd=call.cost_usd, judge_cost_usd=judge_cost_usd,
-        latency_s=call.latency_s, release=release,
+        description_sha256=hashlib.sha256(call.reply_text.encode("utf-8")).hexdigest(),
+        checks=checks,
+        criteria=results,
+        prompt_tokens=call.prompt_tokens,
+        completion_tokens=call.completion_tokens,
+        usage_source=call.usage_source,
+        cost_usd=call.cost_usd,
+        judge_cost_usd=judge_cost_usd,
+        latency_s=call.latency_s,
+        release=release,
     )

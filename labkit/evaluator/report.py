@@ -44,12 +44,20 @@ class EvaluationReport:
         for g in self.runs.generation.generations:
             check = self.checks[g.product_id]
             output, _ = parse_description(g.text)
-            rows.append({"product": g.product_id, "schema": check.status("schema"), "length": check.status("length"),
-                         "words": len(output.description.split()) if output else None,
-                         "numeric_claims": check.status("numeric_claims"), "prompt_tokens": g.call.prompt_tokens,
-                         "completion_tokens": g.call.completion_tokens, "tokens": g.call.usage_source,
-                         "cost_usd": round(g.call.cost_usd, 7),
-                         "latency_s": None if g.call.latency_s is None else round(g.call.latency_s, 2)})
+            rows.append(
+                {
+                    "product": g.product_id,
+                    "schema": check.status("schema"),
+                    "length": check.status("length"),
+                    "words": len(output.description.split()) if output else None,
+                    "numeric_claims": check.status("numeric_claims"),
+                    "prompt_tokens": g.call.prompt_tokens,
+                    "completion_tokens": g.call.completion_tokens,
+                    "tokens": g.call.usage_source,
+                    "cost_usd": round(g.call.cost_usd, 7),
+                    "latency_s": None if g.call.latency_s is None else round(g.call.latency_s, 2),
+                }
+            )
         return pd.DataFrame(rows).astype({"words": "Int64"})
 
     def agreement_table(self) -> Any:
@@ -58,12 +66,19 @@ class EvaluationReport:
 
         rows = []
         for a in self.agreements:
-            rows.append({"criterion": a.criterion, "arrangement": a.arrangement, "items": a.items, "rejected": a.rejected,
-                         "agreement": round(a.percent_agreement, 2),
-                         "agreement_95": f"{a.agreement_low:.2f}-{a.agreement_high:.2f}",
-                         "kappa": None if a.kappa is None else round(a.kappa, 2),
-                         "kappa_95": "undefined" if a.kappa_low is None else f"{a.kappa_low:.2f}-{a.kappa_high:.2f}",
-                         "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})"})
+            rows.append(
+                {
+                    "criterion": a.criterion,
+                    "arrangement": a.arrangement,
+                    "items": a.items,
+                    "rejected": a.rejected,
+                    "agreement": round(a.percent_agreement, 2),
+                    "agreement_95": f"{a.agreement_low:.2f}-{a.agreement_high:.2f}",
+                    "kappa": None if a.kappa is None else round(a.kappa, 2),
+                    "kappa_95": "undefined" if a.kappa_low is None else f"{a.kappa_low:.2f}-{a.kappa_high:.2f}",
+                    "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})",
+                }
+            )
         return pd.DataFrame(rows)
 
     def routing_table(self) -> Any:
@@ -81,11 +96,23 @@ class EvaluationReport:
             if (call.product_id, call.description_source) != (product_id, source):
                 continue
             if call.rejected:
-                rows.append({"arrangement": call.arrangement, "criterion": ", ".join(call.criteria),
-                             "explanation": call.rejected, "verdict": "(rejected)"})
+                rows.append(
+                    {
+                        "arrangement": call.arrangement,
+                        "criterion": ", ".join(call.criteria),
+                        "explanation": call.rejected,
+                        "verdict": "(rejected)",
+                    }
+                )
             for label in call.labels:
-                rows.append({"arrangement": call.arrangement, "criterion": label.criterion,
-                             "explanation": label.explanation, "verdict": label.verdict})
+                rows.append(
+                    {
+                        "arrangement": call.arrangement,
+                        "criterion": label.criterion,
+                        "explanation": label.explanation,
+                        "verdict": label.verdict,
+                    }
+                )
         return pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"])
 
     def release_table(self) -> Any:
@@ -100,7 +127,6 @@ class EvaluationReport:
             row.update({"cost_usd": round(record.cost_usd, 7), "release": record.release})
             rows.append(row)
         return pd.DataFrame(rows)
-
 
     def checks_table(self, product_id: str) -> Any:
         """Return the programmatic checks of one generated description."""
@@ -119,8 +145,16 @@ class EvaluationReport:
         """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence."""
         import pandas as pd
 
-        rows = [{"criterion": r.criterion, "label": r.label or "-", "scorer": r.scorer, "explanation": r.explanation or "-",
-                 "evidence": "; ".join(r.evidence) or "-"} for r in self.records[product_id].criteria]
+        rows = [
+            {
+                "criterion": r.criterion,
+                "label": r.label or "-",
+                "scorer": r.scorer,
+                "explanation": r.explanation or "-",
+                "evidence": "; ".join(r.evidence) or "-",
+            }
+            for r in self.records[product_id].criteria
+        ]
         return pd.DataFrame(rows)
 
 
@@ -128,9 +162,18 @@ def rubric_table(rubric: Any) -> Any:
     """Return the rubric's criteria as a table: labels, passing labels, who scores, which checks gate it."""
     import pandas as pd
 
-    return pd.DataFrame([{"criterion": c.id, "allowed_labels": ", ".join(c.allowed_labels),
-                          "pass_labels": ", ".join(c.pass_labels), "scored_by": c.scored_by,
-                          "gated_by_checks": ", ".join(c.checks) or "-"} for c in rubric.criteria])
+    return pd.DataFrame(
+        [
+            {
+                "criterion": c.id,
+                "allowed_labels": ", ".join(c.allowed_labels),
+                "pass_labels": ", ".join(c.pass_labels),
+                "scored_by": c.scored_by,
+                "gated_by_checks": ", ".join(c.checks) or "-",
+            }
+            for c in rubric.criteria
+        ]
+    )
 
 
 def _format_label(text: str, inputs: LessonInputs, product_id: str) -> str:
@@ -150,14 +193,26 @@ def calibrate(inputs: LessonInputs, runs: LessonRuns) -> tuple[list[Agreement], 
                 judged = runs.judging.labels(arrangement=arrangement, source="labeled", criterion=criterion.id)
                 rows.append(agreement(criterion.id, arrangement, reference, [judged.get(p) for p in held_out]))
         else:
-            rows.append(agreement(criterion.id, "programmatic", reference,
-                                  [_format_label(inputs.labeled_texts[p], inputs, p) for p in held_out]))
+            rows.append(
+                agreement(
+                    criterion.id,
+                    "programmatic",
+                    reference,
+                    [_format_label(inputs.labeled_texts[p], inputs, p) for p in held_out],
+                )
+            )
         release_arrangement = rubric.agreement_rule.arrangement if criterion.scored_by == "judge" else "programmatic"
         evidence = next(r for r in rows if (r.criterion, r.arrangement) == (criterion.id, release_arrangement))
         routing[criterion.id] = route_criterion(evidence, rubric.agreement_rule, scored_by=criterion.scored_by)
         rater_a, rater_b = labels.raters
-        rows.append(agreement(criterion.id, "human-human", labels.column(held_out, criterion.id, who=rater_a),
-                              labels.column(held_out, criterion.id, who=rater_b)))
+        rows.append(
+            agreement(
+                criterion.id,
+                "human-human",
+                labels.column(held_out, criterion.id, who=rater_a),
+                labels.column(held_out, criterion.id, who=rater_b),
+            )
+        )
     return rows, routing
 
 
@@ -177,9 +232,15 @@ def build_report(run_id: str, origin: str, inputs: LessonInputs, runs: LessonRun
         judge_labels = {lab.criterion: lab for c in calls if c.arrangement == release_arrangement for lab in c.labels}
         judge_cost = sum(c.call.cost_usd for c in {c.call.request_sha256: c for c in calls}.values())
         records[g.product_id] = build_record(
-            g, checks[g.product_id], rubric, run_id=run_id, routing=routing,
+            g,
+            checks[g.product_id],
+            rubric,
+            run_id=run_id,
+            routing=routing,
             agreements={a.criterion: a for a in agreements if a.arrangement in (release_arrangement, "programmatic")},
-            judge_labels=judge_labels, judge_cost_usd=judge_cost)
+            judge_labels=judge_labels,
+            judge_cost_usd=judge_cost,
+        )
     return EvaluationReport(run_id, origin, inputs, runs, checks, agreements, routing, records)
 
 

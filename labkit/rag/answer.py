@@ -27,8 +27,43 @@ from labkit.serve import local_response_format
 CANDIDATES = 12
 RERANKER_NAME = "BM25 (rank-bm25) over the 12 candidates: a lexical stand-in for the book's BGE cross-encoder"
 _STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have how in is it its of on or per the their this "
-    "to was were what which who with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "per",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "which",
+        "who",
+        "with",
+    ]
 )
 
 GROUNDED_POLICY = (
@@ -66,8 +101,12 @@ class Reply(BaseModel):
 
 
 #: Every generation setting; part of every request and so of every replay binding.
-SETTINGS = {"temperature": 0, "seed": 7, "max_tokens": 120,
-            "response_format": local_response_format(Reply.model_json_schema())}
+SETTINGS = {
+    "temperature": 0,
+    "seed": 7,
+    "max_tokens": 120,
+    "response_format": local_response_format(Reply.model_json_schema()),
+}
 
 
 def tokens(text: str) -> list[str]:
@@ -109,8 +148,10 @@ def check_citations(reply: Reply, allowed: set[str]) -> None:
     """Raise `InvalidCitation` if the reply cites anything outside ``allowed``."""
     outside = sorted(set(reply.cited_pages) - allowed)
     if outside:
-        raise InvalidCitation(f"Answer cited evidence outside the supplied context: {outside}; "
-                              f"the supplied context was {sorted(allowed) or 'empty'}")
+        raise InvalidCitation(
+            f"Answer cited evidence outside the supplied context: {outside}; "
+            f"the supplied context was {sorted(allowed) or 'empty'}"
+        )
 
 
 def _check_k(k: Any) -> int:
@@ -132,27 +173,51 @@ class FilingsRAG:
         """Return ``(candidates, selected)``: 12 candidates in search order, and at most ``k`` selected passages."""
         _check_k(k)
         found = self.index.store.similarity_search_with_score(question, k=CANDIDATES) if self.index.chunks else []
-        candidates = [{"citation_id": citation_id(doc.metadata), "faiss_distance": round(float(distance), 6)}
-                      for doc, distance in found]
+        candidates = [
+            {"citation_id": citation_id(doc.metadata), "faiss_distance": round(float(distance), 6)}
+            for doc, distance in found
+        ]
         docs = [doc for doc, _ in found]
         chosen = bm25_rerank(question, docs)[:k] if self.rerank else [(doc, None) for doc in docs[:k]]
-        selected = [{"chunk_text": doc.page_content, "doc_name": doc.metadata["doc_name"],
-                     "source_page": doc.metadata["source_page"], "citation_id": citation_id(doc.metadata),
-                     "reranker_score": score} for doc, score in chosen]
+        selected = [
+            {
+                "chunk_text": doc.page_content,
+                "doc_name": doc.metadata["doc_name"],
+                "source_page": doc.metadata["source_page"],
+                "citation_id": citation_id(doc.metadata),
+                "reranker_score": score,
+            }
+            for doc, score in chosen
+        ]
         return candidates, selected
 
     def answer_with_rag(self, question: str, *, k: int = 5) -> dict[str, Any]:
         """Answer from the filings, keeping the candidates, the selected context and the exact request."""
         candidates, context = self.retrieve(question, k=k)
         if not context:
-            return {"question": question, "answer": None, "cited_pages": [], "candidates": candidates,
-                    "retrieved": [], "model_request": None, "k": k, "status": "insufficient_evidence"}
+            return {
+                "question": question,
+                "answer": None,
+                "cited_pages": [],
+                "candidates": candidates,
+                "retrieved": [],
+                "model_request": None,
+                "k": k,
+                "status": "insufficient_evidence",
+            }
         model_request = render_grounded_prompt(question=question, evidence=context)
         reply = parse_reply(self.model.generate(question, model_request))
         check_citations(reply, {item["citation_id"] for item in context})
-        return {"question": question, "answer": reply.answer, "cited_pages": list(reply.cited_pages),
-                "candidates": candidates, "retrieved": context, "model_request": model_request, "k": k,
-                "status": "answered" if reply.status == "answered" else "refused"}
+        return {
+            "question": question,
+            "answer": reply.answer,
+            "cited_pages": list(reply.cited_pages),
+            "candidates": candidates,
+            "retrieved": context,
+            "model_request": model_request,
+            "k": k,
+            "status": "answered" if reply.status == "answered" else "refused",
+        }
 
 
 def naive_key(question: str) -> str:
@@ -165,5 +230,13 @@ def naive_answer(question: str, model: Any) -> dict[str, Any]:
     messages = [{"role": "system", "content": NAIVE_POLICY}, {"role": "user", "content": question}]
     reply = parse_reply(model.generate(naive_key(question), messages))
     check_citations(reply, set())
-    return {"question": question, "answer": reply.answer, "cited_pages": [], "candidates": [], "retrieved": [],
-            "model_request": messages, "k": 0, "status": "answered" if reply.status == "answered" else "refused"}
+    return {
+        "question": question,
+        "answer": reply.answer,
+        "cited_pages": [],
+        "candidates": [],
+        "retrieved": [],
+        "model_request": messages,
+        "k": 0,
+        "status": "answered" if reply.status == "answered" else "refused",
+    }

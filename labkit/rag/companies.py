@@ -42,18 +42,42 @@ class Company:
 
 
 COMPANIES: tuple[Company, ...] = (
-    Company("ACME", "Acme Industrial Tools, Inc.", "a maker of power tools, hand tools and tool repair services",
-            "Dayton, Ohio", ("Power Tools", "Hand Tools", "Services"),
-            "cordless drills, saws, wrench sets and repair contracts", "Dana Whitfield",
-            "Harrow & Lindqvist LLP", 11, 2410.0),
-    Company("BRIGHTWAVE", "Brightwave Foods Corporation", "a producer of packaged snacks, beverages and frozen meals",
-            "Madison, Wisconsin", ("Snacks", "Beverages", "Frozen Meals"),
-            "crackers, sparkling juices and frozen dinners", "Priya Castellanos",
-            "Okafor Brandt LLP", 23, 5120.0),
-    Company("CORVID", "Corvid Freight Systems, Inc.", "a freight carrier offering truckload, intermodal and brokerage services",
-            "Memphis, Tennessee", ("Truckload", "Intermodal", "Brokerage"),
-            "long-haul truckload capacity, rail-linked container moves and freight brokerage", "Marcus Ellery",
-            "Harrow & Lindqvist LLP", 37, 1655.0),
+    Company(
+        "ACME",
+        "Acme Industrial Tools, Inc.",
+        "a maker of power tools, hand tools and tool repair services",
+        "Dayton, Ohio",
+        ("Power Tools", "Hand Tools", "Services"),
+        "cordless drills, saws, wrench sets and repair contracts",
+        "Dana Whitfield",
+        "Harrow & Lindqvist LLP",
+        11,
+        2410.0,
+    ),
+    Company(
+        "BRIGHTWAVE",
+        "Brightwave Foods Corporation",
+        "a producer of packaged snacks, beverages and frozen meals",
+        "Madison, Wisconsin",
+        ("Snacks", "Beverages", "Frozen Meals"),
+        "crackers, sparkling juices and frozen dinners",
+        "Priya Castellanos",
+        "Okafor Brandt LLP",
+        23,
+        5120.0,
+    ),
+    Company(
+        "CORVID",
+        "Corvid Freight Systems, Inc.",
+        "a freight carrier offering truckload, intermodal and brokerage services",
+        "Memphis, Tennessee",
+        ("Truckload", "Intermodal", "Brokerage"),
+        "long-haul truckload capacity, rail-linked container moves and freight brokerage",
+        "Marcus Ellery",
+        "Harrow & Lindqvist LLP",
+        37,
+        1655.0,
+    ),
 )
 
 
@@ -206,7 +230,8 @@ def company_years(company: Company) -> dict[int, Year]:
             y.other_liabilities = r1(y.revenue * 0.07)
         else:
             y.working_capital_change = r1(
-                -(y.receivables - previous.receivables) - (y.inventories - previous.inventories)
+                -(y.receivables - previous.receivables)
+                - (y.inventories - previous.inventories)
                 + (y.payables - previous.payables)
             )
             y.operating_cash_flow = r1(y.net_income + y.depreciation + y.stock_comp + y.working_capital_change)

@@ -72,12 +72,18 @@ def load_manifest(folder: Path | None = None) -> dict[str, ManifestEntry]:
             entry = ManifestEntry.model_validate(item)
         except ValidationError as exc:
             err = exc.errors(include_url=False)[0]
-            raise FilingsError(f"filings.json document {number}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            raise FilingsError(
+                f"filings.json document {number}: {'.'.join(map(str, err['loc']))}: {err['msg']}"
+            ) from None
         if entry.doc_name in entries or entry.file in files:
-            raise FilingsError(f"filings.json names {entry.doc_name!r} or {entry.file!r} twice; document names must be distinct")
+            raise FilingsError(
+                f"filings.json names {entry.doc_name!r} or {entry.file!r} twice; document names must be distinct"
+            )
         if file_sha256(folder / entry.file) != entry.sha256:
-            raise FilingsError(f"{entry.file} no longer matches its hash in filings.json; regenerate the filings "
-                               "with `python -m labkit.rag.filings` or restore the file from git")
+            raise FilingsError(
+                f"{entry.file} no longer matches its hash in filings.json; regenerate the filings "
+                "with `python -m labkit.rag.filings` or restore the file from git"
+            )
         entries[entry.doc_name] = entry
         files.add(entry.file)
     return entries
@@ -100,10 +106,17 @@ def load_filings(doc_names: list[str] | set[str], *, folder: Path | None = None)
         entry = manifest[name]
         for page in PyPDFLoader(str(folder / entry.file)).load():
             zero_based = page.metadata["page"]
-            pages.append(Document(page_content=page.page_content, metadata={
-                "doc_name": name, "company": entry.company, "period": entry.period,
-                "source_page": zero_based + 1,  # one-based, as citations and evaluation labels are
-            }))
+            pages.append(
+                Document(
+                    page_content=page.page_content,
+                    metadata={
+                        "doc_name": name,
+                        "company": entry.company,
+                        "period": entry.period,
+                        "source_page": zero_based + 1,  # one-based, as citations and evaluation labels are
+                    },
+                )
+            )
     return pages
 
 
@@ -131,8 +144,11 @@ def embedding_texts() -> tuple[list[str], Path]:
 
     questions = load_questions()
     pages = load_filings({q.doc_name for q in questions})
-    chunks = [c.page_content for size, overlap in (CHUNKING, ALT_CHUNKING)
-              for c in split_pages(pages, chunk_size=size, chunk_overlap=overlap)]
+    chunks = [
+        c.page_content
+        for size, overlap in (CHUNKING, ALT_CHUNKING)
+        for c in split_pages(pages, chunk_size=size, chunk_overlap=overlap)
+    ]
     return sorted(set(chunks) | {q.question for q in questions}), embeddings_path()
 
 
@@ -173,13 +189,24 @@ class FilingsIndex:
     descriptor: IndexDescriptor
 
 
-def expected_settings(doc_names: list[str] | set[str], *, chunk_size: int, chunk_overlap: int,
-                      embedding_model: str, folder: Path | None = None) -> dict[str, Any]:
+def expected_settings(
+    doc_names: list[str] | set[str],
+    *,
+    chunk_size: int,
+    chunk_overlap: int,
+    embedding_model: str,
+    folder: Path | None = None,
+) -> dict[str, Any]:
     """Return the descriptor fields an index must have for these documents and settings."""
     manifest = load_manifest(folder)
-    return {"format": INDEX_FORMAT, "embedding_model": embedding_model, "chunk_size": chunk_size,
-            "chunk_overlap": chunk_overlap, "documents": {n: manifest[n].sha256 for n in sorted(set(doc_names))},
-            "distance": DISTANCE}
+    return {
+        "format": INDEX_FORMAT,
+        "embedding_model": embedding_model,
+        "chunk_size": chunk_size,
+        "chunk_overlap": chunk_overlap,
+        "documents": {n: manifest[n].sha256 for n in sorted(set(doc_names))},
+        "distance": DISTANCE,
+    }
 
 
 def _faiss_store(embeddings: Any, vectors: Any, chunks: list[Any], ids: list[str]) -> Any:
@@ -188,13 +215,23 @@ def _faiss_store(embeddings: Any, vectors: Any, chunks: list[Any], ids: list[str
         from langchain_community.docstore.in_memory import InMemoryDocstore
         from langchain_community.vectorstores import FAISS
 
-    return FAISS(embedding_function=embeddings, index=vectors, docstore=InMemoryDocstore(dict(zip(ids, chunks))),
-                 index_to_docstore_id=dict(enumerate(ids)))
+    return FAISS(
+        embedding_function=embeddings,
+        index=vectors,
+        docstore=InMemoryDocstore(dict(zip(ids, chunks, strict=True))),
+        index_to_docstore_id=dict(enumerate(ids)),
+    )
 
 
-def build_index(doc_names: list[str] | set[str], *, chunk_size: int = CHUNKING[0], chunk_overlap: int = CHUNKING[1],
-                embeddings: SavedEmbeddings | None = None, folder: Path | None = None,
-                pages: list[Any] | None = None) -> FilingsIndex:
+def build_index(
+    doc_names: list[str] | set[str],
+    *,
+    chunk_size: int = CHUNKING[0],
+    chunk_overlap: int = CHUNKING[1],
+    embeddings: SavedEmbeddings | None = None,
+    folder: Path | None = None,
+    pages: list[Any] | None = None,
+) -> FilingsIndex:
     """Load, split and index the named filings over saved vectors (FAISS ``IndexFlatL2``).
 
     ``pages`` (from `load_filings` for the same documents) saves parsing the PDFs again.
@@ -212,8 +249,9 @@ def build_index(doc_names: list[str] | set[str], *, chunk_size: int = CHUNKING[0
     vectors = faiss.IndexFlatL2(embeddings.dimension)
     if len(chunks):
         vectors.add(matrix)
-    settings = expected_settings(doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                                 embedding_model=embeddings.model, folder=folder)
+    settings = expected_settings(
+        doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding_model=embeddings.model, folder=folder
+    )
     descriptor = IndexDescriptor(**settings, chunk_count=len(ids), chunk_ids_sha256=canonical_sha256(ids))
     return FilingsIndex(_faiss_store(embeddings, vectors, chunks, ids), chunks, descriptor)
 
@@ -242,8 +280,9 @@ def load_index(folder: Path, *, expected: dict[str, Any], embeddings: SavedEmbed
 
     data, _ = load_strict(folder / "descriptor.json")
     descriptor = IndexDescriptor.model_validate(data)
-    differing = sorted(k for k in set(expected) | set(descriptor.settings())
-                       if expected.get(k) != descriptor.settings().get(k))
+    differing = sorted(
+        k for k in set(expected) | set(descriptor.settings()) if expected.get(k) != descriptor.settings().get(k)
+    )
     if differing:
         detail = "; ".join(f"{k}: saved {descriptor.settings().get(k)!r}, asked {expected.get(k)!r}" for k in differing)
         raise IndexDescriptorMismatch(
@@ -253,27 +292,39 @@ def load_index(folder: Path, *, expected: dict[str, Any], embeddings: SavedEmbed
     chunks_data, _ = load_strict(folder / "chunks.json", max_bytes=50_000_000)
     ids = [c["id"] for c in chunks_data]
     if canonical_sha256(ids) != descriptor.chunk_ids_sha256 or len(ids) != descriptor.chunk_count:
-        raise IndexDescriptorMismatch(f"{relative_to_root(folder)}: the saved chunks do not match the descriptor's "
-                                      "chunk-id hash; delete the folder and build the index again")
+        raise IndexDescriptorMismatch(
+            f"{relative_to_root(folder)}: the saved chunks do not match the descriptor's "
+            "chunk-id hash; delete the folder and build the index again"
+        )
     vectors = faiss.read_index(str(folder / "index.faiss"))
     if vectors.ntotal != len(ids):
-        raise IndexDescriptorMismatch(f"{relative_to_root(folder)}: the FAISS index holds {vectors.ntotal} vectors "
-                                      f"for {len(ids)} chunks; delete the folder and build the index again")
+        raise IndexDescriptorMismatch(
+            f"{relative_to_root(folder)}: the FAISS index holds {vectors.ntotal} vectors "
+            f"for {len(ids)} chunks; delete the folder and build the index again"
+        )
     chunks = [Document(page_content=c["text"], metadata=c["metadata"]) for c in chunks_data]
     embeddings = embeddings or saved_vectors()
     return FilingsIndex(_faiss_store(embeddings, vectors, chunks, ids), chunks, descriptor)
 
 
-def open_index(doc_names: list[str] | set[str], *, chunk_size: int = CHUNKING[0], chunk_overlap: int = CHUNKING[1],
-               embeddings: SavedEmbeddings | None = None, pages: list[Any] | None = None) -> FilingsIndex:
+def open_index(
+    doc_names: list[str] | set[str],
+    *,
+    chunk_size: int = CHUNKING[0],
+    chunk_overlap: int = CHUNKING[1],
+    embeddings: SavedEmbeddings | None = None,
+    pages: list[Any] | None = None,
+) -> FilingsIndex:
     """Load the saved index for these settings from the scratch folder, building and saving it the first time."""
     embeddings = embeddings or saved_vectors()
     folder = index_folder(chunk_size, chunk_overlap)
     if (folder / "descriptor.json").is_file():
-        expected = expected_settings(doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                                     embedding_model=embeddings.model)
+        expected = expected_settings(
+            doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding_model=embeddings.model
+        )
         return load_index(folder, expected=expected, embeddings=embeddings)
-    index = build_index(doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embeddings=embeddings,
-                        pages=pages)
+    index = build_index(
+        doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embeddings=embeddings, pages=pages
+    )
     save_index(index, folder)
     return index

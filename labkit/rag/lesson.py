@@ -36,10 +36,18 @@ def candidates_table(record: dict[str, Any]) -> Any:
     import pandas as pd
 
     chosen = {item["citation_id"]: (rank, item["reranker_score"]) for rank, item in enumerate(record["retrieved"], 1)}
-    return pd.DataFrame([{"search_rank": n, "citation_id": c["citation_id"], "faiss_distance": round(c["faiss_distance"], 4),
-                          "selected_rank": chosen.get(c["citation_id"], (None, None))[0],
-                          "reranker_score": chosen.get(c["citation_id"], (None, None))[1]}
-                         for n, c in enumerate(record["candidates"], 1)]).astype({"selected_rank": "Int64"})
+    return pd.DataFrame(
+        [
+            {
+                "search_rank": n,
+                "citation_id": c["citation_id"],
+                "faiss_distance": round(c["faiss_distance"], 4),
+                "selected_rank": chosen.get(c["citation_id"], (None, None))[0],
+                "reranker_score": chosen.get(c["citation_id"], (None, None))[1],
+            }
+            for n, c in enumerate(record["candidates"], 1)
+        ]
+    ).astype({"selected_rank": "Int64"})
 
 
 def compare_paths(questions: list[FilingQuestion], run: Any) -> Any:
@@ -66,13 +74,17 @@ def failures(run: Any) -> Any:
     """Return the failed trials of a run (path, question id, error), sorted."""
     import pandas as pd
 
-    rows = [{"path": path, "id": qid.removeprefix("labkit_filings_"), "error": error[:110]}
-            for path, errors in run.errors.items() for qid, error in sorted(errors.items())]
+    rows = [
+        {"path": path, "id": qid.removeprefix("labkit_filings_"), "error": error[:110]}
+        for path, errors in run.errors.items()
+        for qid, error in sorted(errors.items())
+    ]
     return pd.DataFrame(rows, columns=["path", "id", "error"])
 
 
-def experiment_grid(questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], *,
-                    ks: tuple[int, ...] = KS) -> list[Experiment]:
+def experiment_grid(
+    questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], *, ks: tuple[int, ...] = KS
+) -> list[Experiment]:
     """Measure page-hit@k for every k, chunk size and reranking switch; each result keeps its settings.
 
     The selection for a smaller k is a prefix of the selection for the largest, so each question is
@@ -84,15 +96,28 @@ def experiment_grid(questions: list[FilingQuestion], indexes: dict[int, FilingsI
     for size, index in indexes.items():
         for rerank in (True, False):
             rag = FilingsRAG(index, model=None, rerank=rerank)
-            ranked = {q.financebench_id: [s["citation_id"] for s in rag.retrieve(q.question, k=max(ks))[1]]
-                      for q in questions if q.answerable}
+            ranked = {
+                q.financebench_id: [s["citation_id"] for s in rag.retrieve(q.question, k=max(ks))[1]]
+                for q in questions
+                if q.answerable
+            }
             for k in ks:
-                settings = {"k": k, "chunk_size": size, "chunk_overlap": index.descriptor.chunk_overlap,
-                            "rerank": rerank, "reranker": RERANKER_NAME if rerank else "none (search order)",
-                            "embedding_model": index.descriptor.embedding_model}
-                hits = {q.financebench_id: bool(page_hit(q, ranked[q.financebench_id], k))
-                        for q in questions if q.answerable}
-                experiments.append(Experiment(f"k={k}, chunk={size}, rerank={'on' if rerank else 'off'}", settings, hits))
+                settings = {
+                    "k": k,
+                    "chunk_size": size,
+                    "chunk_overlap": index.descriptor.chunk_overlap,
+                    "rerank": rerank,
+                    "reranker": RERANKER_NAME if rerank else "none (search order)",
+                    "embedding_model": index.descriptor.embedding_model,
+                }
+                hits = {
+                    q.financebench_id: bool(page_hit(q, ranked[q.financebench_id], k))
+                    for q in questions
+                    if q.answerable
+                }
+                experiments.append(
+                    Experiment(f"k={k}, chunk={size}, rerank={'on' if rerank else 'off'}", settings, hits)
+                )
     return experiments
 
 
@@ -114,8 +139,15 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
 def save_experiments(experiments: list[Experiment], path: Path | None = None) -> Path:
     """Write every experiment's settings and per-question hits to the scratch folder as JSON."""
     path = path or scratch_dir() / "filings-experiments.json"
-    path.write_text(pretty_json([{"name": e.name, "settings": e.settings, "hits": e.hits,
-                                  "page_hit_rate": e.page_hit_rate} for e in experiments]), encoding="utf-8")
+    path.write_text(
+        pretty_json(
+            [
+                {"name": e.name, "settings": e.settings, "hits": e.hits, "page_hit_rate": e.page_hit_rate}
+                for e in experiments
+            ]
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -144,8 +176,15 @@ def page_hit_grid(experiments: list[Experiment]) -> Any:
     """Return the numbers behind `plot_page_hits`: one row per line, one column per k."""
     import pandas as pd
 
-    rows = [{"chunk_size": e.settings["chunk_size"], "rerank": e.settings["rerank"], "k": e.settings["k"],
-             "page_hit@k": e.page_hit_rate} for e in experiments]
+    rows = [
+        {
+            "chunk_size": e.settings["chunk_size"],
+            "rerank": e.settings["rerank"],
+            "k": e.settings["k"],
+            "page_hit@k": e.page_hit_rate,
+        }
+        for e in experiments
+    ]
     return pd.DataFrame(rows).pivot_table(index=["chunk_size", "rerank"], columns="k", values="page_hit@k")
 
 
@@ -158,14 +197,24 @@ def measured(run_id: str) -> Any:
     rows = []
     for binding in load_run(run_id).bindings:
         question = binding.question or ""
-        rows.append({"path": "naive" if question.startswith("naive: ") else "rag",
-                     "latency_s": binding.latency_s,
-                     "prompt_tokens": binding.usage.prompt_tokens if binding.usage else None,
-                     "completion_tokens": binding.usage.completion_tokens if binding.usage else None,
-                     "finish_reason": ((binding.response or {}).get("choices") or [{}])[0].get("finish_reason")})
+        rows.append(
+            {
+                "path": "naive" if question.startswith("naive: ") else "rag",
+                "latency_s": binding.latency_s,
+                "prompt_tokens": binding.usage.prompt_tokens if binding.usage else None,
+                "completion_tokens": binding.usage.completion_tokens if binding.usage else None,
+                "finish_reason": ((binding.response or {}).get("choices") or [{}])[0].get("finish_reason"),
+            }
+        )
     table = pd.DataFrame(rows)
-    return table.groupby("path").agg(
-        requests=("latency_s", "size"), median_latency_s=("latency_s", "median"),
-        median_prompt_tokens=("prompt_tokens", "median"), median_completion_tokens=("completion_tokens", "median"),
-        cut_by_max_tokens=("finish_reason", lambda s: int((s == "length").sum())),
-    ).round(2)
+    return (
+        table.groupby("path")
+        .agg(
+            requests=("latency_s", "size"),
+            median_latency_s=("latency_s", "median"),
+            median_prompt_tokens=("prompt_tokens", "median"),
+            median_completion_tokens=("completion_tokens", "median"),
+            cut_by_max_tokens=("finish_reason", lambda s: int((s == "length").sum())),
+        )
+        .round(2)
+    )

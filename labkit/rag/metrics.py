@@ -60,8 +60,9 @@ def faithful(record: dict[str, Any] | None) -> bool | None:
     if record is None or record["status"] != "answered":
         return None
     cited = set(record["cited_pages"])
-    printed = {round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited
-               for f in figures(item["chunk_text"])}
+    printed = {
+        round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited for f in figures(item["chunk_text"])
+    }
     return all(round(f, 4) in printed for f in figures(record["answer"]))
 
 
@@ -72,8 +73,13 @@ def page_hit(question: FilingQuestion, citations: list[str], k: int) -> bool | N
     return any(c in question.evidence_pages for c in citations[:k])
 
 
-def grade(questions: list[FilingQuestion], records: dict[str, dict[str, Any] | None], *, path: str,
-          errors: dict[str, str] | None = None) -> Any:
+def grade(
+    questions: list[FilingQuestion],
+    records: dict[str, dict[str, Any] | None],
+    *,
+    path: str,
+    errors: dict[str, str] | None = None,
+) -> Any:
     """Return a pandas table with one row per question: status, correctness, faithfulness and page-hit@k."""
     import pandas as pd
 
@@ -82,15 +88,19 @@ def grade(questions: list[FilingQuestion], records: dict[str, dict[str, Any] | N
         record = records.get(q.financebench_id)
         k = record["k"] if record else None
         hit = page_hit(q, [r["citation_id"] for r in record["retrieved"]], k) if record and k else None
-        rows.append({
-            "id": q.financebench_id.removeprefix("labkit_filings_"), "doc_name": q.doc_name,
-            "kind": kind(q), "path": path,
-            "status": record["status"] if record else "failed",
-            "correctness": correctness(q, record),
-            "faithful": faithful(record),
-            "page_hit": hit,
-            "note": (errors or {}).get(q.financebench_id, ""),
-        })
+        rows.append(
+            {
+                "id": q.financebench_id.removeprefix("labkit_filings_"),
+                "doc_name": q.doc_name,
+                "kind": kind(q),
+                "path": path,
+                "status": record["status"] if record else "failed",
+                "correctness": correctness(q, record),
+                "faithful": faithful(record),
+                "page_hit": hit,
+                "note": (errors or {}).get(q.financebench_id, ""),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -110,12 +120,18 @@ def summary(table: Any) -> Any:
     for path, part in table.groupby("path", sort=False):
         faithful_known = part["faithful"].dropna()
         hits = part["page_hit"].dropna()
-        rows.append({
-            "path": path, "questions": len(part),
-            **{outcome: int((part["correctness"] == outcome).sum()) for outcome in ("correct", "partial", "wrong", "refused", "failed")},
-            "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
-            "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
-        })
+        rows.append(
+            {
+                "path": path,
+                "questions": len(part),
+                **{
+                    outcome: int((part["correctness"] == outcome).sum())
+                    for outcome in ("correct", "partial", "wrong", "refused", "failed")
+                },
+                "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
+                "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -143,6 +159,16 @@ def experiments_table(experiments: list[Experiment]) -> Any:
     """Return one row per experiment: its settings and page-hit@k."""
     import pandas as pd
 
-    return pd.DataFrame([{"experiment": e.name, "k": e.settings["k"], "chunk_size": e.settings["chunk_size"],
-                          "rerank": e.settings["rerank"], "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
-                          "page_hit@k": e.page_hit_rate} for e in experiments])
+    return pd.DataFrame(
+        [
+            {
+                "experiment": e.name,
+                "k": e.settings["k"],
+                "chunk_size": e.settings["chunk_size"],
+                "rerank": e.settings["rerank"],
+                "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
+                "page_hit@k": e.page_hit_rate,
+            }
+            for e in experiments
+        ]
+    )

@@ -25,10 +25,17 @@ from labkit.errors import LabkitError
 
 QUESTIONS_FILE = "questions.jsonl"
 #: Fields of FinanceBench's file that the pipeline does not use; accepted so the real file loads, then set aside.
-FINANCEBENCH_EXTRA_FIELDS = frozenset({
-    "question_reasoning", "domain_question_num", "dataset_subset_label", "gics_sector",
-    "doc_type", "doc_period", "doc_link",
-})
+FINANCEBENCH_EXTRA_FIELDS = frozenset(
+    {
+        "question_reasoning",
+        "domain_question_num",
+        "dataset_subset_label",
+        "gics_sector",
+        "doc_type",
+        "doc_period",
+        "doc_link",
+    }
+)
 FINANCEBENCH_EXTRA_EVIDENCE_FIELDS = frozenset({"doc_name", "evidence_text_full_page"})
 
 
@@ -112,12 +119,18 @@ def adapt(record: Any, *, source: str = "question") -> FilingQuestion:
                 f"{source}: evidence names {item.doc_name!r} but the question is about {raw.doc_name!r}; "
                 "every evidence item must come from the question's own document"
             )
-        evidence.append(Evidence(doc_name=raw.doc_name, evidence_text=item.evidence_text,
-                                 source_page=item.evidence_page_num + 1))
+        evidence.append(
+            Evidence(doc_name=raw.doc_name, evidence_text=item.evidence_text, source_page=item.evidence_page_num + 1)
+        )
     return FilingQuestion(
-        financebench_id=raw.financebench_id, company=raw.company, doc_name=raw.doc_name,
-        question_type=raw.question_type, question=raw.question, answer=raw.answer,
-        justification=raw.justification or "", evidence=tuple(evidence),
+        financebench_id=raw.financebench_id,
+        company=raw.company,
+        doc_name=raw.doc_name,
+        question_type=raw.question_type,
+        question=raw.question,
+        answer=raw.answer,
+        justification=raw.justification or "",
+        evidence=tuple(evidence),
     )
 
 
@@ -140,8 +153,10 @@ def load_questions(path: Path | None = None) -> list[FilingQuestion]:
         if question.financebench_id in ids:
             raise QuestionSetError(f"{path}:{number}: financebench_id {question.financebench_id!r} appears twice")
         if question.question in texts:
-            raise QuestionSetError(f"{path}:{number}: the question {question.question!r} appears twice; "
-                                   "replies and saved vectors are keyed by question text")
+            raise QuestionSetError(
+                f"{path}:{number}: the question {question.question!r} appears twice; "
+                "replies and saved vectors are keyed by question text"
+            )
         ids.add(question.financebench_id)
         texts.add(question.question)
         questions.append(question)
@@ -153,42 +168,82 @@ def load_questions(path: Path | None = None) -> list[FilingQuestion]:
 # --- writing the lesson's question file --------------------------------------------------------------
 
 
-def _templates(co: Any, y: Any, seg: str, seg_value: float, year: int) -> dict[str, tuple[str, str, list[tuple[int, str]]]]:
+def _templates(
+    co: Any, y: Any, seg: str, seg_value: float, year: int
+) -> dict[str, tuple[str, str, list[tuple[int, str]]]]:
     from labkit.rag.filings import money
 
     name = co.name
     return {
-        "revenue": (f"What was {name}'s total revenue in fiscal {year}, in USD millions?",
-                    f"${money(y.revenue)} million", [(10, f"Revenue {money(y.revenue)}"), (7, f"Revenue in fiscal {year} was")]),
-        "net_income": (f"What was {name}'s net income for fiscal {year}?",
-                       f"${money(y.net_income)} million", [(10, f"Net income {money(y.net_income)}")]),
-        "total_assets": (f"What were {name}'s total assets at December 31, {year}?",
-                         f"${money(y.total_assets)} million", [(11, f"Total assets {money(y.total_assets)}")]),
-        "cfo": (f"How much net cash did {name} provide from operating activities in FY{year}?",
-                f"${money(y.operating_cash_flow)} million", [(12, f"operating activities {money(y.operating_cash_flow)}"),
-                                                               (9, "Cash provided by operating activities was")]),
-        "capex": (f"How much did {name} spend on capital expenditures in FY{year}?",
-                  f"${money(-y.capex)} million", [(12, f"Capital expenditures {money(y.capex)}"), (9, "Capital expenditures were")]),
-        "ltd": (f"What long-term debt did {name} report on its balance sheet at the end of fiscal {year}?",
-                f"${money(y.long_term_debt)} million", [(11, f"Long-term debt {money(y.long_term_debt)}")]),
-        "eps": (f"What were {name}'s diluted earnings per share in fiscal {year}?",
-                f"${y.diluted_eps:.2f}", [(10, f"Diluted earnings per share ($) {y.diluted_eps:.2f}")]),
-        "employees": (f"How many people did {name} employ at the end of {year}?",
-                      f"{y.employees:,} employees", [(4, f"we employed {y.employees:,} people")]),
-        "tax_rate": (f"What was {name}'s effective tax rate in fiscal {year}?",
-                     f"{y.effective_tax_rate:.1f}%", [(15, f"effective tax rate of {y.effective_tax_rate:.1f}%")]),
-        "segment": (f"What revenue did {name}'s {seg} segment report in FY{year}?",
-                    f"${money(seg_value)} million", [(8, f"{seg} {money(seg_value)}")]),
-        "q4": (f"What was {name}'s fourth-quarter revenue in fiscal {year}?",
-               f"${money(y.quarterly_revenue[3])} million", [(17, f"{year} " + " ".join(money(q) for q in y.quarterly_revenue))]),
-        "revenue_and_staff": (f"What were {name}'s revenue in fiscal {year} and its headcount at year end?",
-                              f"${money(y.revenue)} million of revenue and {y.employees:,} employees",
-                              [(10, f"Revenue {money(y.revenue)}"), (4, f"we employed {y.employees:,} people")]),
-        "cash_and_dividend": (f"What cash did {name} hold at the end of fiscal {year}, and what quarterly dividend "
-                              "did its board declare after the year ended?",
-                              f"${money(y.cash)} million of cash and a dividend of ${y.next_dividend:.2f} per share",
-                              [(11, f"Cash and cash equivalents {money(y.cash)}"),
-                               (16, f"quarterly dividend of ${y.next_dividend:.2f}")]),
+        "revenue": (
+            f"What was {name}'s total revenue in fiscal {year}, in USD millions?",
+            f"${money(y.revenue)} million",
+            [(10, f"Revenue {money(y.revenue)}"), (7, f"Revenue in fiscal {year} was")],
+        ),
+        "net_income": (
+            f"What was {name}'s net income for fiscal {year}?",
+            f"${money(y.net_income)} million",
+            [(10, f"Net income {money(y.net_income)}")],
+        ),
+        "total_assets": (
+            f"What were {name}'s total assets at December 31, {year}?",
+            f"${money(y.total_assets)} million",
+            [(11, f"Total assets {money(y.total_assets)}")],
+        ),
+        "cfo": (
+            f"How much net cash did {name} provide from operating activities in FY{year}?",
+            f"${money(y.operating_cash_flow)} million",
+            [
+                (12, f"operating activities {money(y.operating_cash_flow)}"),
+                (9, "Cash provided by operating activities was"),
+            ],
+        ),
+        "capex": (
+            f"How much did {name} spend on capital expenditures in FY{year}?",
+            f"${money(-y.capex)} million",
+            [(12, f"Capital expenditures {money(y.capex)}"), (9, "Capital expenditures were")],
+        ),
+        "ltd": (
+            f"What long-term debt did {name} report on its balance sheet at the end of fiscal {year}?",
+            f"${money(y.long_term_debt)} million",
+            [(11, f"Long-term debt {money(y.long_term_debt)}")],
+        ),
+        "eps": (
+            f"What were {name}'s diluted earnings per share in fiscal {year}?",
+            f"${y.diluted_eps:.2f}",
+            [(10, f"Diluted earnings per share ($) {y.diluted_eps:.2f}")],
+        ),
+        "employees": (
+            f"How many people did {name} employ at the end of {year}?",
+            f"{y.employees:,} employees",
+            [(4, f"we employed {y.employees:,} people")],
+        ),
+        "tax_rate": (
+            f"What was {name}'s effective tax rate in fiscal {year}?",
+            f"{y.effective_tax_rate:.1f}%",
+            [(15, f"effective tax rate of {y.effective_tax_rate:.1f}%")],
+        ),
+        "segment": (
+            f"What revenue did {name}'s {seg} segment report in FY{year}?",
+            f"${money(seg_value)} million",
+            [(8, f"{seg} {money(seg_value)}")],
+        ),
+        "q4": (
+            f"What was {name}'s fourth-quarter revenue in fiscal {year}?",
+            f"${money(y.quarterly_revenue[3])} million",
+            [(17, f"{year} " + " ".join(money(q) for q in y.quarterly_revenue))],
+        ),
+        "revenue_and_staff": (
+            f"What were {name}'s revenue in fiscal {year} and its headcount at year end?",
+            f"${money(y.revenue)} million of revenue and {y.employees:,} employees",
+            [(10, f"Revenue {money(y.revenue)}"), (4, f"we employed {y.employees:,} people")],
+        ),
+        "cash_and_dividend": (
+            f"What cash did {name} hold at the end of fiscal {year}, and what quarterly dividend "
+            "did its board declare after the year ended?",
+            f"${money(y.cash)} million of cash and a dividend of ${y.next_dividend:.2f} per share",
+            [(11, f"Cash and cash equivalents {money(y.cash)}"), (16, f"quarterly dividend of ${y.next_dividend:.2f}")],
+        ),
         "guidance": (f"What revenue does {name} expect for fiscal {year + 2}?", "", []),
         "ceo_pay": (f"What was the total compensation of {name}'s chief executive officer in fiscal {year}?", "", []),
         "offtopic": ("How many goals did the hockey club score last season?", "", []),
@@ -240,18 +295,22 @@ def build_question_records(folder: Path) -> list[dict[str, Any]]:
                     if start < 0:
                         raise QuestionSetError(f"{name} page {page} does not contain {needle!r}; fix the question plan")
                     end = text.find(". ", start + len(needle)) if page in _NARRATIVE_PAGES else -1
-                    excerpt = text[start: end + 1] if 0 <= end - start < 220 else needle
-                    evidence.append({"evidence_text": excerpt, "evidence_page_num": page - 1})  # FinanceBench: zero-based
-                records.append({
-                    "financebench_id": f"labkit_filings_{len(records) + 1:03d}",
-                    "company": co.name,
-                    "doc_name": name,
-                    "question_type": "novel-generated" if not needles else "metrics-generated",
-                    "question": question,
-                    "answer": answer or "The filing does not contain this information.",
-                    "justification": _UNANSWERABLE.get(key) or "Read from the labelled page(s) of the filing.",
-                    "evidence": evidence,
-                })
+                    excerpt = text[start : end + 1] if 0 <= end - start < 220 else needle
+                    evidence.append(
+                        {"evidence_text": excerpt, "evidence_page_num": page - 1}
+                    )  # FinanceBench: zero-based
+                records.append(
+                    {
+                        "financebench_id": f"labkit_filings_{len(records) + 1:03d}",
+                        "company": co.name,
+                        "doc_name": name,
+                        "question_type": "novel-generated" if not needles else "metrics-generated",
+                        "question": question,
+                        "answer": answer or "The filing does not contain this information.",
+                        "justification": _UNANSWERABLE.get(key) or "Read from the labelled page(s) of the filing.",
+                        "evidence": evidence,
+                    }
+                )
     return records
 
 

@@ -22,26 +22,47 @@ RAG_REPLIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "002": ("answered", "Net income for fiscal 2024 was $273.3 million.", ("ACME_2024_10K#p7",)),
     "003": ("answered", "At the end of 2024 the company had 9,940 employees.", ("ACME_2024_10K#p4",)),
     "004": ("answered", "Capital expenditures in fiscal 2024 were $105.2 million.", ("ACME_2024_10K#p9",)),
-    "005": ("answered", "Revenue in fiscal 2024 was $2,374.4 million; the supplied pages do not give the headcount.",
-            ("ACME_2024_10K#p7",)),
+    "005": (
+        "answered",
+        "Revenue in fiscal 2024 was $2,374.4 million; the supplied pages do not give the headcount.",
+        ("ACME_2024_10K#p7",),
+    ),
     "006": ("cannot_answer", _NOT_STATED, ()),
     "007": ("cannot_answer", _NOT_STATED, ()),
     "008": ("answered", "Diluted earnings per share in fiscal 2025 were $1.92.", ("ACME_2025_10K#p10",)),
     "009": ("answered", "The effective tax rate in fiscal 2025 was 23.1%.", ("ACME_2025_10K#p15",)),
-    "010": ("answered", "The Services segment reported revenue of $1,251.2 million in fiscal 2025.", ("ACME_2025_10K#p8",)),
-    "011": ("answered", "Cash and cash equivalents were $497.8 million at the end of fiscal 2025, and the board "
-                        "declared a quarterly dividend of $0.15 per share.", ("ACME_2025_10K#p9", "ACME_2025_10K#p16")),
+    "010": (
+        "answered",
+        "The Services segment reported revenue of $1,251.2 million in fiscal 2025.",
+        ("ACME_2025_10K#p8",),
+    ),
+    "011": (
+        "answered",
+        "Cash and cash equivalents were $497.8 million at the end of fiscal 2025, and the board "
+        "declared a quarterly dividend of $0.15 per share.",
+        ("ACME_2025_10K#p9", "ACME_2025_10K#p16"),
+    ),
     "012": ("cannot_answer", "The filing incorporates executive compensation by reference and states no figure.", ()),
     "013": ("cannot_answer", _NOT_STATED, ()),
     "014": ("answered", "Long-term debt at the end of fiscal 2024 was $1,527.7 million.", ("BRIGHTWAVE_2024_10K#p11",)),
     "015": ("answered", "Fourth-quarter revenue in fiscal 2024 was $1,421.7 million.", ("BRIGHTWAVE_2024_10K#p17",)),
     "016": ("answered", "At the end of 2024 the company had 22,950 employees.", ("BRIGHTWAVE_2024_10K#p4",)),
-    "017": ("answered", "The board declared a quarterly dividend of $0.24 per share; the supplied pages do not give "
-                        "year-end cash.", ("BRIGHTWAVE_2024_10K#p16",)),
+    "017": (
+        "answered",
+        "The board declared a quarterly dividend of $0.24 per share; the supplied pages do not give year-end cash.",
+        ("BRIGHTWAVE_2024_10K#p16",),
+    ),
     "019": ("answered", "Total revenue in fiscal 2025 was $5,166.2 million.", ("BRIGHTWAVE_2025_10K#p7",)),
-    "020": ("answered", "Capital expenditures in fiscal 2025 were $205.5 million, about 4.0% of revenue.",
-            ("BRIGHTWAVE_2025_10K#p9",)),
-    "021": ("answered", "The Snacks segment reported revenue of $2,071.6 million in fiscal 2025.", ("BRIGHTWAVE_2025_10K#p8",)),
+    "020": (
+        "answered",
+        "Capital expenditures in fiscal 2025 were $205.5 million, about 4.0% of revenue.",
+        ("BRIGHTWAVE_2025_10K#p9",),
+    ),
+    "021": (
+        "answered",
+        "The Snacks segment reported revenue of $2,071.6 million in fiscal 2025.",
+        ("BRIGHTWAVE_2025_10K#p8",),
+    ),
     "022": ("answered", "The effective tax rate in fiscal 2025 was 20.9%.", ("BRIGHTWAVE_2025_10K#p15",)),
     "023": ("cannot_answer", _NOT_STATED, ()),
     "024": ("cannot_answer", "The filing incorporates executive compensation by reference and states no figure.", ()),
@@ -51,12 +72,20 @@ RAG_REPLIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "028": ("answered", "Fourth-quarter revenue in fiscal 2024 was $477.0 million.", ("CORVID_2024_10K#p17",)),
     "029": ("cannot_answer", _NOT_STATED, ()),
     "030": ("cannot_answer", "The filings give no revenue outlook for fiscal 2026.", ()),
-    "031": ("answered", "Net cash provided by operating activities in fiscal 2025 was $260.7 million.", ("CORVID_2025_10K#p9",)),
+    "031": (
+        "answered",
+        "Net cash provided by operating activities in fiscal 2025 was $260.7 million.",
+        ("CORVID_2025_10K#p9",),
+    ),
     "032": ("answered", "Long-term debt at the end of fiscal 2025 was $322.3 million.", ("CORVID_2025_10K#p11",)),
     "033": ("answered", "At the end of 2025 the company had 7,720 employees.", ("CORVID_2025_10K#p4",)),
     "034": ("answered", "Total revenue in fiscal 2025 was $1,804.8 million.", ("CORVID_2025_10K#p7",)),
-    "035": ("answered", "Cash and cash equivalents were $445.6 million at the end of fiscal 2025, and the board "
-                        "declared a quarterly dividend of $0.17 per share.", ("CORVID_2025_10K#p9", "CORVID_2025_10K#p16")),
+    "035": (
+        "answered",
+        "Cash and cash equivalents were $445.6 million at the end of fiscal 2025, and the board "
+        "declared a quarterly dividend of $0.17 per share.",
+        ("CORVID_2025_10K#p9", "CORVID_2025_10K#p16"),
+    ),
     "036": ("answered", "Revenue was $1,719.2 million.", ("CORVID_2024_10K#p7",)),
 }
 

@@ -7,7 +7,7 @@ run took about nine minutes on two cores with the local model on one thread).
 ``--authored`` rewrites the authored run
 from `labkit.rag.replies` (no model involved); ``--captured`` starts the
 bundled local model (the ``[local]`` extra) and records a new captured run.
-Lesson 02's entry in ``labkit.lessons.RECORDABLE`` belongs to part A, so part B
+Lesson 02's entry in ``labkit.course.lessons.RECORDABLE`` belongs to part A, so part B
 calls the lower-level functions itself.
 """
 
@@ -43,8 +43,11 @@ def run_fixtures() -> list[Path]:
     from labkit.rag.index import embeddings_path, filings_folder, load_manifest
 
     folder = filings_folder()
-    return ([folder / e.file for e in load_manifest(folder).values()]
-            + [folder / "filings.json", folder / "questions.jsonl", embeddings_path()])
+    return [folder / e.file for e in load_manifest(folder).values()] + [
+        folder / "filings.json",
+        folder / "questions.jsonl",
+        embeddings_path(),
+    ]
 
 
 @dataclass
@@ -69,8 +72,10 @@ def make_requests(adapter: Any, *, questions: list[Any] | None = None, index: An
     app = FilingsRAG(index, adapter)
     run = LessonRun()
     for q in questions:
-        for path, ask in (("rag", lambda: app.answer_with_rag(q.question, k=K)),
-                          ("naive", lambda: naive_answer(q.question, adapter))):
+        for path, ask in (
+            ("rag", lambda q=q: app.answer_with_rag(q.question, k=K)),
+            ("naive", lambda q=q: naive_answer(q.question, adapter)),
+        ):
             try:
                 getattr(run, path)[q.financebench_id] = ask()
             except ValueError as exc:
@@ -103,8 +108,15 @@ def write_authored(*, runs_dir: Path | None = None, created_at: str = "2026-11-2
     failed = {p: e for p, e in result.errors.items() if e}
     if failed:
         raise ValueError(f"authored replies broke the reply contract: {failed}; fix labkit/rag/replies.py")
-    run = authored_run(run_id=RUN_AUTHORED, lesson=LESSON, description=AUTHORED_DESCRIPTION, created_at=created_at,
-                       settings=SETTINGS, fixtures=run_fixtures(), exchanges=adapter.exchanges)
+    run = authored_run(
+        run_id=RUN_AUTHORED,
+        lesson=LESSON,
+        description=AUTHORED_DESCRIPTION,
+        created_at=created_at,
+        settings=SETTINGS,
+        fixtures=run_fixtures(),
+        exchanges=adapter.exchanges,
+    )
     return write_authored_run(run, runs_dir=runs_dir)
 
 
@@ -117,8 +129,12 @@ def record_captured(*, run_id: str = RUN_CAPTURED, runs_dir: Path | None = None)
         os.environ.update(LABKIT_BASE_URL=server.base_url, LABKIT_MODEL=server.model_id)
         boundary = connect(run_id, lesson=LESSON, settings=SETTINGS, mode="record")
         make_requests(boundary)
-        return boundary.save(description=CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
-                             fixtures=run_fixtures(), run_id=run_id, runs_dir=runs_dir)
+        return boundary.save(
+            description=CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
+            fixtures=run_fixtures(),
+            run_id=run_id,
+            runs_dir=runs_dir,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,10 +38,15 @@ class ModelReply(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["answer", "tool_call", "insufficient_evidence"] = Field(
-        description="answer from the evidence, call the count tool, or decline.")
+        description="answer from the evidence, call the count tool, or decline."
+    )
     text: str = Field(default="", description="The answer, for kind answer only.")
-    citation_ids: list[str] = Field(default_factory=list, description="Citation ids of the evidence used, for kind answer only.")
-    tool_args: CountTickets | None = Field(default=None, description="The count tool's arguments, for kind tool_call only.")
+    citation_ids: list[str] = Field(
+        default_factory=list, description="Citation ids of the evidence used, for kind answer only."
+    )
+    tool_args: CountTickets | None = Field(
+        default=None, description="The count tool's arguments, for kind tool_call only."
+    )
 
     @model_validator(mode="after")
     def _fields_fit_the_kind(self) -> ModelReply:
@@ -72,11 +77,16 @@ class ModelCallRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     model: str = Field(description="The model id sent with the request.")
-    input_tokens: int | None = Field(description="Prompt tokens the endpoint reported; None when nothing measured them.")
-    output_tokens: int | None = Field(description="Reply tokens the endpoint reported; None when nothing measured them.")
+    input_tokens: int | None = Field(
+        description="Prompt tokens the endpoint reported; None when nothing measured them."
+    )
+    output_tokens: int | None = Field(
+        description="Reply tokens the endpoint reported; None when nothing measured them."
+    )
     latency_ms: int | None = Field(description="Milliseconds the model took; None when no model ran.")
     latency_source: Literal["measured", "recorded", "none"] = Field(
-        description="measured now (live), recorded with a captured run (replay), or none (authored or scripted).")
+        description="measured now (live), recorded with a captured run (replay), or none (authored or scripted)."
+    )
 
 
 @lru_cache(maxsize=8)
@@ -154,7 +164,12 @@ class ScriptedModel:
         else:
             raise UnscriptedRequest(f"no scripted reply for {key!r}; script one or use a recorded run")
         self.requests.append((key, messages))
-        return ChatCompletion.model_validate({
-            "id": f"scripted-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": self.model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        })
+        return ChatCompletion.model_validate(
+            {
+                "id": f"scripted-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": self.model,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            }
+        )

@@ -26,11 +26,17 @@ class GoldenCase(BaseModel):
 
 
 GOLDEN: tuple[GoldenCase, ...] = (
-    GoldenCase(question="How many days do customers have to request a refund?", team="team-a", status="answered",
-               cites="refund_policy.pdf#p1", text="Customers can request a refund within 30 days."),
+    GoldenCase(
+        question="How many days do customers have to request a refund?",
+        team="team-a",
+        status="answered",
+        cites="refund_policy.pdf#p1",
+        text="Customers can request a refund within 30 days.",
+    ),
     GoldenCase(question="How many refund tickets does my team have?", team="team-a", status="answered", count=2),
-    GoldenCase(question="What is the home address of the support manager?", team="team-a",
-               status="insufficient_evidence"),
+    GoldenCase(
+        question="What is the home address of the support manager?", team="team-a", status="insufficient_evidence"
+    ),
 )
 
 #: A count whose intent has no tickets for any team: the tool answers zero, which is a real answer.
@@ -48,9 +54,7 @@ def passed(result: dict[str, Any], case: GoldenCase) -> bool:
         return False
     if case.text is not None and result.get("text") != case.text:
         return False
-    if case.count is not None and result.get("observation", {}).get("count") != case.count:
-        return False
-    return True
+    return case.count is None or result.get("observation", {}).get("count") == case.count
 
 
 def run_golden(system: Any, *, prefix: str = "golden") -> list[tuple[GoldenCase, str, dict[str, Any], bool]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,43 +29,53 @@ CHUNK_OVERLAP = 100
 #: How many chunks retrieval returns for each question.
 K = 3
 #: Fixed document metadata: the same bytes on every run of the fixture script.
-_CREATED = datetime(2026, 11, 1, tzinfo=timezone.utc)
-_METADATA = {"title": "Refund policy", "author": "labkit course", "subject": "Toy refund policy for lesson 05",
-             "creator": "labkit.system.policy"}
+_CREATED = datetime(2026, 11, 1, tzinfo=UTC)
+_METADATA = {
+    "title": "Refund policy",
+    "author": "labkit course",
+    "subject": "Toy refund policy for lesson 05",
+    "creator": "labkit.system.policy",
+}
 
 #: The policy, page by page: a heading, then paragraphs. Written for the course; the figures are invented.
 POLICY_PAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Refund policy", (
-        "Version 2026-11. This policy applies to every order placed in the online shop.",
-        "1. Refund window",
-        "Customers can request a refund within 30 days.",
-        "The 30 days are counted from the date the order was delivered, as shown in the tracking record. "
-        "A request sent on the thirtieth day is still on time; a request sent later is declined, "
-        "whatever the reason for the delay.",
-        "2. How to request a refund",
-        "Open the order in your account and choose Request a refund, or write to support with the order number. "
-        "Say which items you want refunded and why. Support confirms the request by email and sends a return label "
-        "when the item has to come back.",
-        "3. How refunds are paid",
-        "Refunds go back to the payment method used for the order. Card refunds appear within five to ten business "
-        "days after the returned item is checked. Shipping fees are refunded only when the item arrived damaged "
-        "or was not the item ordered.",
-    )),
-    ("Refund policy (continued)", (
-        "4. Items that cannot be refunded",
-        "Gift cards, downloaded software and personalised items cannot be refunded once delivered. Perishable goods "
-        "can be refunded only when they arrived spoiled, and only if support hears about it within two days "
-        "of delivery.",
-        "5. Exchanges",
-        "Instead of a refund, a customer may ask to exchange an item for another size or colour of the same product. "
-        "Exchanges follow the same window as refunds and ship at no extra cost.",
-        "6. Cancelling an order",
-        "An order can be cancelled free of charge until it leaves the warehouse. After that, the customer receives "
-        "it and asks for a refund under this policy.",
-        "7. Contacting support",
-        "Support answers through the help centre and by email on business days, usually within two business days. "
-        "Support staff never ask for card numbers or passwords.",
-    )),
+    (
+        "Refund policy",
+        (
+            "Version 2026-11. This policy applies to every order placed in the online shop.",
+            "1. Refund window",
+            "Customers can request a refund within 30 days.",
+            "The 30 days are counted from the date the order was delivered, as shown in the tracking record. "
+            "A request sent on the thirtieth day is still on time; a request sent later is declined, "
+            "whatever the reason for the delay.",
+            "2. How to request a refund",
+            "Open the order in your account and choose Request a refund, or write to support with the order number. "
+            "Say which items you want refunded and why. Support confirms the request by email and sends a return label "
+            "when the item has to come back.",
+            "3. How refunds are paid",
+            "Refunds go back to the payment method used for the order. Card refunds appear within five to ten business "
+            "days after the returned item is checked. Shipping fees are refunded only when the item arrived damaged "
+            "or was not the item ordered.",
+        ),
+    ),
+    (
+        "Refund policy (continued)",
+        (
+            "4. Items that cannot be refunded",
+            "Gift cards, downloaded software and personalised items cannot be refunded once delivered. Perishable goods "
+            "can be refunded only when they arrived spoiled, and only if support hears about it within two days "
+            "of delivery.",
+            "5. Exchanges",
+            "Instead of a refund, a customer may ask to exchange an item for another size or colour of the same product. "
+            "Exchanges follow the same window as refunds and ship at no extra cost.",
+            "6. Cancelling an order",
+            "An order can be cancelled free of charge until it leaves the warehouse. After that, the customer receives "
+            "it and asks for a refund under this policy.",
+            "7. Contacting support",
+            "Support answers through the help centre and by email on business days, usually within two business days. "
+            "Support staff never ask for card numbers or passwords.",
+        ),
+    ),
 )
 
 
@@ -173,7 +183,9 @@ def load_policy_pages(path: str | Path | None = None) -> list[Any]:
             "restore it from git or write it again with `python -m labkit.system.policy`"
         ) from None
     if not pages:
-        raise PolicyDocumentError(f"{relative_to_root(path)} has no pages; write it again with `python -m labkit.system.policy`")
+        raise PolicyDocumentError(
+            f"{relative_to_root(path)} has no pages; write it again with `python -m labkit.system.policy`"
+        )
     for page in pages:
         number = page.metadata.get("page")
         if not page.page_content.strip():

@@ -17,7 +17,7 @@ from labkit.system.contract import SETTINGS
 from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
 from labkit.system.policy import embeddings_path, policy_path
 
-#: Re-exported: `labkit.lessons` reads a lesson's settings from its run module.
+#: Re-exported: `labkit.course.lessons` reads a lesson's settings from its run module.
 SETTINGS = SETTINGS
 RUN_AUTHORED = "05-system-authored"
 RUN_CAPTURED = "05-system-smollm2"
@@ -32,10 +32,18 @@ CAPTURED_DESCRIPTION = (
 
 _TOOL_CALL = {"kind": "tool_call", "text": "", "citation_ids": [], "tool_args": None}
 AUTHORED_REPLIES: dict[str, str] = {
-    GOLDEN[0].question: json.dumps({"kind": "answer", "text": "Customers can request a refund within 30 days.",
-                                    "citation_ids": ["refund_policy.pdf#p1"], "tool_args": None}),
+    GOLDEN[0].question: json.dumps(
+        {
+            "kind": "answer",
+            "text": "Customers can request a refund within 30 days.",
+            "citation_ids": ["refund_policy.pdf#p1"],
+            "tool_args": None,
+        }
+    ),
     GOLDEN[1].question: json.dumps({**_TOOL_CALL, "tool_args": {"intent": "get_refund"}}),
-    GOLDEN[2].question: json.dumps({"kind": "insufficient_evidence", "text": "", "citation_ids": [], "tool_args": None}),
+    GOLDEN[2].question: json.dumps(
+        {"kind": "insufficient_evidence", "text": "", "citation_ids": [], "tool_args": None}
+    ),
     EMPTY_COUNT_QUESTION: json.dumps({**_TOOL_CALL, "tool_args": {"intent": "cancel_order"}}),
 }
 
@@ -63,10 +71,19 @@ def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
     """Return a pandas table of a golden run: question, expected status, the result's status, text and count, verdict."""
     import pandas as pd
 
-    table = pd.DataFrame([{
-        "question": case.question, "expected": case.status, "status": result["status"],
-        "text": result.get("text", ""), "count": result.get("observation", {}).get("count"), "passed": ok,
-    } for case, _, result, ok in rows])
+    table = pd.DataFrame(
+        [
+            {
+                "question": case.question,
+                "expected": case.status,
+                "status": result["status"],
+                "text": result.get("text", ""),
+                "count": result.get("observation", {}).get("count"),
+                "passed": ok,
+            }
+            for case, _, result, ok in rows
+        ]
+    )
     return table.set_index("question").astype({"count": "Int64"})
 
 
@@ -82,14 +99,16 @@ def failure_table(rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list
         line = by_session[session_id]
         steps = {step["step"]: step for step in line["trace"]}
         tool = steps.get("tool")
-        records.append({
-            "question": case.question,
-            "check status": steps["check"]["status"],
-            "final status": line["result"]["status"],
-            "why it failed": steps["check"].get("reason") or _why(case, line["result"]),
-            "raw reply": steps["generate"]["raw_reply"],
-            "tool observation": "" if tool is None else f"{tool['intent']}: {tool['count']} for {tool['team']}",
-        })
+        records.append(
+            {
+                "question": case.question,
+                "check status": steps["check"]["status"],
+                "final status": line["result"]["status"],
+                "why it failed": steps["check"].get("reason") or _why(case, line["result"]),
+                "raw reply": steps["generate"]["raw_reply"],
+                "tool observation": "" if tool is None else f"{tool['intent']}: {tool['count']} for {tool['team']}",
+            }
+        )
     columns = ["question", "check status", "final status", "why it failed", "raw reply", "tool observation"]
     return pd.DataFrame(records, columns=columns).set_index("question")
 
@@ -114,8 +133,15 @@ def latency_table(lines: list[dict[str, Any]], run: Any) -> Any:
 
     rows = []
     for line in lines:
-        row = {"question": line["question"], "retrieve": "did not run", "generate": "did not run",
-               "check": "did not run", "tool": "did not run", "input_tokens": None, "output_tokens": None}
+        row = {
+            "question": line["question"],
+            "retrieve": "did not run",
+            "generate": "did not run",
+            "check": "did not run",
+            "tool": "did not run",
+            "input_tokens": None,
+            "output_tokens": None,
+        }
         for step in line["trace"]:
             if step["step"] != "generate":
                 row[step["step"]] = "ran locally"
@@ -125,7 +151,10 @@ def latency_table(lines: list[dict[str, Any]], run: Any) -> Any:
             if binding is None or binding.latency_s is None:
                 row["generate"] = f"none recorded ({run.origin} run)"
             else:
-                row.update(generate=f"{round(1000 * binding.latency_s):,} ms", input_tokens=binding.usage.prompt_tokens,
-                           output_tokens=binding.usage.completion_tokens)
+                row.update(
+                    generate=f"{round(1000 * binding.latency_s):,} ms",
+                    input_tokens=binding.usage.prompt_tokens,
+                    output_tokens=binding.usage.completion_tokens,
+                )
         rows.append(row)
     return pd.DataFrame(rows).set_index("question").astype({"input_tokens": "Int64", "output_tokens": "Int64"})

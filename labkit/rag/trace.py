@@ -113,11 +113,15 @@ def load_corpus(path: Path | None = None) -> list[Any]:
         if summary.id in seen:
             raise CorpusError(f"{path}: source id {summary.id!r} appears twice; each document needs its own id")
         seen.add(summary.id)
-        docs.append(Document(page_content=summary.text, metadata={"id": summary.id, "title": summary.title, "url": summary.url}))
+        docs.append(
+            Document(page_content=summary.text, metadata={"id": summary.id, "title": summary.title, "url": summary.url})
+        )
     return docs
 
 
-def split_corpus(docs: list[Any], *, chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"]) -> list[Any]:
+def split_corpus(
+    docs: list[Any], *, chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"]
+) -> list[Any]:
     """Split the documents into passages; each keeps its document's id, title and link."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
@@ -147,7 +151,9 @@ class DocsIndex:
     identity: dict[str, Any]
 
 
-def index_identity(corpus_file: Path, chunks: list[Any], embeddings: SavedEmbeddings, splitter: dict[str, Any]) -> dict[str, Any]:
+def index_identity(
+    corpus_file: Path, chunks: list[Any], embeddings: SavedEmbeddings, splitter: dict[str, Any]
+) -> dict[str, Any]:
     """Return the logical index identity: a hash of corpus, saved vectors, splitter and ordered chunk ids."""
     descriptor = {
         "corpus_sha256": file_sha256(corpus_file),
@@ -160,8 +166,12 @@ def index_identity(corpus_file: Path, chunks: list[Any], embeddings: SavedEmbedd
 
 
 def load_docs_index(
-    *, corpus_file: Path | None = None, embeddings: SavedEmbeddings | None = None, empty: bool = False,
-    chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"],
+    *,
+    corpus_file: Path | None = None,
+    embeddings: SavedEmbeddings | None = None,
+    empty: bool = False,
+    chunk_size: int = SPLITTER["chunk_size"],
+    chunk_overlap: int = SPLITTER["chunk_overlap"],
 ) -> DocsIndex:
     """Build the ``InMemoryVectorStore`` from saved vectors; refuse a corpus the vectors were not recorded for."""
     from langchain_core.vectorstores import InMemoryVectorStore
@@ -234,7 +244,9 @@ def _reply_text(completion: Any) -> str:
     return completion.choices[0].message.content or ""
 
 
-def trace_request(question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None) -> TracedRequest:
+def trace_request(
+    question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None
+) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step.
 
     ``adapter`` is anything with ``generate(question, messages)`` returning a
@@ -257,19 +269,29 @@ def trace_request(question: str, index: DocsIndex, adapter: Any, *, k: int = K, 
         trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
         return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
     candidates = [
-        {"rank": rank, "chunk_id": chunk_id(doc), "source_id": doc.metadata["id"], "score": round(float(score), 6),
-         "text": doc.page_content, "url": doc.metadata["url"]}
+        {
+            "rank": rank,
+            "chunk_id": chunk_id(doc),
+            "source_id": doc.metadata["id"],
+            "score": round(float(score), 6),
+            "text": doc.page_content,
+            "url": doc.metadata["url"],
+        }
         for rank, (doc, score) in enumerate(ranked, start=1)
     ]
     trace.emit("retrieval_completed", candidates=candidates, score_kind="cosine similarity (InMemoryVectorStore)")
     selected = [doc for doc, _ in ranked]
-    trace.emit("context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected])
+    trace.emit(
+        "context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected]
+    )
     if not selected:
         trace.emit("model_skipped", reason="empty_context")
         reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
     else:
         messages = prompt(question, selected)
-        trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
+        trace.emit(
+            "model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode
+        )
         try:
             completion = adapter.generate(question, messages)
         except ReplayRequestMismatch as exc:
@@ -277,8 +299,12 @@ def trace_request(question: str, index: DocsIndex, adapter: Any, *, k: int = K, 
             trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
             return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
         text = _reply_text(completion) if reply_override is None else reply_override
-        trace.emit("model_reply_returned", reply=text, model=completion.model,
-                   supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode)
+        trace.emit(
+            "model_reply_returned",
+            reply=text,
+            model=completion.model,
+            supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
+        )
         try:
             reply = Reply.model_validate_json(text)
         except ValidationError as exc:
@@ -290,11 +316,19 @@ def trace_request(question: str, index: DocsIndex, adapter: Any, *, k: int = K, 
     except ReplyRejected as exc:
         trace.emit("reply_rejected", reason="source_contract", error=str(exc))
         return TracedRequest(question, key, "reply_rejected", trace, error=str(exc))
-    trace.emit("reply_checked", status=reply.status, source_ids=reply.source_ids,
-               checks=["reply_shape", "source_membership", "status_source_consistency"])
+    trace.emit(
+        "reply_checked",
+        status=reply.status,
+        source_ids=reply.source_ids,
+        checks=["reply_shape", "source_membership", "status_source_consistency"],
+    )
     links = {d.metadata["id"]: d.metadata["url"] for d in selected}
-    result = {"question": question, "context_ids": [d.metadata["id"] for d in selected], **reply.model_dump(),
-              "source_links": [links[s] for s in reply.source_ids]}
+    result = {
+        "question": question,
+        "context_ids": [d.metadata["id"] for d in selected],
+        **reply.model_dump(),
+        "source_links": [links[s] for s in reply.source_ids],
+    }
     trace.emit("source_links_resolved", source_links=copy.deepcopy(result["source_links"]))
     trace.emit("request_completed", status=reply.status)
     return TracedRequest(question, key, "completed", trace, result=result)
@@ -309,17 +343,21 @@ AUTHORED_DESCRIPTION = (
 )
 CAPTURED_DESCRIPTION = "Replies captured from a real model for lesson 02's two questions, schema-constrained JSON."
 AUTHORED_REPLIES = {
-    QUESTIONS["answered"]: json.dumps({
-        "status": "answered",
-        "answer": "Pass the string to datetime.fromisoformat(); since Python 3.11 it accepts a trailing Z and "
-                  "returns a timezone-aware datetime in UTC.",
-        "source_ids": ["datetime-fromisoformat"],
-    }),
-    QUESTIONS["not_in_docs"]: json.dumps({
-        "status": "not_in_docs",
-        "answer": "The passages describe Python APIs; they say nothing about how long backups are kept.",
-        "source_ids": [],
-    }),
+    QUESTIONS["answered"]: json.dumps(
+        {
+            "status": "answered",
+            "answer": "Pass the string to datetime.fromisoformat(); since Python 3.11 it accepts a trailing Z and "
+            "returns a timezone-aware datetime in UTC.",
+            "source_ids": ["datetime-fromisoformat"],
+        }
+    ),
+    QUESTIONS["not_in_docs"]: json.dumps(
+        {
+            "status": "not_in_docs",
+            "answer": "The passages describe Python APIs; they say nothing about how long backups are kept.",
+            "source_ids": [],
+        }
+    ),
 }
 
 
@@ -344,7 +382,9 @@ def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str)
     data, _ = load_strict(corpus_path())
     summary = next((item for item in data if item.get("id") == source_id), None)
     if summary is None:
-        raise CorpusError(f"the corpus has no summary {source_id!r}; its ids are {', '.join(sorted(d['id'] for d in data))}")
+        raise CorpusError(
+            f"the corpus has no summary {source_id!r}; its ids are {', '.join(sorted(d['id'] for d in data))}"
+        )
     if old not in summary["text"]:
         raise CorpusError(f"summary {source_id!r} does not contain {old!r}; copy the words to replace from its text")
     summary["text"] = summary["text"].replace(old, new, 1)

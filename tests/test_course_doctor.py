@@ -4,7 +4,7 @@ import shutil
 import nbformat
 import pytest
 
-from labkit import doctor
+from labkit.course import doctor
 from labkit.cli import main
 from labkit.paths import project_root
 
@@ -35,7 +35,7 @@ def test_doctor_passes_on_a_healthy_course(course, capsys):
 def test_doctor_catches_a_failing_notebook(course, capsys):
     _notebook(course / "notebooks" / "01_broken.ipynb", "raise RuntimeError('laptop problem')")
     assert main(["doctor"]) == 1
-    line = next(l for l in capsys.readouterr().out.splitlines() if "01_broken" in l)
+    line = next(row for row in capsys.readouterr().out.splitlines() if "01_broken" in row)
     assert line.startswith("FAIL") and "laptop problem" in line and "labkit run 01" in line
 
 
@@ -46,7 +46,7 @@ def test_doctor_catches_a_tampered_recorded_run(course, capsys):
     data["bindings"][0]["request"]["messages"][1]["content"] += " "
     path.write_text(json.dumps(data), encoding="utf-8")
     assert main(["doctor", "--skip-notebooks"]) == 1
-    line = next(l for l in capsys.readouterr().out.splitlines() if "run 06-routing-smollm2" in l)
+    line = next(row for row in capsys.readouterr().out.splitlines() if "run 06-routing-smollm2" in row)
     assert line.startswith("FAIL") and "edited after recording" in line
 
 

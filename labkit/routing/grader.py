@@ -60,7 +60,9 @@ def load(path: str | Path) -> tuple[Any, str]:
     except LabkitError:
         raise
     except OSError as exc:
-        raise RouteGradeError(f"{path}: cannot read it ({exc.strerror or exc}); check the path and permissions") from None
+        raise RouteGradeError(
+            f"{path}: cannot read it ({exc.strerror or exc}); check the path and permissions"
+        ) from None
     except (TypeError, ValueError) as exc:  # e.g. a NUL byte in the path, or no path at all
         raise RouteGradeError(f"{path!r} is not a usable file path ({exc}); pass the path of a JSON file") from None
 
@@ -84,7 +86,9 @@ def _is_text(value: Any) -> bool:
 
 def _check_fields(value: Any, fields: frozenset[str], where: str) -> None:
     if not isinstance(value, dict):
-        raise RouteGradeError(f"{where} must be a JSON object, got {type(value).__name__}; see the shipped fixtures for the shape")
+        raise RouteGradeError(
+            f"{where} must be a JSON object, got {type(value).__name__}; see the shipped fixtures for the shape"
+        )
     missing = sorted(fields - value.keys())
     unexpected = sorted(_shown(k) for k in value.keys() - fields)
     if missing or unexpected:
@@ -93,9 +97,7 @@ def _check_fields(value: Any, fields: frozenset[str], where: str) -> None:
             problems.append(f"missing field(s) {', '.join(map(_shown, missing))}")
         if unexpected:
             problems.append(f"unexpected field(s) {', '.join(unexpected)}")
-        raise RouteGradeError(
-            f"{where} has {' and '.join(problems)}; it must have exactly {', '.join(sorted(fields))}"
-        )
+        raise RouteGradeError(f"{where} has {' and '.join(problems)}; it must have exactly {', '.join(sorted(fields))}")
 
 
 def _check_text(value: Any, where: str) -> None:
@@ -125,7 +127,9 @@ def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(cases, list):
         raise RouteGradeError(f"suite cases must be a list, got {type(cases).__name__}")
     if not cases:
-        raise RouteGradeError("suite has no cases; a gate over an empty suite would pass anything, so add labelled cases")
+        raise RouteGradeError(
+            "suite has no cases; a gate over an empty suite would pass anything, so add labelled cases"
+        )
     by_id: dict[str, dict[str, Any]] = {}
     for number, case in enumerate(cases, start=1):
         where = f"suite case {number}"
@@ -134,7 +138,9 @@ def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
         _check_text(case["message"], f"{where} message")
         _check_route(case["expected"], f"{where} expected route")
         if case["id"] in by_id:
-            raise RouteGradeError(f"suite case id {_shown(case['id'])} appears more than once; give every case its own id")
+            raise RouteGradeError(
+                f"suite case id {_shown(case['id'])} appears more than once; give every case its own id"
+            )
         by_id[case["id"]] = case
     return by_id
 
@@ -146,8 +152,8 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
     _check_text(run["label"], f"{where} label")
     if not isinstance(run["origin"], str) or run["origin"] not in ORIGINS:
         raise RouteGradeError(
-            f"{where} origin is {_shown(run['origin'])}; it must be \"simulated\" (authored to show a rule) "
-            "or \"captured\" (recorded from a real model call)"
+            f'{where} origin is {_shown(run["origin"])}; it must be "simulated" (authored to show a rule) '
+            'or "captured" (recorded from a real model call)'
         )
     if run["suite_sha256"] != suite_sha256:
         raise RouteGradeError(
@@ -156,7 +162,9 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
         )
     predictions = run["predictions"]
     if not isinstance(predictions, list):
-        raise RouteGradeError(f"{where} predictions must be a list of {{id, route}} objects, got {type(predictions).__name__}")
+        raise RouteGradeError(
+            f"{where} predictions must be a list of {{id, route}} objects, got {type(predictions).__name__}"
+        )
     routes: dict[str, str] = {}
     for number, row in enumerate(predictions, start=1):
         at = f"{where} prediction {number}"
@@ -164,7 +172,9 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
         _check_text(row["id"], f"{at} id")
         _check_route(row["route"], f"{at} route")
         if row["id"] in routes:
-            raise RouteGradeError(f"{where} predicts case {_shown(row['id'])} more than once; keep exactly one prediction per case")
+            raise RouteGradeError(
+                f"{where} predicts case {_shown(row['id'])} more than once; keep exactly one prediction per case"
+            )
         routes[row["id"]] = row["route"]
     missing = cases.keys() - routes.keys()
     extra = routes.keys() - cases.keys()
@@ -174,12 +184,18 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
             "(count a missing or malformed reply separately; never fill it in or drop the case)"
         )
     if extra:
-        raise RouteGradeError(f"{where} predicts ids the suite does not have: {_ids(extra)}; remove them or use the matching suite")
+        raise RouteGradeError(
+            f"{where} predicts ids the suite does not have: {_ids(extra)}; remove them or use the matching suite"
+        )
     return routes
 
 
-def _summary(run: Mapping[str, Any], routes: Mapping[str, str], cases: Mapping[str, Mapping[str, Any]],
-             penalties: Mapping[str, int]) -> dict[str, Any]:
+def _summary(
+    run: Mapping[str, Any],
+    routes: Mapping[str, str],
+    cases: Mapping[str, Mapping[str, Any]],
+    penalties: Mapping[str, int],
+) -> dict[str, Any]:
     failures = [
         {"id": cid, "expected": case["expected"], "actual": routes[cid], "penalty": penalties[case["expected"]]}
         for cid, case in sorted(cases.items(), key=lambda item: id_order(item[0]))
@@ -209,7 +225,7 @@ def _summary(run: Mapping[str, Any], routes: Mapping[str, str], cases: Mapping[s
 
 def _check_protected(protected: Any, cases: Mapping[str, Any]) -> list[str]:
     if isinstance(protected, str) or not isinstance(protected, Iterable):
-        raise RouteGradeError(f"protected must be a list of case ids, got {_shown(protected)}; write [\"t3\"], not \"t3\"")
+        raise RouteGradeError(f'protected must be a list of case ids, got {_shown(protected)}; write ["t3"], not "t3"')
     ids = list(protected)
     for cid in ids:
         if not isinstance(cid, str) or cid not in cases:
@@ -234,12 +250,22 @@ def _reasons(old: Mapping[str, Any], new: Mapping[str, Any], protected_regressio
 
 
 def _passes(old: Mapping[str, Any], correct: int, penalty: int, urgent_misses: int, protected_regressions: int) -> bool:
-    return (correct >= old["correct"] and penalty <= old["penalty_points"]
-            and urgent_misses == 0 and protected_regressions == 0)
+    return (
+        correct >= old["correct"]
+        and penalty <= old["penalty_points"]
+        and urgent_misses == 0
+        and protected_regressions == 0
+    )
 
 
-def _smallest_flip(old: Mapping[str, Any], new: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]],
-                   penalties: Mapping[str, int], protected_ids: set[str], regressed: list[str]) -> list[dict[str, str]]:
+def _smallest_flip(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    cases: Mapping[str, Mapping[str, Any]],
+    penalties: Mapping[str, int],
+    protected_ids: set[str],
+    regressed: list[str],
+) -> list[dict[str, str]]:
     """The fewest candidate predictions to change so that the verdict flips ([] if none can)."""
     correct, penalty = new["correct"], new["penalty_points"]
     protected_regressions = [cid for cid in regressed if cid in protected_ids]
@@ -247,8 +273,9 @@ def _smallest_flip(old: Mapping[str, Any], new: Mapping[str, Any], cases: Mappin
         # Failing: fixing urgent misses and protected regressions is unavoidable; then fix the
         # costliest remaining failures until both counts are back within the baseline's.
         must = {f["id"] for f in new["failures"] if f["expected"] == URGENT} | set(protected_regressions)
-        rest = sorted((f for f in new["failures"] if f["id"] not in must),
-                      key=lambda f: (-f["penalty"], id_order(f["id"])))
+        rest = sorted(
+            (f for f in new["failures"] if f["id"] not in must), key=lambda f: (-f["penalty"], id_order(f["id"]))
+        )
         chosen = [f for f in new["failures"] if f["id"] in must]
         correct += len(chosen)
         penalty -= sum(f["penalty"] for f in chosen)
@@ -267,21 +294,26 @@ def _smallest_flip(old: Mapping[str, Any], new: Mapping[str, Any], cases: Mappin
     def breaks_alone(cid: str) -> bool:
         return cases[cid]["expected"] == URGENT or (cid in protected_ids and cid not in baseline_wrong)
 
-    right = sorted((cid for cid in cases if cid not in wrong),
-                   key=lambda cid: (not breaks_alone(cid), -penalties[cases[cid]["expected"]], id_order(cid)))
+    right = sorted(
+        (cid for cid in cases if cid not in wrong),
+        key=lambda cid: (not breaks_alone(cid), -penalties[cases[cid]["expected"]], id_order(cid)),
+    )
     chosen_ids: list[str] = []
     for cid in right:
         chosen_ids.append(cid)
         correct -= 1
         penalty += penalties[cases[cid]["expected"]]
         if breaks_alone(cid) or not _passes(old, correct, penalty, 0, 0):
-            return [{"id": c, "route": next(r for r in ROUTES if r != cases[c]["expected"])}
-                    for c in sorted(chosen_ids, key=id_order)]
+            return [
+                {"id": c, "route": next(r for r in ROUTES if r != cases[c]["expected"])}
+                for c in sorted(chosen_ids, key=id_order)
+            ]
     return []
 
 
-def compare(suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *,
-            protected: Iterable[str] = ()) -> dict[str, Any]:
+def compare(
+    suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *, protected: Iterable[str] = ()
+) -> dict[str, Any]:
     """Grade a baseline and a candidate run on one suite and apply the release rule; return a JSON-ready report.
 
     The report holds ``suite_version``, ``suite_sha256``, the sorted ``protected`` ids, a summary per
@@ -292,7 +324,9 @@ def compare(suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *,
     """
     cases = validate_suite(suite)
     if not isinstance(suite_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", suite_sha256):
-        raise RouteGradeError(f"suite_sha256 {_shown(suite_sha256)} is not a SHA-256 hex digest; pass the hash that load() returned")
+        raise RouteGradeError(
+            f"suite_sha256 {_shown(suite_sha256)} is not a SHA-256 hex digest; pass the hash that load() returned"
+        )
     penalties = suite["penalties"]
     old_routes = validate_run(baseline, cases=cases, suite_sha256=suite_sha256, name="baseline")
     new_routes = validate_run(candidate, cases=cases, suite_sha256=suite_sha256, name="candidate")
@@ -327,8 +361,9 @@ def compare(suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *,
     }
 
 
-def grade_files(suite_path: str | Path, baseline_path: str | Path, candidate_path: str | Path, *,
-                protected: Iterable[str] = ()) -> dict[str, Any]:
+def grade_files(
+    suite_path: str | Path, baseline_path: str | Path, candidate_path: str | Path, *, protected: Iterable[str] = ()
+) -> dict[str, Any]:
     """Load a suite and two run files strictly and ``compare`` them (what ``labkit grade-routes`` does)."""
     suite, suite_sha256 = load(suite_path)
     baseline, _ = load(baseline_path)
@@ -393,6 +428,8 @@ def route_confusion(suite: Any, suite_sha256: str, run: Any, *, name: str = "run
     cases = validate_suite(suite)
     routes = validate_run(run, cases=cases, suite_sha256=suite_sha256, name=name)
     ordered = sorted(cases, key=id_order)
-    matrix = confusion_matrix([cases[c]["expected"] for c in ordered], [routes[c] for c in ordered], labels=list(ROUTES))
+    matrix = confusion_matrix(
+        [cases[c]["expected"] for c in ordered], [routes[c] for c in ordered], labels=list(ROUTES)
+    )
     frame = pd.DataFrame(matrix, index=pd.Index(ROUTES, name="expected"), columns=pd.Index(ROUTES, name="predicted"))
     return frame

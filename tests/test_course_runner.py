@@ -4,7 +4,7 @@ import nbformat
 import pytest
 
 from labkit.cli import main
-from labkit.runner import course_notebooks, results_table, run_notebook
+from labkit.course.runner import course_notebooks, results_table, run_notebook
 
 
 def _notebook(path, *sources):
@@ -78,7 +78,7 @@ def test_run_with_no_notebooks_fails(course, capsys):
 
 
 def test_results_table_counts_passes():
-    from labkit.runner import NotebookResult
+    from labkit.course.runner import NotebookResult
 
     table = results_table([NotebookResult("01_a.ipynb", "passed", 1.234)])
     assert "1.23" in table and "1 of 1 notebooks passed" in table

@@ -74,7 +74,7 @@ def check_exercises(path: Path) -> list[ExerciseCheck]:
     """Run a learner's notebook offline to the end and report each ``check`` cell."""
     import nbformat
 
-    from labkit.runner import execute
+    from labkit.course.runner import execute
 
     nb = nbformat.read(path, as_version=4)
     execute(nb, path.parent, allow_errors=True)

@@ -80,7 +80,9 @@ def check_dependencies(constraints: Path | None = None) -> Check:
         if pinned and installed.split("+")[0] != pinned.split("+")[0]:
             problems.append(f"{name} {installed} (tested {pinned})")
     if problems:
-        return Check("dependencies", False, "; ".join(problems) + ". Reinstall: python3 course.py run (it installs the pins)")
+        return Check(
+            "dependencies", False, "; ".join(problems) + ". Reinstall: python3 course.py run (it installs the pins)"
+        )
     return Check("dependencies", True, f"{count} core packages at their tested versions")
 
 
@@ -88,7 +90,7 @@ def check_kernel(timeout: float = 60) -> Check:
     """A Python kernel starts and answers; reports how long that took."""
     import tempfile
 
-    from labkit.runner import kernel_manager
+    from labkit.course.runner import kernel_manager
 
     with tempfile.TemporaryDirectory(prefix="labkit-doctor-") as folder:
         manager = kernel_manager(Path(folder))
@@ -100,7 +102,9 @@ def check_kernel(timeout: float = 60) -> Check:
             client.wait_for_ready(timeout=timeout)
         except Exception as exc:  # any failure here is what the instructor needs to see
             manager.shutdown_kernel(now=True)
-            return Check("kernel", False, f"could not start a python3 kernel: {exc}. Reinstall with python3 course.py run")
+            return Check(
+                "kernel", False, f"could not start a python3 kernel: {exc}. Reinstall with python3 course.py run"
+            )
         seconds = time.perf_counter() - started
         client.stop_channels()
         manager.shutdown_kernel(now=True)
@@ -109,12 +113,16 @@ def check_kernel(timeout: float = 60) -> Check:
 
 def check_notebooks() -> list[Check]:
     """Every notebook executes in replay mode with the network blocked."""
-    from labkit.runner import course_notebooks, run_notebook
+    from labkit.course.runner import course_notebooks, run_notebook
 
     checks = []
     for path in course_notebooks():
         result = run_notebook(path)
-        detail = f"{result.seconds:.1f} s" if result.status == "passed" else f"{result.error} (run: labkit run {path.name[:2]})"
+        detail = (
+            f"{result.seconds:.1f} s"
+            if result.status == "passed"
+            else f"{result.error} (run: labkit run {path.name[:2]})"
+        )
         checks.append(Check(f"notebook {path.name}", result.status == "passed", detail))
     return checks or [Check("notebooks", False, "no numbered notebooks found in notebooks/")]
 
@@ -125,16 +133,24 @@ def check_recorded_runs() -> list[Check]:
     from labkit.secret_scan import scan_for_secrets
 
     checks = [
-        Check(f"run {name}", loaded is not None,
-              f"{loaded.origin}, {loaded.model.id}, {len(loaded.bindings)} bindings" if loaded else problem)
+        Check(
+            f"run {name}",
+            loaded is not None,
+            f"{loaded.origin}, {loaded.model.id}, {len(loaded.bindings)} bindings" if loaded else problem,
+        )
         for name, loaded, problem in verify_runs()
     ]
     findings = scan_for_secrets(recorded_runs_dir())
-    checks.append(Check(
-        "secret scan", not findings,
-        "no key-like strings in recorded_runs/" if not findings else
-        "; ".join(f"{relative_to_root(f.path)}:{f.line} {f.kind}" for f in findings) + ": remove them and rotate the keys",
-    ))
+    checks.append(
+        Check(
+            "secret scan",
+            not findings,
+            "no key-like strings in recorded_runs/"
+            if not findings
+            else "; ".join(f"{relative_to_root(f.path)}:{f.line} {f.kind}" for f in findings)
+            + ": remove them and rotate the keys",
+        )
+    )
     return checks
 
 
@@ -172,5 +188,7 @@ def report(checks: list[Check]) -> str:
     width = max(len(c.name) for c in checks)
     lines = [f"{'ok' if c.ok else 'FAIL':<4}  {c.name:<{width}}  {c.detail}" for c in checks]
     failed = sum(not c.ok for c in checks)
-    lines.append(f"{len(checks) - failed} of {len(checks)} checks passed" + ("" if not failed else ": fix the FAIL lines above"))
+    lines.append(
+        f"{len(checks) - failed} of {len(checks)} checks passed" + ("" if not failed else ": fix the FAIL lines above")
+    )
     return "\n".join(lines)

@@ -17,8 +17,8 @@ from typing import Any
 
 from labkit.canonical import file_sha256
 from labkit.paths import fixtures_dir
-from labkit.routing import ROUTES
-from labkit.routing_suite import POLICY
+from labkit.routing.grader import ROUTES
+from labkit.routing.suite import POLICY
 
 RUN_CAPTURED = "06-routing-smollm2"
 CAPTURED_DESCRIPTION = (
@@ -54,7 +54,7 @@ def routing_messages(ticket: dict[str, str]) -> list[dict[str, str]]:
 
 def make_requests(adapter: Any) -> list[tuple[str, str]]:
     """Ask the model to route each model input; return ``(ticket id, raw reply text)`` in input order."""
-    from labkit.routing import load
+    from labkit.routing.grader import load
 
     inputs, _ = load(fixtures_dir() / "routing" / "model-inputs.json")
     replies = []
@@ -89,7 +89,9 @@ def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]
     return data["route"], None
 
 
-def routing_run(replies: list[tuple[str, str]], *, label: str, suite_sha256: str) -> tuple[dict[str, Any], list[Malformed]]:
+def routing_run(
+    replies: list[tuple[str, str]], *, label: str, suite_sha256: str
+) -> tuple[dict[str, Any], list[Malformed]]:
     """Build a gradable run (``origin: captured``) from raw replies, and list the malformed ones separately."""
     predictions, malformed = [], []
     for ticket_id, raw in replies:

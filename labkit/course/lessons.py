@@ -13,7 +13,7 @@ requests that replay must match.
 from __future__ import annotations
 
 import importlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -22,10 +22,10 @@ from labkit.errors import LabkitError
 #: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
 RECORDABLE: dict[str, tuple[str, str]] = {
     "01": ("labkit.evaluator.lesson", "01_product_evaluator.ipynb"),
-    "02": ("labkit.rag_trace", "02_rag_trace.ipynb"),
+    "02": ("labkit.rag.trace", "02_rag_trace.ipynb"),
     "04": ("labkit.agent.runs", "04_refund_agent.ipynb"),
     "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
-    "06": ("labkit.routing_capture", "06_routing_gate.ipynb"),
+    "06": ("labkit.routing.runs", "06_routing_gate.ipynb"),
 }
 
 
@@ -47,7 +47,9 @@ def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str
 
     module = lesson_module(lesson)
     if not hasattr(module, "AUTHORED_REPLIES"):
-        raise UnknownLesson(f"lesson {lesson} has no authored model run; record a captured one with `labkit record {lesson}`")
+        raise UnknownLesson(
+            f"lesson {lesson} has no authored model run; record a captured one with `labkit record {lesson}`"
+        )
     adapter = AuthoringAdapter(module.AUTHORED_REPLIES, settings=module.SETTINGS)
     module.make_requests(adapter)
     run = authored_run(
@@ -69,7 +71,7 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
     module = lesson_module(lesson)
     boundary = connect(module.RUN_CAPTURED, lesson=lesson.zfill(2), settings=module.SETTINGS, mode="record")
     module.make_requests(boundary)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dt%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     return boundary.save(
         description=module.CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
         fixtures=module.run_fixtures(),

@@ -3,7 +3,7 @@ import shutil
 import pytest
 
 from labkit.cli import main
-from labkit.lessons import UnknownLesson, write_authored
+from labkit.course.lessons import UnknownLesson, write_authored
 from labkit.paths import project_root
 from labkit.recording import load_run
 from tests.fake_endpoint import FakeEndpoint
@@ -24,8 +24,8 @@ def test_authored_run_is_rewritten_byte_for_byte(course):
 
 
 def test_authored_run_never_replaces_a_captured_run(course, monkeypatch):
-    from labkit import rag_trace
     from labkit.errors import RecordedRunError
+    from labkit.rag import trace as rag_trace
 
     monkeypatch.setattr(rag_trace, "RUN_AUTHORED", "02-rag-smollm2")
     with pytest.raises(RecordedRunError, match="never replaces"):
@@ -59,10 +59,14 @@ def test_record_writes_a_new_captured_run_beside_the_old_one(course, monkeypatch
 def test_cells_showing_a_run_are_found_by_constant_or_id(tmp_path):
     import nbformat
 
-    from labkit.lessons import cells_showing_runs
+    from labkit.course.lessons import cells_showing_runs
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("RUN_CAPTURED in prose"), nbformat.v4.new_code_cell("x = 1"),
-                nbformat.v4.new_code_cell("load_run(RUN_CAPTURED)"), nbformat.v4.new_code_cell("load_run('06-a')")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("RUN_CAPTURED in prose"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("load_run(RUN_CAPTURED)"),
+        nbformat.v4.new_code_cell("load_run('06-a')"),
+    ]
     nbformat.write(nb, tmp_path / "n.ipynb")
     assert cells_showing_runs(tmp_path / "n.ipynb", ["RUN_CAPTURED", "06-a"]) == [2, 3]

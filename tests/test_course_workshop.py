@@ -2,7 +2,7 @@ import nbformat
 import pytest
 
 from labkit.cli import main
-from labkit.workshop import SOLUTION_STUB, WorkshopExportRefused, check_exercises, export_workshop, student_copy
+from labkit.course.workshop import SOLUTION_STUB, WorkshopExportRefused, check_exercises, export_workshop, student_copy
 
 
 def _cell(source, *tags, outputs=()):
@@ -22,8 +22,11 @@ def _notebook(path, *cells):
 
 def test_student_copy_clears_outputs_and_removes_solutions_only():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [_cell("x = 1", outputs=["1\n"]), _cell("answer = 42", "solution", outputs=["42\n"]),
-                _cell("VARIANT = 'malformed-json'", "exercise")]
+    nb.cells = [
+        _cell("x = 1", outputs=["1\n"]),
+        _cell("answer = 42", "solution", outputs=["42\n"]),
+        _cell("VARIANT = 'malformed-json'", "exercise"),
+    ]
     copy = student_copy(nb)
     assert [c.source for c in copy.cells] == ["x = 1", SOLUTION_STUB, "VARIANT = 'malformed-json'"]
     assert all(c.outputs == [] and c.execution_count is None for c in copy.cells)
@@ -39,9 +42,12 @@ def test_export_writes_every_notebook_and_never_overwrites(tmp_path):
 
 
 def test_checker_reports_each_check_cell(tmp_path, capsys):
-    path = _notebook(tmp_path / "learner.ipynb", _cell("VARIANT = 'nope'", "exercise"),
-                     _cell("assert VARIANT == 'malformed-json', 'pick the malformed reply'", "check"),
-                     _cell("assert 1 + 1 == 2", "check"))
+    path = _notebook(
+        tmp_path / "learner.ipynb",
+        _cell("VARIANT = 'nope'", "exercise"),
+        _cell("assert VARIANT == 'malformed-json', 'pick the malformed reply'", "check"),
+        _cell("assert 1 + 1 == 2", "check"),
+    )
     results = check_exercises(path)
     assert [(r.cell, r.passed) for r in results] == [(2, False), (3, True)]
     assert results[0].message == "AssertionError: pick the malformed reply"

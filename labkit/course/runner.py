@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from labkit.paths import notebooks_dir
 
@@ -78,12 +79,19 @@ def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_error
 
     from labkit.offline import offline_kernel_env
 
-    with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp, _environment(
-        offline_kernel_env(ipython_dir=Path(tmp))
+    with (
+        tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp,
+        _environment(offline_kernel_env(ipython_dir=Path(tmp))),
     ):
         manager = kernel_manager(Path(tmp))
-        client = NotebookClient(nb, timeout=timeout, km=manager, record_timing=False, allow_errors=allow_errors,
-                                resources={"metadata": {"path": str(folder)}})
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            km=manager,
+            record_timing=False,
+            allow_errors=allow_errors,
+            resources={"metadata": {"path": str(folder)}},
+        )
         start = None
         try:
             with client.setup_kernel():

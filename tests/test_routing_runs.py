@@ -1,7 +1,7 @@
 import json
 
 from labkit.authored import AuthoringAdapter
-from labkit.routing_capture import SETTINGS, make_requests, parse_route_reply, routing_messages, routing_run
+from labkit.routing.runs import SETTINGS, make_requests, parse_route_reply, routing_messages, routing_run
 
 
 def test_model_sees_the_policy_and_one_ticket_never_the_labels_or_penalties():
@@ -30,9 +30,16 @@ def test_well_formed_reply_gives_its_route_and_an_unknown_route_is_kept_for_the_
 
 
 def test_malformed_replies_are_counted_and_never_repaired():
-    replies = [("t1", '{"id": "t1", "route": "sales"}'), ("t2", "urgent_support"), ("t3", '{"id": "t03", "route": "billing"}'),
-               ("t4", '{"id": "t4", "route": "billing", "why": "x"}')]
+    replies = [
+        ("t1", '{"id": "t1", "route": "sales"}'),
+        ("t2", "urgent_support"),
+        ("t3", '{"id": "t03", "route": "billing"}'),
+        ("t4", '{"id": "t4", "route": "billing", "why": "x"}'),
+    ]
     run, malformed = routing_run(replies, label="x", suite_sha256="abc")
     assert run["predictions"] == [{"id": "t1", "route": "sales"}] and run["origin"] == "captured"
     assert [(m.id, m.problem) for m in malformed] == [
-        ("t2", "not JSON"), ("t3", "id changed to 't03'"), ("t4", "not an object with exactly id and route")]
+        ("t2", "not JSON"),
+        ("t3", "id changed to 't03'"),
+        ("t4", "not an object with exactly id and route"),
+    ]

@@ -5,15 +5,21 @@ import sys
 
 import pytest
 
+from labkit.course.variants import VARIANTS, FailedAttempt, UnknownVariant, demonstrate, variant
 from labkit.errors import LabkitError
-from labkit.variants import VARIANTS, FailedAttempt, UnknownVariant, demonstrate, variant
 
 NAMES = [v.name for v in VARIANTS]
 
 
 def test_catalogue_holds_the_six_named_variants():
-    assert NAMES == ["malformed-json", "field-combination", "wrong-tool-arguments", "unsupported-citation",
-                     "iteration-cap-loop", "rate-limit-retry"]
+    assert NAMES == [
+        "malformed-json",
+        "field-combination",
+        "wrong-tool-arguments",
+        "unsupported-citation",
+        "iteration-cap-loop",
+        "rate-limit-retry",
+    ]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -30,7 +36,9 @@ def test_every_description_says_the_reply_is_authored_not_model_output(name):
     assert "authored by the course" in description and "no model produced it" in description
 
 
-@pytest.mark.parametrize("name", ["malformed-json", "field-combination", "wrong-tool-arguments", "unsupported-citation"])
+@pytest.mark.parametrize(
+    "name", ["malformed-json", "field-combination", "wrong-tool-arguments", "unsupported-citation"]
+)
 def test_lesson_05_variants_never_reach_the_tool(name):
     detail = demonstrate(name).detail
     assert detail["tool ran"] is False and detail["steps"] == "retrieve -> generate -> check"
@@ -59,7 +67,7 @@ def test_loop_stops_at_the_cap_with_the_recorded_fallback():
 
 
 def test_rate_limit_is_retried_by_the_client_and_recorded_on_the_binding():
-    from labkit.rag_trace import RUN_AUTHORED
+    from labkit.rag.trace import RUN_AUTHORED
 
     result = demonstrate("rate-limit-retry")
     attempt = variant("rate-limit-retry").reply[0]
@@ -86,8 +94,10 @@ def test_unknown_name_is_refused_with_the_list_of_names(name):
 
 
 def test_importing_the_catalogue_loads_no_lesson_or_heavy_library():
-    code = ("import sys, labkit.variants; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'langgraph', 'langchain_core', "
-            "'pandas', 'faiss') or m.startswith(('labkit.system', 'labkit.agent', 'labkit.rag'))))")
+    code = (
+        "import sys, labkit.course.variants; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'langgraph', 'langchain_core', "
+        "'pandas', 'faiss') or m.startswith(('labkit.system', 'labkit.agent', 'labkit.rag'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

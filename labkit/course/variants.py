@@ -68,59 +68,88 @@ class VariantResult:
 
     def summary(self) -> str:
         """Return the result as a few lines of text for a notebook."""
-        lines = [f"variant:   {self.name}", f"caught by: {self.caught_by}", f"outcome:   {self.outcome}",
-                 f"reason:    {self.reason}"]
+        lines = [
+            f"variant:   {self.name}",
+            f"caught by: {self.caught_by}",
+            f"outcome:   {self.outcome}",
+            f"reason:    {self.reason}",
+        ]
         lines += [f"  {key}: {value}" for key, value in self.detail.items()]
         return "\n".join(lines)
 
 
 _AUTHORED = "Authored by the course to exercise this check; no model produced it. "
 _CHECK_05 = "lesson 05 check node (ModelReply contract)"
-_RATE_LIMIT_BODY = json.dumps({"error": {
-    "message": "Rate limit reached for requests (authored by the course for the rate-limit-retry exercise).",
-    "type": "requests", "code": "rate_limit_exceeded"}}, sort_keys=True)
+_RATE_LIMIT_BODY = json.dumps(
+    {
+        "error": {
+            "message": "Rate limit reached for requests (authored by the course for the rate-limit-retry exercise).",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+        }
+    },
+    sort_keys=True,
+)
 
 VARIANTS: tuple[FailureVariant, ...] = (
     FailureVariant(
-        name="malformed-json", lesson="05",
+        name="malformed-json",
+        lesson="05",
         description=_AUTHORED + "An answer cut off before its closing brackets, as when a reply hits max_tokens: "
         "the text is not JSON at all, so no field can be read.",
         reply='{"kind": "answer", "text": "Customers can request a refund within 30 days.", '
-              '"citation_ids": ["refund_policy.pdf#p1"',
-        caught_by=_CHECK_05, expected="invalid_output"),
+        '"citation_ids": ["refund_policy.pdf#p1"',
+        caught_by=_CHECK_05,
+        expected="invalid_output",
+    ),
     FailureVariant(
-        name="field-combination", lesson="05",
+        name="field-combination",
+        lesson="05",
         description=_AUTHORED + "Well-formed JSON whose fields do not fit its kind: a tool_call that also carries "
         "answer text, which the contract forbids.",
         reply='{"kind": "tool_call", "text": "You have 3 refund tickets.", "citation_ids": [], '
-              '"tool_args": {"intent": "get_refund"}}',
-        caught_by=_CHECK_05, expected="invalid_output"),
+        '"tool_args": {"intent": "get_refund"}}',
+        caught_by=_CHECK_05,
+        expected="invalid_output",
+    ),
     FailureVariant(
-        name="wrong-tool-arguments", lesson="05",
+        name="wrong-tool-arguments",
+        lesson="05",
         description=_AUTHORED + "A tool call that smuggles a team into the count tool's arguments; the team comes "
         "from the application, so the arguments' schema has no such field.",
         reply='{"kind": "tool_call", "text": "", "citation_ids": [], '
-              '"tool_args": {"intent": "get_refund", "team": "team-b"}}',
-        caught_by=_CHECK_05, expected="invalid_output"),
+        '"tool_args": {"intent": "get_refund", "team": "team-b"}}',
+        caught_by=_CHECK_05,
+        expected="invalid_output",
+    ),
     FailureVariant(
-        name="unsupported-citation", lesson="05",
+        name="unsupported-citation",
+        lesson="05",
         description=_AUTHORED + "A well-formed answer citing a page that is not among the evidence retrieved for "
         "the request (the policy has two pages).",
         reply='{"kind": "answer", "text": "Customers can request a refund within 90 days.", '
-              '"citation_ids": ["refund_policy.pdf#p3"], "tool_args": null}',
-        caught_by="lesson 05 check node (citations against the request's evidence)", expected="invalid_citation"),
+        '"citation_ids": ["refund_policy.pdf#p3"], "tool_args": null}',
+        caught_by="lesson 05 check node (citations against the request's evidence)",
+        expected="invalid_citation",
+    ),
     FailureVariant(
-        name="iteration-cap-loop", lesson="04",
+        name="iteration-cap-loop",
+        lesson="04",
         description=_AUTHORED + "The agent's proposal repeated on every iteration: the same filter call, never a "
         "final answer, so only the iteration cap ends the run.",
         reply='{"decision": "filter_by_intent", "arguments": {"intent": "get_refund", "limit": 3}}',
-        caught_by="lesson 04 SupportAgent iteration cap", expected="iteration_cap"),
+        caught_by="lesson 04 SupportAgent iteration cap",
+        expected="iteration_cap",
+    ),
     FailureVariant(
-        name="rate-limit-retry", lesson="02",
+        name="rate-limit-retry",
+        lesson="02",
         description=_AUTHORED + "One HTTP 429 answered before lesson 02's recorded reply; the real openai client "
         "retries it, and the recording transport keeps the failed attempt.",
         reply=(FailedAttempt(status_code=429, body=_RATE_LIMIT_BODY, retry_after_ms=1),),
-        caught_by="openai client retry (max_retries=1) under labkit.capture.RecordingTransport", expected="retries=1"),
+        caught_by="openai client retry (max_retries=1) under labkit.capture.RecordingTransport",
+        expected="retries=1",
+    ),
 )
 
 _BY_NAME = {v.name: v for v in VARIANTS}
@@ -181,8 +210,10 @@ def _through_agent(chosen: FailureVariant) -> VariantResult:
     agent = SupportAgent(caller, SupportTools(caller, SupportData()), model)
     state = agent.run("How many refund requests are in the dataset?", steps_left=20)
     fallback = state["events"][-1]
-    reason = (f"{fallback['kind']} after {state['iterations']} of {agent.max_iterations} iterations, "
-              f"{state['steps_left']} steps left")
+    reason = (
+        f"{fallback['kind']} after {state['iterations']} of {agent.max_iterations} iterations, "
+        f"{state['steps_left']} steps left"
+    )
     detail = {"status": state["status"], "final": state["final"], "trajectory": " ".join(trajectory(state))}
     return VariantResult(chosen.name, chosen.caught_by, state["stop_reason"], reason, detail)
 
@@ -191,7 +222,7 @@ def _through_agent(chosen: FailureVariant) -> VariantResult:
 
 
 class _FailingFirst:
-    """An httpx transport that answers the variant's failed attempts first, then passes requests to replay."""
+    """An httpx2 transport that answers the variant's failed attempts first, then passes requests to replay."""
 
     def __init__(self, attempts: tuple[FailedAttempt, ...], inner: Any) -> None:
         self.attempts = list(attempts)
@@ -199,15 +230,18 @@ class _FailingFirst:
         self.calls = 0
 
     def handle_request(self, request: Any) -> Any:
-        import httpx
+        import httpx2
 
         self.calls += 1
         if self.attempts:
             attempt = self.attempts.pop(0)
             request.read()
-            return httpx.Response(attempt.status_code, content=attempt.body.encode("utf-8"), request=request,
-                                  headers={"content-type": "application/json",
-                                           "retry-after-ms": str(attempt.retry_after_ms)})
+            return httpx2.Response(
+                attempt.status_code,
+                content=attempt.body.encode("utf-8"),
+                request=request,
+                headers={"content-type": "application/json", "retry-after-ms": str(attempt.retry_after_ms)},
+            )
         return self.inner.handle_request(request)
 
     def close(self) -> None:
@@ -215,25 +249,36 @@ class _FailingFirst:
 
 
 def _through_retry(chosen: FailureVariant) -> VariantResult:
-    import httpx
+    import httpx2
     import openai
 
     from labkit.capture import RecordingTransport
-    from labkit.rag_trace import QUESTIONS, RUN_AUTHORED
+    from labkit.rag.trace import QUESTIONS, RUN_AUTHORED
     from labkit.recording import load_run
     from labkit.replay import REPLAY_BASE_URL, BindingStore, ReplayTransport
 
     assert isinstance(chosen.reply, tuple)
     run = load_run(RUN_AUTHORED)
     binding = next(b for b in run.bindings if b.question == QUESTIONS["answered"])
-    failing = _FailingFirst(chosen.reply, ReplayTransport(BindingStore([binding], run_id=run.run_id, lesson=run.lesson)))
+    failing = _FailingFirst(
+        chosen.reply, ReplayTransport(BindingStore([binding], run_id=run.run_id, lesson=run.lesson))
+    )
     recorder = RecordingTransport(inner=failing)  # type: ignore[arg-type]
-    client = openai.OpenAI(api_key="replay-needs-no-key", base_url=REPLAY_BASE_URL, max_retries=len(chosen.reply),
-                           http_client=httpx.Client(transport=recorder))
+    client = openai.OpenAI(
+        api_key="replay-needs-no-key",
+        base_url=REPLAY_BASE_URL,
+        max_retries=len(chosen.reply),
+        http_client=httpx2.Client(transport=recorder),
+    )
     completion = client.chat.completions.create(**binding.request)
     kept = recorder.bindings[0]
     errors = [failure.error for failure in kept.transport_errors]
     reason = f"attempt 1 answered {errors[0]}; the client retried and attempt {failing.calls} got the recorded reply"
-    detail = {"attempts": failing.calls, "retries recorded": kept.retries, "transport errors": errors,
-              "reply": completion.choices[0].message.content, "from run": run.run_id}
+    detail = {
+        "attempts": failing.calls,
+        "retries recorded": kept.retries,
+        "transport errors": errors,
+        "reply": completion.choices[0].message.content,
+        "from run": run.run_id,
+    }
     return VariantResult(chosen.name, chosen.caught_by, f"retries={kept.retries}", reason, detail)

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from labkit.errors import InvalidJSON, LabkitError, RouteGradeError
-from labkit.routing import ROUTES, apply_changes, compare, explain, load, route_confusion, route_slices
-from labkit.routing_suite import write_routing_fixtures
+from labkit.routing.grader import ROUTES, apply_changes, compare, explain, load, route_confusion, route_slices
+from labkit.routing.suite import write_routing_fixtures
 
 
 class Gate:
@@ -160,7 +160,10 @@ def test_a_passing_candidate_is_told_which_single_misroute_would_fail_it(gate):
 
 def _flips(gate, baseline, candidate, protected, changes) -> bool:
     before = compare(gate.suite, gate.sha, baseline, candidate, protected=protected)["pass"]
-    return compare(gate.suite, gate.sha, baseline, apply_changes(candidate, changes), protected=protected)["pass"] != before
+    return (
+        compare(gate.suite, gate.sha, baseline, apply_changes(candidate, changes), protected=protected)["pass"]
+        != before
+    )
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -181,8 +184,9 @@ def test_suggested_flip_flips_the_verdict_and_no_smaller_change_does(gate, data)
     passed = compare(gate.suite, gate.sha, baseline, candidate, protected=protected)["pass"]
     useful = [i for i in ids if (routes_of(candidate)[i] == expected[i]) == passed]
     for chosen in itertools.combinations(useful, len(flip) - 1):
-        changes = [{"id": i, "route": next(r for r in ROUTES if r != expected[i]) if passed else expected[i]}
-                   for i in chosen]
+        changes = [
+            {"id": i, "route": next(r for r in ROUTES if r != expected[i]) if passed else expected[i]} for i in chosen
+        ]
         assert not _flips(gate, baseline, candidate, protected, changes)
 
 
@@ -220,8 +224,10 @@ def test_confusion_plot_draws_one_panel_per_run(gate):
 
     from labkit.plots import plot_route_confusion
 
-    matrices = {name: route_confusion(gate.suite, gate.sha, run) for name, run in
-                (("baseline", gate.baseline), ("candidate", gate.candidate))}
+    matrices = {
+        name: route_confusion(gate.suite, gate.sha, run)
+        for name, run in (("baseline", gate.baseline), ("candidate", gate.candidate))
+    }
     fig = plot_route_confusion(matrices, title="routes")
     try:
         titles = [ax.get_title() for ax in fig.axes]
@@ -232,8 +238,10 @@ def test_confusion_plot_draws_one_panel_per_run(gate):
 
 
 def test_importing_the_grader_does_not_import_heavy_libraries():
-    code = ("import sys, labkit.routing, labkit.routing_suite, labkit.plots, labkit.cli.grade_routes; "
-            "print(sorted(m for m in ('pandas', 'sklearn', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys, labkit.routing.grader, labkit.routing.suite, labkit.plots, labkit.cli.grade_routes; "
+        "print(sorted(m for m in ('pandas', 'sklearn', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -272,7 +280,7 @@ def test_unreadable_file_is_rejected_with_the_path(tmp_path, kind):
     path = tmp_path / "nothing.json"
     if kind == "folder":
         path.mkdir()
-    with pytest.raises(LabkitError, match="nothing.json"):
+    with pytest.raises(LabkitError, match=r"nothing\.json"):
         load(path)
 
 
@@ -335,7 +343,9 @@ def test_penalties_must_name_exactly_the_four_routes(gate):
 
 def test_missing_prediction_is_rejected(gate):
     del gate.candidate["predictions"][6]
-    with pytest.raises(RouteGradeError, match="candidate run has no prediction for t7; a run must answer every suite case"):
+    with pytest.raises(
+        RouteGradeError, match="candidate run has no prediction for t7; a run must answer every suite case"
+    ):
         gate.report()
 
 
@@ -359,7 +369,10 @@ def test_duplicate_case_id_is_rejected(gate):
 
 def test_run_made_for_other_suite_bytes_is_rejected(gate):
     gate.candidate["suite_sha256"] = "0" * 64
-    with pytest.raises(RouteGradeError, match="candidate run was made for suite bytes with sha256 000000000000[.][.][.], but this suite's bytes hash to [0-9a-f]{12}[.][.][.];"):
+    with pytest.raises(
+        RouteGradeError,
+        match=r"candidate run was made for suite bytes with sha256 000000000000[.][.][.], but this suite's bytes hash to [0-9a-f]{12}[.][.][.];",
+    ):
         gate.report()
 
 
@@ -410,7 +423,7 @@ def test_non_text_or_blank_field_is_rejected(gate, field, value):
 @pytest.mark.parametrize("origin", ["authored", "real", "Captured", "captured ", "", None, 1, ["captured"]])
 def test_origin_other_than_simulated_or_captured_is_rejected(gate, origin):
     gate.baseline["origin"] = origin
-    with pytest.raises(RouteGradeError, match='it must be "simulated" .* or "captured"'):
+    with pytest.raises(RouteGradeError, match=r'it must be "simulated" .* or "captured"'):
         gate.report()
 
 
@@ -448,17 +461,29 @@ def test_non_object_row_is_rejected(gate, where):
 # --- arbitrary malformed inputs raise only the library's error -------------------------------
 
 json_leaves = (
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
-    | st.sampled_from(ROUTES + ("t1", "t10", "simulated", "captured", "", " ", "0" * 64))
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from((*ROUTES, "t1", "t10", "simulated", "captured", "", " ", "0" * 64))
 )
 json_like = st.recursive(
     json_leaves,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=6) | st.sampled_from(["id", "route", "label", "cases"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=6) | st.sampled_from(["id", "route", "label", "cases"]), inner, max_size=3)
+    ),
     max_leaves=8,
 )
-odd_values = json_like | st.tuples(json_leaves) | st.sets(st.integers(), max_size=2) | st.binary(max_size=4) \
-    | st.dictionaries(st.integers() | st.none(), json_leaves, max_size=2) | st.just(object())
+odd_values = (
+    json_like
+    | st.tuples(json_leaves)
+    | st.sets(st.integers(), max_size=2)
+    | st.binary(max_size=4)
+    | st.dictionaries(st.integers() | st.none(), json_leaves, max_size=2)
+    | st.just(object())
+)
 
 
 def _containers(value, path=()):
@@ -467,18 +492,21 @@ def _containers(value, path=()):
         yield path, value
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, child in items:
-            yield from _containers(child, path + (key,))
+            yield from _containers(child, (*path, key))
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_arbitrary_substitution_raises_only_labkit_errors(gate, data):
-    docs = {"suite": copy.deepcopy(gate.suite), "baseline": copy.deepcopy(gate.baseline),
-            "candidate": copy.deepcopy(gate.candidate)}
+    docs = {
+        "suite": copy.deepcopy(gate.suite),
+        "baseline": copy.deepcopy(gate.baseline),
+        "candidate": copy.deepcopy(gate.candidate),
+    }
     for _ in range(data.draw(st.integers(1, 3))):
         which = data.draw(st.sampled_from(sorted(docs)))
         spots = list(_containers(docs[which]))
-        path, container = data.draw(st.sampled_from(spots + [((), None)]))
+        _path, container = data.draw(st.sampled_from([*spots, ((), None)]))
         action = data.draw(st.sampled_from(["replace", "delete", "add"]))
         if container is None:
             docs[which] = data.draw(odd_values)
@@ -509,8 +537,11 @@ def test_arbitrary_substitution_raises_only_labkit_errors(gate, data):
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=st.binary(max_size=200) | st.builds(lambda t: t.encode("utf-8"), st.text(max_size=200))
-       | st.builds(lambda v: json.dumps(v).encode("utf-8"), json_like))
+@given(
+    raw=st.binary(max_size=200)
+    | st.builds(lambda t: t.encode("utf-8"), st.text(max_size=200))
+    | st.builds(lambda v: json.dumps(v).encode("utf-8"), json_like)
+)
 def test_arbitrary_file_bytes_raise_only_labkit_errors(gate, tmp_path, raw):
     path = tmp_path / "candidate.json"
     path.write_bytes(raw)

@@ -1,0 +1,11 @@
+"""What runs the course rather than teaches it: tools for learners' laptops, instructors and CI.
+
+- `labkit.course.runner`: execute notebooks headless and offline; status and time per notebook.
+- `labkit.course.doctor`: the offline workshop preflight.
+- `labkit.course.workshop`: student copies of the notebooks and the exercise checker.
+- `labkit.course.variants`: the catalogue of authored bad replies, each run through its real check.
+- `labkit.course.lessons`: which lessons make model calls, and how their runs are written or recorded.
+- `labkit.course.pytest_plugin`: keeps the test process and every notebook kernel offline.
+
+Lessons never import from here; this package imports lessons and the foundation.
+"""
