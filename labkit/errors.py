@@ -19,7 +19,8 @@ rest are defined beside the code that raises them.
     │   ├── ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
     │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
-    │   └── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
+    │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
+    │   └── ListingTooLong(ValueError)               listing.py: a source listing longer than a notebook page
     ├── embeddings.py
     │   ├── UnrecordedText(KeyError)                 no saved vector for this exact text
     │   ├── InvalidEmbeddingsFile(ValueError)        a saved-vectors file is inconsistent

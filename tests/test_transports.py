@@ -20,7 +20,10 @@ REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 def _client(transport: httpx2.BaseTransport) -> openai.OpenAI:
     return openai.OpenAI(
-        base_url="http://127.0.0.1:9/v1", api_key="unused", max_retries=0, http_client=httpx2.Client(transport=transport)
+        base_url="http://127.0.0.1:9/v1",
+        api_key="unused",
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport),
     )
 
 
