@@ -4,8 +4,8 @@ import shutil
 import nbformat
 import pytest
 
-from labkit.course import doctor
 from labkit.cli import main
+from labkit.course import doctor
 from labkit.paths import project_root
 
 CHECKOUT = project_root()  # read before the `course` fixture points LABKIT_ROOT at a copy

@@ -3,9 +3,9 @@ import shutil
 
 import pytest
 
-from labkit.rag import trace as rag_trace
 from labkit.boundary import connect
 from labkit.errors import RecordedRunError
+from labkit.rag import trace as rag_trace
 from labkit.rag.trace import (
     AUTHORED_REPLIES,
     QUESTIONS,
