@@ -54,3 +54,26 @@ def portable_text(text: str) -> str:
         for prefix in sorted({str(folder), str(Path(folder).resolve())}, key=len, reverse=True):
             text = text.replace(prefix + os.sep, shown)
     return text
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` all at once: a temporary file beside it, then a rename over the target.
+
+    A reader (or a crash) never sees a half-written file, and nothing but ``path``
+    and its own temporary file is touched. Text is written as UTF-8.
+    """
+    import tempfile
+
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,3 +1,5 @@
+import pytest
+
 from labkit.paths import portable_text, project_root, relative_to_root, scratch_dir
 
 
@@ -13,3 +15,33 @@ def test_scratch_folder_follows_the_environment(tmp_path, monkeypatch):
 
 def test_paths_inside_the_project_print_relative():
     assert relative_to_root(project_root() / "fixtures" / "docs") == "fixtures/docs"
+
+
+def test_atomic_write_replaces_the_file_whole_and_leaves_no_temporary(tmp_path):
+    from labkit.paths import atomic_write
+
+    target = tmp_path / "run.json"
+    target.write_text("old", encoding="utf-8")
+    assert atomic_write(target, "new ✓") == target
+    assert target.read_text(encoding="utf-8") == "new ✓"
+    atomic_write(target, b"\x00bytes")
+    assert target.read_bytes() == b"\x00bytes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_atomic_write_that_fails_keeps_the_old_file_and_removes_its_temporary(tmp_path, monkeypatch):
+    import os
+
+    from labkit.paths import atomic_write
+
+    target = tmp_path / "run.json"
+    target.write_text("old", encoding="utf-8")
+
+    def broken_replace(source, destination):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, "new")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
