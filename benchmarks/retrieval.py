@@ -81,6 +81,7 @@ def build(kind: str, texts: list[str], embeddings: LookupEmbeddings) -> tuple[An
     """Build one store; return it, its build seconds and its vector payload in MB."""
     gc.collect()
     start = time.perf_counter()
+    store: Any
     if kind == "faiss":
         store = FAISS.from_embeddings(list(zip(texts, embeddings.embed_documents(texts), strict=True)), embeddings)
     else:

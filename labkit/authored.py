@@ -9,6 +9,7 @@ request the lesson makes) and supplies the reply text it wants to show.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def authored_run(
     description: str,
     created_at: str,
     settings: dict[str, Any],
-    fixtures: list[str | Path],
+    fixtures: Sequence[str | Path],
     exchanges: list[tuple[str | None, dict[str, Any], str]],
 ) -> RecordedRun:
     """Build an authored run from ``(question, request, reply text)`` exchanges."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ def current_mode() -> Mode:
     mode = os.environ.get("LABKIT_MODE", "replay").strip().lower() or "replay"
     if mode not in MODES:
         raise BoundaryConfigError(f"LABKIT_MODE={mode!r} is not a mode; use one of {', '.join(MODES)} (default replay)")
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ class ModelBoundary:
     endpoint: Endpoint | None = None
     settings: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def endpoint_kind(self) -> str:
+        """Where replies come from: the endpoint's kind when live or recording, ``replay`` otherwise."""
+        return self.endpoint.kind if self.endpoint is not None else "replay"
+
     def chat(self, messages: list[dict[str, Any]], *, question: str | None = None, **settings: Any) -> Any:
         """Send one chat-completion request with this boundary's model and settings; return the ChatCompletion."""
         request = {"model": self.model, "messages": messages, **self.settings, **settings}
@@ -103,7 +109,12 @@ class ModelBoundary:
         return self.chat(messages, question=question, **settings)
 
     def save(
-        self, *, description: str, fixtures: list[str | Path], run_id: str | None = None, runs_dir: Path | None = None
+        self,
+        *,
+        description: str,
+        fixtures: Sequence[str | Path],
+        run_id: str | None = None,
+        runs_dir: Path | None = None,
     ) -> Path:
         """Write what record mode captured as a new run with ``origin: captured``; returns its file."""
         from labkit.capture import build_run

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ def build_run(
     model_id: str,
     endpoint_kind: str,
     settings: dict[str, Any],
-    fixtures: list[str | Path],
+    fixtures: Sequence[str | Path],
 ) -> RecordedRun:
     """Turn what a recording transport captured into a `RecordedRun` with ``origin: captured``."""
     seen: set[str] = set()

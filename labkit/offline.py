@@ -75,9 +75,10 @@ def block_network() -> None:
             _refuse(host)
         return original_getaddrinfo(host, *args, **kwargs)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    # Patching the socket class is the point of this guard; typeshed types the originals more narrowly.
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    socket.getaddrinfo = getaddrinfo
     socket._labkit_offline = True  # type: ignore[attr-defined]
 
 

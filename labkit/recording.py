@@ -9,6 +9,7 @@ the response it received. Loading refuses a run whose fixtures have changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ from labkit.canonical import canonical_sha256, file_sha256, load_strict, pretty_
 from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
 from labkit.paths import project_root, recorded_runs_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
 MAX_RUN_BYTES = 20_000_000
 RUN_FILE = "run.json"
@@ -187,7 +188,7 @@ def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
     return recorded
 
 
-def fixture_hashes(paths: list[str | Path], *, root: Path | None = None) -> dict[str, str]:
+def fixture_hashes(paths: Sequence[str | Path], *, root: Path | None = None) -> dict[str, str]:
     """Return ``{path relative to the root: sha256}`` for fixture files (relative paths are taken from the root)."""
     root = (root or project_root()).resolve()
     absolute = [(root / p).resolve() for p in paths]  # an absolute path stays as it is

@@ -28,7 +28,7 @@ class SecretFinding:
 
 def scan_for_secrets(folder: Path) -> list[SecretFinding]:
     """Return every key-like string in the text files under ``folder``, in path and line order."""
-    findings = []
+    findings: list[SecretFinding] = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         try:
             text = path.read_text(encoding="utf-8")

@@ -81,7 +81,7 @@ class Trace:
     @classmethod
     def from_jsonl(cls, text: str, *, source: str = "trace") -> Trace:
         """Read a trace from JSON Lines, refusing malformed lines and out-of-order sequence numbers."""
-        events = []
+        events: list[TraceEvent] = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue

@@ -137,7 +137,8 @@ class SupportAgent:
         data, problem = parse_decision(raw)
         ignored = data.pop("ignored") if data is not None else []
         if data is not None and data["decision"] not in (*TOOL_ARGUMENTS, "final_answer"):
-            data, problem = None, f"{data['decision']!r} is not a tool"
+            problem = f"{data['decision']!r} is not a tool"
+            data = None
         history = [*state.get("history", []), {"role": "assistant", "content": raw}]
         if problem:
             history.append({"role": "user", "content": json.dumps({"error": problem})})
@@ -153,7 +154,9 @@ class SupportAgent:
 
     def _tools(self, state: AgentState) -> dict[str, Any]:
         proposal = state["proposal"]
+        assert proposal is not None  # the graph routes to tools only after a valid proposal
         steps = state["steps_left"] - 1
+        result: dict[str, Any] | None
         try:
             observation: dict[str, Any] = self.tools.call(proposal["decision"], proposal["arguments"])
             kind, result = "tool_returned", observation
@@ -180,7 +183,9 @@ class SupportAgent:
         return update
 
     def _finalize(self, state: AgentState) -> dict[str, Any]:
-        answer = str(state["proposal"]["arguments"].get("answer", ""))
+        proposal = state["proposal"]
+        assert proposal is not None  # the graph finalizes only after a final_answer proposal
+        answer = str(proposal["arguments"].get("answer", ""))
         result = state.get("last_result")
         try:
             if not result or "count" not in result:

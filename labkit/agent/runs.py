@@ -265,7 +265,7 @@ def run_case(case: AgentCase, adapter: Any, *, data: Any, profile: Any) -> CaseR
     metered = _CaseAdapter(adapter)
     state = SupportAgent(caller, tools, metered, profile=profile).run(case.question)
     return CaseResult(
-        case, state["status"], state["final"], state["route"], dict(state), list(data.audit), metered.requests
+        case, str(state["status"]), state["final"], state["route"], dict(state), list(data.audit), metered.requests
     )
 
 

@@ -116,12 +116,18 @@ class DurableSessions:
         builder.add_edge("clarify", END)
         return builder.compile(checkpointer=self.saver)
 
+    def _caller_now(self) -> Caller:
+        """The caller of the request being handled (set by the public method before the graph runs)."""
+        if self._caller is None:
+            raise RuntimeError("no caller: run the graph through SessionStore's public methods")
+        return self._caller
+
     def _resolve(self, state: BrowseState) -> dict[str, Any]:
-        default = self.profile.facts(self._caller.user_id)["preview_rows"] if self.profile else 3
+        default = self.profile.facts(self._caller_now().user_id)["preview_rows"] if self.profile else 3
         return resolve_request(state["question"], state, default_rows=default)
 
     def _fetch(self, state: BrowseState) -> dict[str, Any]:
-        tools = SupportTools(self._caller, self.data)
+        tools = SupportTools(self._caller_now(), self.data)
         result = tools.filter_by_intent(
             IntentFilter(intent=state["intent"], limit=state["limit"], offset=state["offset"])
         )

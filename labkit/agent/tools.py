@@ -177,6 +177,7 @@ class SupportTools:
         if problem:
             self._log("count_rows", args.model_dump(), f"refused:{problem[0]}", None)
             raise RowRefRefused(*problem)
+        assert row_set is not None  # a missing row_ref was refused above as forged
         self._log("count_rows", args.model_dump(), "ok", row_set.caller_scope)
         return {
             "count": len(row_set.row_ids),

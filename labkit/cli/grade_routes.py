@@ -44,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
         # argparse exits 2 on a usage error, but this verb's 2 means "valid inputs, rule failed".
         parser.exit(1, f"{parser.prog}: error: {message} (see --help)\n")
 
-    parser.error = usage_error  # type: ignore[method-assign]
+    parser.error = usage_error  # argparse has no hook for the exit code
     return parser
 
 

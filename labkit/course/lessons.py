@@ -73,7 +73,7 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
     module.make_requests(boundary)
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     return boundary.save(
-        description=module.CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
+        description=module.CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint_kind}.",
         fixtures=module.run_fixtures(),
         run_id=run_id or f"{module.RUN_CAPTURED}-{stamp}",
         runs_dir=runs_dir,

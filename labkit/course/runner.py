@@ -127,7 +127,7 @@ def run_notebook(
         first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         detail = getattr(exc, "ename", type(exc).__name__)
         message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
-        result = NotebookResult(path.name, "failed", round(exc.labkit_seconds, 2), message[:300])  # type: ignore[attr-defined]
+        result = NotebookResult(path.name, "failed", round(getattr(exc, "labkit_seconds", 0.0), 2), message[:300])
     else:
         result = NotebookResult(path.name, "passed", round(seconds, 2))
     if html_dir is not None:

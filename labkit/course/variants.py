@@ -215,7 +215,7 @@ def _through_agent(chosen: FailureVariant) -> VariantResult:
         f"{state['steps_left']} steps left"
     )
     detail = {"status": state["status"], "final": state["final"], "trajectory": " ".join(trajectory(state))}
-    return VariantResult(chosen.name, chosen.caught_by, state["stop_reason"], reason, detail)
+    return VariantResult(chosen.name, chosen.caught_by, str(state["stop_reason"]), reason, detail)
 
 
 # --- lesson 02: a recorded reply behind failed attempts, through the real openai client ---------------

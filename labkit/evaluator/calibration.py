@@ -12,7 +12,8 @@ The agreement rule then routes each criterion to the judge or to human review.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,9 +59,19 @@ def _kappa_many(a: Any, b: Any, n_labels: int) -> Any:
     return result
 
 
+class BootstrapInterval(TypedDict):
+    """Percentile intervals of percent agreement and kappa, and how many resamples left kappa undefined."""
+
+    agreement_low: float
+    agreement_high: float
+    kappa_low: float | None
+    kappa_high: float | None
+    kappa_undefined: int
+
+
 def bootstrap_interval(
     a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES, level: float = 0.95
-) -> dict[str, float | int | None]:
+) -> BootstrapInterval:
     """Return percentile intervals of percent agreement and kappa over item resamples drawn with a fixed seed.
 
     A resample in which kappa is undefined (every label the same) is counted in
@@ -105,7 +116,7 @@ class Agreement(BaseModel):
     kappa_undefined: int = Field(description="Resamples where kappa was undefined.")
 
 
-def agreement(criterion: str, arrangement: str, reference: list[str], other: list[str | None]) -> Agreement:
+def agreement(criterion: str, arrangement: str, reference: list[str], other: Sequence[str | None]) -> Agreement:
     """Measure how ``other`` (judge, checks or a second rater) agrees with ``reference`` on one criterion."""
     labels = [REJECTED if x is None else x for x in other]
     label, rate = base_rate(reference)

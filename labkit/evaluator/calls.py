@@ -127,7 +127,8 @@ class Caller:
         elapsed = time.perf_counter() - started
         text = completion.choices[0].message.content or ""
         mode = getattr(self.adapter, "mode", "authoring")
-        usage, latency, origin = None, None, "authored"
+        origin: Literal["authored", "captured", "live"] = "authored"
+        usage, latency = None, None
         if mode == "replay":
             origin = self.adapter.origin
             binding = self._binding(request) if origin == "captured" else None
@@ -135,6 +136,7 @@ class Caller:
                 usage, latency = binding.usage, binding.latency_s
         elif mode in ("live", "record"):
             origin, usage, latency = "live" if mode == "live" else "captured", completion.usage, round(elapsed, 4)
+        source: Literal["reported", "estimated"]
         if usage is not None:
             tokens, source = (usage.prompt_tokens, usage.completion_tokens), "reported"
         else:

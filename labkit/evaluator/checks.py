@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.evaluator.generation import DescriptionOutput
-from labkit.evaluator.products import Product
+from labkit.evaluator.products import Dimensions, Product, Quantity
 from labkit.evaluator.rubric import Rubric
 
 Status = Literal["pass", "fail", "not_applicable"]
@@ -114,6 +114,7 @@ def find_claims(text: str, product: Product) -> list[ClaimCheck]:
     rest = _TRIPLE.sub(lambda m: " " * len(m.group(0)), text)
     for quantity, pattern in _PATTERNS:
         for match in pattern.finditer(rest):
+            fact: Quantity | Dimensions | None
             groups = [g for g in match.groups() if g is not None]
             value = _value(groups[0]) * (_factor(groups[1]) if len(groups) > 1 else 1.0)
             if quantity == "battery_life":
@@ -128,7 +129,9 @@ def find_claims(text: str, product: Product) -> list[ClaimCheck]:
             else:
                 fact, unit = facts.dimensions, "mm"
                 ok = any(_close(value, d) for d in dims)
-            status = "supported" if ok else ("unsupported" if fact is None else "contradicted")
+            status: Literal["supported", "contradicted", "unsupported"] = (
+                "supported" if ok else ("unsupported" if fact is None else "contradicted")
+            )
             found.append(
                 (
                     match.start(),

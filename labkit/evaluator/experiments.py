@@ -125,6 +125,11 @@ def _kappa(report: EvaluationReport, criterion: str, arrangement: str) -> float 
     return None if row is None or row.kappa is None else round(row.kappa, 3)
 
 
+def _origins(baseline: str, changed_to: str) -> dict[Any, Any]:
+    """The origin of each side's evidence; `Experiment` validates that each is authored, captured or live."""
+    return {"baseline": baseline, "changed_to": changed_to}
+
+
 def arrangement_experiment(report: EvaluationReport) -> Experiment:
     """Compare bundled and per-criterion judge calls on one run's held-out labels (one variable: the arrangement)."""
     judged = [c.id for c in report.inputs.rubric.judged()]
@@ -132,11 +137,13 @@ def arrangement_experiment(report: EvaluationReport) -> Experiment:
         c: {"bundled": _kappa(report, c, "bundled"), "per_criterion": _kappa(report, c, "per_criterion")}
         for c in judged
     }
-    pairs = list(result.values())
-    if any(p["bundled"] is None or p["per_criterion"] is None for p in pairs):
+    pairs = [(p["bundled"], p["per_criterion"]) for p in result.values()]
+    known = [(bundled, per) for bundled, per in pairs if bundled is not None and per is not None]
+    outcome: Literal["succeeded", "failed", "inconclusive"]
+    if len(known) < len(pairs):
         outcome = "inconclusive"
     else:
-        outcome = "succeeded" if all(p["per_criterion"] >= p["bundled"] for p in pairs) else "failed"
+        outcome = "succeeded" if all(per >= bundled for bundled, per in known) else "failed"
     origin = report.origin
     return Experiment(
         id=f"arrangement-{report.run_id}",
@@ -148,7 +155,7 @@ def arrangement_experiment(report: EvaluationReport) -> Experiment:
         conditions=_conditions(report, judge_model=report.runs.judging.model_id, run_id=report.run_id),
         result={"kappa": result},
         outcome=outcome,
-        evidence_origin={"baseline": origin, "changed_to": origin},
+        evidence_origin=_origins(origin, origin),
     )
 
 
@@ -160,6 +167,10 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
         sides = {}
         for name, report in (("baseline", baseline), ("changed_to", candidate)):
             row = report.agreement_for(criterion, rule.arrangement)
+            if row is None:
+                raise ExperimentLogError(
+                    f"run {report.run_id} has no {rule.arrangement} agreement for {criterion}; evaluate it with that arrangement"
+                )
             sides[name] = {
                 "kappa": None if row.kappa is None else round(row.kappa, 3),
                 "agreement": round(row.percent_agreement, 3),
@@ -183,8 +194,8 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
         ),
         result=result,
         outcome="succeeded" if met and all(met) else ("failed" if met else "inconclusive"),
-        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin},
-    )  # type: ignore[arg-type]
+        evidence_origin=_origins(baseline.origin, candidate.origin),
+    )
 
 
 def generation_model_experiment(baseline: EvaluationReport, candidate: EvaluationReport) -> Experiment:
@@ -209,5 +220,5 @@ def generation_model_experiment(baseline: EvaluationReport, candidate: Evaluatio
         },
         result={"passing": {"baseline": before, "changed_to": after}},
         outcome="succeeded" if all(after[n] >= before[n] for n in before) else "failed",
-        evidence_origin={"baseline": baseline.origin, "changed_to": candidate.origin},
-    )  # type: ignore[arg-type]
+        evidence_origin=_origins(baseline.origin, candidate.origin),
+    )

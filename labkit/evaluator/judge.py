@@ -42,11 +42,12 @@ def verdict_model(criterion: Criterion) -> type[BaseModel]:
 
 @functools.lru_cache(maxsize=64)
 def _verdict_model(criterion_id: str, allowed: tuple[str, ...]) -> type[BaseModel]:
-    return create_model(  # type: ignore[call-overload]
+    verdict_type: Any = Literal[allowed]  # a Literal built at run time from the rubric's allowed labels
+    return create_model(
         f"Verdict_{criterion_id}",
         __config__=ConfigDict(extra="forbid"),
         explanation=(str, Field(min_length=1, max_length=MAX_EXPLANATION, description="Why, citing the description.")),
-        verdict=(Literal[allowed], Field(description=f"One of {list(allowed)}.")),
+        verdict=(verdict_type, Field(description=f"One of {list(allowed)}.")),
     )
 
 
@@ -124,7 +125,14 @@ def parse_judge_reply(text: str, rubric: Rubric, *, criterion: Criterion | None 
         where = ".".join(map(str, first["loc"]))
         raise JudgeReplyRejected(f"judge reply rejected: {where + ': ' if where else ''}{first['msg']}") from None
     if criterion:
-        return [JudgeLabel(criterion=criterion.id, explanation=parsed.explanation, verdict=parsed.verdict)]
+        fields = parsed.model_dump()
+        return [
+            JudgeLabel(
+                criterion=criterion.id,
+                explanation=fields["explanation"],
+                verdict=fields["verdict"],
+            )
+        ]
     return [
         JudgeLabel(criterion=c.id, explanation=getattr(parsed, c.id).explanation, verdict=getattr(parsed, c.id).verdict)
         for c in rubric.judged()

@@ -156,6 +156,7 @@ def build_record(
                 agreement=agreements.get(criterion.id),
             )
         results.append(result)
+    release: Literal["release", "blocked", "awaiting_human_review"]
     if any(r.passed is False for r in results):
         release = "blocked"
     elif all(r.passed for r in results):

@@ -130,7 +130,7 @@ def record_captured(*, run_id: str = RUN_CAPTURED, runs_dir: Path | None = None)
         boundary = connect(run_id, lesson=LESSON, settings=SETTINGS, mode="record")
         make_requests(boundary)
         return boundary.save(
-            description=CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint.kind}.",
+            description=CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint_kind}.",
             fixtures=run_fixtures(),
             run_id=run_id,
             runs_dir=runs_dir,

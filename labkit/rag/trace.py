@@ -28,7 +28,9 @@ from labkit.paths import fixtures_dir, relative_to_root
 from labkit.traces import Trace
 
 #: The splitter settings; they are part of the logical index identity.
-SPLITTER = {"name": "RecursiveCharacterTextSplitter", "chunk_size": 220, "chunk_overlap": 40}
+SPLITTER_NAME = "RecursiveCharacterTextSplitter"
+CHUNK_SIZE, CHUNK_OVERLAP = 220, 40
+SPLITTER: dict[str, str | int] = {"name": SPLITTER_NAME, "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP}
 #: How many passages retrieval returns and the context keeps.
 K = 3
 #: The recorded questions: one the corpus answers, one it cannot.
@@ -119,9 +121,7 @@ def load_corpus(path: Path | None = None) -> list[Any]:
     return docs
 
 
-def split_corpus(
-    docs: list[Any], *, chunk_size: int = SPLITTER["chunk_size"], chunk_overlap: int = SPLITTER["chunk_overlap"]
-) -> list[Any]:
+def split_corpus(docs: list[Any], *, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[Any]:
     """Split the documents into passages; each keeps its document's id, title and link."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
@@ -170,8 +170,8 @@ def load_docs_index(
     corpus_file: Path | None = None,
     embeddings: SavedEmbeddings | None = None,
     empty: bool = False,
-    chunk_size: int = SPLITTER["chunk_size"],
-    chunk_overlap: int = SPLITTER["chunk_overlap"],
+    chunk_size: int = CHUNK_SIZE,
+    chunk_overlap: int = CHUNK_OVERLAP,
 ) -> DocsIndex:
     """Build the ``InMemoryVectorStore`` from saved vectors; refuse a corpus the vectors were not recorded for."""
     from langchain_core.vectorstores import InMemoryVectorStore

@@ -119,7 +119,8 @@ def call_model(adapter: Any, key: str, messages: list[dict[str, Any]]) -> tuple[
             f"{completion.choices[0].finish_reason if completion.choices else 'none'}); check the endpoint's log"
         )
     mode = getattr(adapter, "mode", None)
-    latency_ms, source = None, "none"
+    latency_ms: int | None = None
+    source: Literal["measured", "recorded", "none"] = "none"
     if mode in ("live", "record"):
         latency_ms, source = round(1000 * elapsed), "measured"
     elif mode == "replay":

@@ -30,7 +30,7 @@ CAPTURED_DESCRIPTION = (
     "LangGraph workflow, schema-constrained JSON."
 )
 
-_TOOL_CALL = {"kind": "tool_call", "text": "", "citation_ids": [], "tool_args": None}
+_TOOL_CALL: dict[str, Any] = {"kind": "tool_call", "text": "", "citation_ids": [], "tool_args": None}
 AUTHORED_REPLIES: dict[str, str] = {
     GOLDEN[0].question: json.dumps(
         {

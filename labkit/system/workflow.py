@@ -102,6 +102,7 @@ def generate_node(adapter: Any) -> Any:
 
 def check(state: State) -> dict[str, Any]:
     """Validate the raw reply against `ModelReply` and this request's evidence; return the status it earns."""
+    result: dict[str, Any]
     try:
         reply = ModelReply.model_validate_json(state["reply"])
     except ValidationError as exc:
