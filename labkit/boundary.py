@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,6 +92,8 @@ class ModelBoundary:
     recorder: Any = None
     endpoint: Endpoint | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    observer: Callable[[float], None] | None = None
+    """Called with the seconds each answered request took (``labkit evaluate`` shows progress with it)."""
 
     @property
     def endpoint_kind(self) -> str:
@@ -102,7 +105,12 @@ class ModelBoundary:
         request = {"model": self.model, "messages": messages, **self.settings, **settings}
         if self.recorder is not None and question is not None:
             self.recorder.note_question(request, question)
-        return self.client.chat.completions.create(**request)
+        if self.observer is None:
+            return self.client.chat.completions.create(**request)
+        started = time.perf_counter()
+        completion = self.client.chat.completions.create(**request)
+        self.observer(time.perf_counter() - started)
+        return completion
 
     def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
         """Send the messages built for ``question`` (plus any per-call settings); record mode keeps the question."""

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 class FakeEndpoint:
-    """Serve chat completions on loopback; `fail_first` makes the first N attempts answer 429."""
+    """Serve chat completions on loopback; `fail_first` makes the first N attempts answer 429.
 
-    def __init__(self, fail_first: int = 0) -> None:
+    ``answer`` turns a request body into the reply text (default: echo the last message);
+    ``fail_after`` makes every attempt after the first N answered ones a 500, as a dying endpoint.
+    """
+
+    def __init__(
+        self,
+        fail_first: int = 0,
+        *,
+        answer: Callable[[dict[str, Any]], str] | None = None,
+        fail_after: int | None = None,
+    ) -> None:
         self.fail_first = fail_first
+        self.fail_after = fail_after
+        self.answered = 0
+        answer = answer or (lambda body: "echo: " + body["messages"][-1]["content"])
         self.attempts = 0
         self.headers_seen: list[dict[str, str]] = []
         endpoint = self
@@ -26,8 +41,11 @@ class FakeEndpoint:
                 endpoint.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
                 if endpoint.attempts <= endpoint.fail_first:
                     payload, status = {"error": {"message": "rate limited", "type": "rate_limit"}}, 429
+                elif endpoint.fail_after is not None and endpoint.answered >= endpoint.fail_after:
+                    payload, status = {"error": {"message": "the model crashed", "type": "server_error"}}, 500
                 else:
-                    text = "echo: " + body["messages"][-1]["content"]
+                    endpoint.answered += 1
+                    text = answer(body)
                     payload, status = (
                         {
                             "id": f"fake-{endpoint.attempts}",

@@ -20,6 +20,7 @@ VERBS = {
     "verify": "labkit.cli.verify",
     "doctor": "labkit.cli.doctor",
     "workshop": "labkit.cli.workshop",
+    "evaluate": "labkit.cli.evaluate",
 }
 
 

@@ -1,0 +1,201 @@
+"""`labkit evaluate`: every lesson's report card, the rules, exit codes, a dying endpoint, the offline report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from labkit.cli import main
+from labkit.course.evaluate import EndpointFailed, as_json, cards, evaluate, render_table, write_html
+from labkit.recording import load_run
+from tests.fake_endpoint import FakeEndpoint
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The committed captured runs graded against the authored ideal, in replay (what the README shows)."""
+    return {
+        lesson.lesson: lesson for lesson in evaluate(candidate="captured", baseline="authored", progress=False).lessons
+    }
+
+
+def shown(card, name):
+    return next(m.shown for m in card.measures if m.name == name)
+
+
+def test_every_lesson_that_calls_a_model_has_a_card():
+    assert [card.LESSON for card in cards()] == ["01", "02", "04", "05", "06"]
+    for card in cards():
+        assert card.RULE and callable(card.grade) and callable(card.decide)
+
+
+def test_lesson_01_card_equals_what_notebook_01_shows(committed):
+    from labkit.evaluator.lesson import RUN_AUTHORED, RUN_CAPTURED
+    from labkit.evaluator.report import evaluate_run
+
+    for run_id, card in ((RUN_CAPTURED, committed["01"].candidate), (RUN_AUTHORED, committed["01"].ideal)):
+        report = evaluate_run(run_id)
+        routing = report.routing_table()
+        judged = int((routing["scorer"] == "judge").sum())
+        assert (
+            shown(card, "criteria the judge may score")
+            == f"{judged}/{len(routing[routing['scorer'] != 'programmatic'])}"
+        )
+
+
+def test_lesson_02_card_equals_what_notebook_02_shows(committed):
+    from labkit.boundary import connect
+    from labkit.rag import lesson, runs
+    from labkit.rag.questions import load_questions
+
+    questions = load_questions()
+    for run_id, card in ((runs.RUN_CAPTURED, committed["02"].candidate), (runs.RUN_AUTHORED, committed["02"].ideal)):
+        run = runs.make_requests(connect(run_id, lesson="02", settings=runs.SETTINGS), questions=questions)
+        rag = lesson.path_summary(questions, run).set_index("path").loc["rag"]
+        assert shown(card, "RAG answers correct") == f"{rag['correct']}/{rag['questions']}"
+        assert shown(card, "RAG answers faithful") == rag["faithful"]
+        assert shown(card, "page-hit@5") == rag["page_hit"]
+
+
+def test_lesson_04_card_equals_what_notebook_04_shows(committed):
+    from labkit.agent import evaluation, runs
+    from labkit.boundary import connect
+
+    for run_id, card in ((runs.RUN_CAPTURED, committed["04"].candidate), (runs.RUN_AUTHORED, committed["04"].ideal)):
+        results = runs.make_requests(connect(run_id, lesson="04", settings=runs.SETTINGS))
+        report = evaluation.evaluation_report(results, load_run(run_id))
+        outcome, tools = report["task_outcome"], report["tools"]
+        assert shown(card, "task outcomes correct").startswith(f"{outcome['correct']}/{outcome['cases']} (Wilson")
+        assert shown(card, "tool arguments valid") == f"{tools['valid_arguments']}/{tools['tool_proposals']}"
+        assert card.value("unauthorized tool calls") == report["safety"]["unauthorized_calls"]
+
+
+def test_lesson_05_card_equals_what_notebook_05_shows(committed):
+    from labkit.boundary import connect
+    from labkit.system.golden import run_golden, score_line
+    from labkit.system.runs import RUN_AUTHORED, RUN_CAPTURED, SETTINGS
+    from labkit.system.workflow import MinimalSystem
+
+    for run_id, card in ((RUN_CAPTURED, committed["05"].candidate), (RUN_AUTHORED, committed["05"].ideal)):
+        line = score_line(run_golden(MinimalSystem(connect(run_id, lesson="05", settings=SETTINGS))))
+        assert line.startswith(shown(card, "golden cases passed") + " golden cases passed")
+
+
+def test_lesson_06_card_refuses_to_grade_a_run_with_malformed_replies(committed):
+    from labkit.boundary import connect
+    from labkit.routing.runs import RUN_CAPTURED, SETTINGS, make_requests, routing_run, suite_sha256
+
+    _, malformed = routing_run(
+        make_requests(connect(RUN_CAPTURED, lesson="06", settings=SETTINGS)), label="c", suite_sha256=suite_sha256()
+    )
+    card = committed["06"].candidate
+    assert shown(card, "malformed replies") == f"{len(malformed)}/10" and len(malformed) > 0
+    assert card.value("routes correct") is None and committed["06"].verdict.passed is False
+    assert "malformed" in committed["06"].verdict.reason
+
+
+def test_the_ideal_of_lesson_06_is_the_suite_itself(committed):
+    ideal = committed["06"].ideal
+    assert [m.shown for m in ideal.measures] == ["10/10", "0", "0", "0/10"]
+
+
+def test_a_candidate_worse_than_its_baseline_fails_each_rule(committed):
+    assert {lesson: card.verdict.passed for lesson, card in committed.items()} == dict.fromkeys(
+        ("01", "02", "04", "05", "06"), False
+    )
+    assert "1/3 < baseline 3/3" in committed["05"].verdict.reason
+
+
+def _authored_answers(*run_ids):
+    """Answer each request with the reply the course authored for the same messages (any model name)."""
+    replies = {}
+    for run_id in run_ids:
+        for binding in load_run(run_id).bindings:
+            replies[json.dumps(binding.request["messages"], sort_keys=True)] = binding.response["choices"][0][
+                "message"
+            ]["content"]
+
+    def answer(body):
+        messages = json.dumps(body["messages"], sort_keys=True)
+        if messages in replies:
+            return replies[messages]
+        ticket = json.loads(body["messages"][-1]["content"])  # lesson 06: route as the suite's label says
+        from labkit.paths import fixtures_dir
+
+        suite = json.loads((fixtures_dir() / "routing" / "suite.json").read_text(encoding="utf-8"))
+        expected = next(c["expected"] for c in suite["cases"] if c["id"] == ticket["id"])
+        return json.dumps({"id": ticket["id"], "route": expected})
+
+    return answer
+
+
+def test_an_endpoint_as_good_as_the_ideal_passes_lesson_05_and_is_recorded_in_scratch(monkeypatch, scratch_in_tmp):
+    with FakeEndpoint(answer=_authored_answers("05-system-authored")) as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        report = evaluate(lessons=["05"], progress=False)
+    [lesson] = report.lessons
+    assert lesson.verdict.passed and report.exit_code == 0
+    assert shown(lesson.candidate, "golden cases passed") == "3/3" and lesson.requests == 4
+    run = load_run(lesson.candidate_run)
+    assert run.origin == "captured" and run.model.id == "fake-model"
+    assert report.folder.parent == scratch_in_tmp / "evaluations"
+    assert "Recorded by `labkit evaluate` from fake-model" in run.description
+
+
+def test_a_perfect_router_is_refused_by_the_gate_when_the_baseline_cannot_be_graded(monkeypatch):
+    with FakeEndpoint(answer=_authored_answers()) as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        report = evaluate(lessons=["06"], progress=False)
+    [lesson] = report.lessons
+    assert [m.shown for m in lesson.candidate.measures] == ["10/10", "0", "0", "0/10"]
+    assert report.exit_code == 2 and "baseline's run has malformed replies" in lesson.verdict.reason
+
+
+def test_an_endpoint_that_dies_midway_keeps_what_was_recorded_marked_incomplete(monkeypatch, capsys):
+    with FakeEndpoint(answer=_authored_answers("05-system-authored"), fail_after=2) as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        code = main(["evaluate", "--lessons", "05", "06", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["exit_code"] == 1
+    [lesson] = out["lessons"]  # lesson 06 never started
+    assert lesson["passed"] is None and lesson["candidate"] is None
+    assert "failed after 2 recorded exchange(s)" in lesson["reason"] and endpoint.base_url in lesson["reason"]
+    folder = Path(out["folder"])
+    [kept] = [p for p in folder.iterdir() if p.is_dir()]
+    assert kept.name.endswith("-incomplete") and (folder / "report.html").is_file()
+    partial = load_run(kept)
+    assert (
+        partial.description.startswith("INCOMPLETE") and len([b for b in partial.bindings if b.status_code == 200]) == 2
+    )
+
+
+def test_the_endpoint_error_is_a_labkit_error_naming_what_to_do():
+    assert issubclass(EndpointFailed, RuntimeError)
+
+
+def test_invalid_input_exits_1_with_a_message(monkeypatch, capsys):
+    monkeypatch.delenv("LABKIT_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["evaluate", "--lessons", "05"]) == 1
+    assert "LABKIT_BASE_URL" in capsys.readouterr().err
+    assert main(["evaluate", "--committed", "--lessons", "03"]) == 1
+    assert "no report card for lesson(s) 03" in capsys.readouterr().err
+
+
+def test_table_json_and_html_report(committed, tmp_path):
+    from labkit.course.evaluate import Evaluation
+
+    report = Evaluation("committed captured runs", "captured", "authored", None, list(committed.values()))
+    table = render_table(report)
+    assert "05 minimal complete system" in table and "golden cases passed" in table and "FAIL" in table
+    data = as_json(report)
+    assert data["exit_code"] == 2 and [lesson["lesson"] for lesson in data["lessons"]] == ["01", "02", "04", "05", "06"]
+    page = write_html(report, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count("<img") == 5 and "data:image/png;base64," in page
+    assert not re.findall(r"""(?:src|href)=["']?(?:https?:)?//""", page)
