@@ -413,7 +413,7 @@ def _serve_child() -> None:
             self.reset()
         return generate(self, tokens, *args, **kwargs)
 
-    Llama.generate = generate_from_scratch
+    Llama.generate = generate_from_scratch  # type: ignore[method-assign,unused-ignore]  # llama_cpp is typed only where the local extra is installed
     sys.argv[0] = "llama_cpp.server"
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
