@@ -19,3 +19,18 @@ def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_marks_the_li
     limit = [line for line in fig2.axes[0].lines if line.get_label() == "cost limit"]
     assert limit and limit[0].get_xdata()[0] == report.inputs.rubric.limits.max_cost_usd * 1e6
     plt.close("all")
+
+
+def test_cost_plot_gives_each_run_its_own_panel_labelled_with_the_course_prices():
+    import matplotlib.pyplot as plt
+
+    from labkit.evaluator.plots import PRICE_NOTE
+
+    authored = evaluate_run("01-evaluator-authored")
+    captured = evaluate_run("01-evaluator-smollm2")
+    fig = plot_cost_latency({"authored": authored, "captured": captured})
+    cost_axes = fig.axes[:2]
+    assert [len(ax.patches) > 0 for ax in cost_axes] == [True, True]
+    assert all(PRICE_NOTE in ax.get_xlabel() for ax in cost_axes)
+    assert cost_axes[0].get_xlim() != cost_axes[1].get_xlim()  # not one shared axis
+    plt.close("all")

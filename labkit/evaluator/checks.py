@@ -10,12 +10,12 @@ is kept with both values, the claimed one and the fact, so a reviewer sees
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.evaluator.generation import DescriptionOutput
-from labkit.evaluator.products import Dimensions, Product, Quantity
+from labkit.evaluator.products import Product
 from labkit.evaluator.rubric import Rubric
 
 Status = Literal["pass", "fail", "not_applicable"]
@@ -94,57 +94,54 @@ def _close(a: float, b: float) -> bool:
 def find_claims(text: str, product: Product) -> list[ClaimCheck]:
     """Return every number-with-unit in ``text`` compared with the product's facts, in reading order."""
     facts = product.facts
-    found: list[tuple[int, ClaimCheck]] = []
     dims = sorted(q.value for q in (facts.dimensions.length, facts.dimensions.width, facts.dimensions.height))
-    for match in _TRIPLE.finditer(text):
-        claimed = sorted(_value(n) * _factor(match.group(4)) for n in match.groups()[:3])
-        ok = all(_close(a, b) for a, b in zip(claimed, dims, strict=True))
-        found.append(
-            (
-                match.start(),
-                ClaimCheck(
-                    quantity="dimensions",
-                    text=match.group(0),
-                    claimed=" x ".join(f"{v:g}" for v in claimed) + " mm",
-                    fact=facts.dimensions.shown(),
-                    status="supported" if ok else "contradicted",
-                ),
-            )
-        )
-    rest = _TRIPLE.sub(lambda m: " " * len(m.group(0)), text)
+    found = _dimension_claims(text, facts, dims)
+    rest = _TRIPLE.sub(lambda m: " " * len(m.group(0)), text)  # a size triple is one claim, not three lengths
     for quantity, pattern in _PATTERNS:
         for match in pattern.finditer(rest):
-            fact: Quantity | Dimensions | None
             groups = [g for g in match.groups() if g is not None]
             value = _value(groups[0]) * (_factor(groups[1]) if len(groups) > 1 else 1.0)
-            if quantity == "battery_life":
-                fact, unit = facts.battery_life, "h"
-                ok = fact is not None and _close(value, fact.value)
-            elif quantity == "weight":
-                fact, unit = facts.weight, "g"
-                ok = _close(value, fact.value)
-            elif quantity == "price":
-                fact, unit = facts.price, "EUR"
-                ok = _close(value, fact.value)
-            else:
-                fact, unit = facts.dimensions, "mm"
-                ok = any(_close(value, d) for d in dims)
+            fact, unit, ok = compare_with_fact(quantity, value, facts, dims)
             status: Literal["supported", "contradicted", "unsupported"] = (
                 "supported" if ok else ("unsupported" if fact is None else "contradicted")
             )
-            found.append(
-                (
-                    match.start(),
-                    ClaimCheck(
-                        quantity=quantity,
-                        text=match.group(0).strip(),
-                        claimed=f"{value:g} {unit}",
-                        fact=None if fact is None else fact.shown(),
-                        status=status,
-                    ),
-                )
+            claim = ClaimCheck(
+                quantity=quantity,
+                text=match.group(0).strip(),
+                claimed=f"{value:g} {unit}",
+                fact=None if fact is None else fact.shown(),
+                status=status,
             )
+            found.append((match.start(), claim))
     return [claim for _, claim in sorted(found, key=lambda pair: pair[0])]
+
+
+def compare_with_fact(quantity: str, value: float, facts: Any, dims: list[float]) -> tuple[Any, str, bool]:
+    """Return the fact a claimed value speaks of, its unit, and whether the value matches it within 0.5 %."""
+    if quantity == "battery_life":
+        return facts.battery_life, "h", facts.battery_life is not None and _close(value, facts.battery_life.value)
+    if quantity == "weight":
+        return facts.weight, "g", _close(value, facts.weight.value)
+    if quantity == "price":
+        return facts.price, "EUR", _close(value, facts.price.value)
+    return facts.dimensions, "mm", any(_close(value, d) for d in dims)  # a single length: any of the three sides
+
+
+def _dimension_claims(text: str, facts: Any, dims: list[float]) -> list[tuple[int, ClaimCheck]]:
+    """Return each ``L x W x H mm`` triple in ``text``, compared side by side with the sorted facts."""
+    found = []
+    for match in _TRIPLE.finditer(text):
+        claimed = sorted(_value(n) * _factor(match.group(4)) for n in match.groups()[:3])
+        ok = all(_close(a, b) for a, b in zip(claimed, dims, strict=True))
+        claim = ClaimCheck(
+            quantity="dimensions",
+            text=match.group(0),
+            claimed=" x ".join(f"{v:g}" for v in claimed) + " mm",
+            fact=facts.dimensions.shown(),
+            status="supported" if ok else "contradicted",
+        )
+        found.append((match.start(), claim))
+    return found
 
 
 def run_checks(text: str, product: Product, rubric: Rubric, *, cost_usd: float) -> CheckReport:

@@ -47,26 +47,34 @@ def plot_agreement(reports: dict[str, EvaluationReport], *, min_kappa: float | N
     return fig
 
 
+#: What the cost axes say about their prices: the course wrote them; no vendor charges them.
+PRICE_NOTE = "prices written by the course"
+
+
 def plot_cost_latency(reports: dict[str, EvaluationReport]) -> Figure:
-    """Draw the distribution of generation cost (every run) and measured latency (runs that measured it)."""
+    """Draw each run's generation cost in its own panel, then the measured latency of runs that measured it.
+
+    Costs are tokens times the prices in ``fixtures/evaluator/prices.json``, which
+    the course wrote. An authored run's tokens are estimates and its model has
+    its own made-up price, so each run gets its own panel and x range: the
+    panels are not drawn on one axis as if their costs were comparable.
+    """
     import matplotlib.pyplot as plt
 
     budget = next(iter(reports.values())).inputs.rubric.limits.max_cost_usd * 1e6
-    highest = max(g.call.cost_usd * 1e6 for r in reports.values() for g in r.runs.generation.generations)
-    bins = [i * max(budget, highest) * 1.05 / 60 for i in range(61)]  # shared bins, so runs compare by eye
-    fig, (cost_ax, latency_ax) = plt.subplots(1, 2, figsize=(11, 3.6))
-    for name, report in reports.items():
+    fig, axes = plt.subplots(1, len(reports) + 1, figsize=(4.6 * (len(reports) + 1), 3.6), squeeze=False)
+    latency_ax = axes[0][-1]
+    for cost_ax, (name, report) in zip(axes[0], reports.items(), strict=False):
         calls = [g.call for g in report.runs.generation.generations]
-        cost_ax.hist(
-            [c.cost_usd * 1e6 for c in calls], bins=bins, alpha=0.6, label=f"{name} ({calls[0].usage_source} tokens)"
-        )
+        cost_ax.hist([c.cost_usd * 1e6 for c in calls], bins=12, alpha=0.8)
+        cost_ax.axvline(budget, color="black", linestyle="--", linewidth=1, label="cost limit")
+        cost_ax.set_title(f"{name}: {calls[0].usage_source} tokens", fontsize=9)
+        cost_ax.set_xlabel(f"cost per description (millionths of $,\n{PRICE_NOTE})", fontsize=8)
+        cost_ax.set_ylabel("descriptions")
+        cost_ax.legend(fontsize=8)
         latencies: list[Any] = [c.latency_s for c in calls if c.latency_s is not None]
         if latencies:
             latency_ax.hist(latencies, bins=12, alpha=0.6, label=name)
-    cost_ax.axvline(budget, color="black", linestyle="--", linewidth=1, label="cost limit")
-    cost_ax.set_xlabel("generation cost per description (millionths of a dollar)")
-    cost_ax.set_ylabel("descriptions")
-    cost_ax.legend(fontsize=8)
     latency_ax.set_xlabel("measured generation latency (s)")
     latency_ax.set_title("authored runs measured no latency", fontsize=9)
     if latency_ax.get_legend_handles_labels()[0]:

@@ -82,6 +82,15 @@ def _failing_label(allowed: list[str], passing: list[str]) -> str:
     return next(label for label in allowed if label not in passing)
 
 
+def release_decision(results: list[CriterionResult]) -> Literal["release", "blocked", "awaiting_human_review"]:
+    """Return the release rule's decision: one failing criterion blocks, one unscored criterion holds the release."""
+    if any(r.passed is False for r in results):
+        return "blocked"
+    if all(r.passed for r in results):
+        return "release"
+    return "awaiting_human_review"
+
+
 def build_record(
     generation: Generation,
     checks: CheckReport,
@@ -156,13 +165,7 @@ def build_record(
                 agreement=agreements.get(criterion.id),
             )
         results.append(result)
-    release: Literal["release", "blocked", "awaiting_human_review"]
-    if any(r.passed is False for r in results):
-        release = "blocked"
-    elif all(r.passed for r in results):
-        release = "release"
-    else:
-        release = "awaiting_human_review"
+    release = release_decision(results)
     call = generation.call
     return EvaluationRecord(
         product_id=generation.product_id,

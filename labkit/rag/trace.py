@@ -254,20 +254,33 @@ def trace_request(
     ``reply_override`` replaces the model's reply text for a controlled probe;
     the trace marks such a reply as supplied by the driver, not by the model.
     """
-    from labkit.replay import ReplayRequestMismatch
-
     trace = Trace()
-    identity = index.identity
     if not isinstance(question, str) or not question.strip():
         trace.emit("request_rejected", reason="blank_question")
         return TracedRequest(str(question), None, "request_rejected", trace, error="Ask a question that is not blank.")
-    key = request_key(question, identity)
-    trace.emit("request_accepted", question=question, request_key=key, logical_index_id=identity["logical_index_id"])
+    key = request_key(question, index.identity)
+    trace.emit(
+        "request_accepted", question=question, request_key=key, logical_index_id=index.identity["logical_index_id"]
+    )
     try:
-        ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
+        selected = retrieve_context(question, index, trace, k=k)
     except UnrecordedText as exc:
         trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
         return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
+    if not selected:
+        trace.emit("model_skipped", reason="empty_context")
+        reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
+    else:
+        asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override)
+        if isinstance(asked, TracedRequest):  # the model step stopped the request
+            return asked
+        reply = asked
+    return check_and_link(question, key, reply, selected, trace)
+
+
+def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
+    """Search the index, record the ranked candidates, and select them all as context (no reranker)."""
+    ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
     candidates = [
         {
             "rank": rank,
@@ -284,33 +297,40 @@ def trace_request(
     trace.emit(
         "context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected]
     )
-    if not selected:
-        trace.emit("model_skipped", reason="empty_context")
-        reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
-    else:
-        messages = prompt(question, selected)
-        trace.emit(
-            "model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode
-        )
-        try:
-            completion = adapter.generate(question, messages)
-        except ReplayRequestMismatch as exc:
-            diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in exc.diff]
-            trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
-            return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
-        text = _reply_text(completion) if reply_override is None else reply_override
-        trace.emit(
-            "model_reply_returned",
-            reply=text,
-            model=completion.model,
-            supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
-        )
-        try:
-            reply = Reply.model_validate_json(text)
-        except ValidationError as exc:
-            message = f"invalid shape: {exc.errors(include_url=False)[0]['msg']}"
-            trace.emit("reply_rejected", reason="invalid_shape", error=message)
-            return TracedRequest(question, key, "reply_rejected", trace, error=message)
+    return selected
+
+
+def ask_model(
+    question: str, key: str, selected: list[Any], adapter: Any, trace: Trace, *, reply_override: str | None = None
+) -> Reply | TracedRequest:
+    """Send the exact messages, record them and the reply; return the parsed reply, or the request stopped."""
+    from labkit.replay import ReplayRequestMismatch
+
+    messages = prompt(question, selected)
+    trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
+    try:
+        completion = adapter.generate(question, messages)
+    except ReplayRequestMismatch as exc:
+        diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in exc.diff]
+        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
+        return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
+    text = _reply_text(completion) if reply_override is None else reply_override
+    trace.emit(
+        "model_reply_returned",
+        reply=text,
+        model=completion.model,
+        supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
+    )
+    try:
+        return Reply.model_validate_json(text)
+    except ValidationError as exc:
+        message = f"invalid shape: {exc.errors(include_url=False)[0]['msg']}"
+        trace.emit("reply_rejected", reason="invalid_shape", error=message)
+        return TracedRequest(question, key, "reply_rejected", trace, error=message)
+
+
+def check_and_link(question: str, key: str, reply: Reply, selected: list[Any], trace: Trace) -> TracedRequest:
+    """Check the reply's sources against this request's context, then resolve them to links."""
     try:
         check_reply(reply, selected)
     except ReplyRejected as exc:
