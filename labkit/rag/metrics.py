@@ -27,7 +27,7 @@ from labkit.rag.questions import FilingQuestion
 #: Relative tolerance of a numeric answer, and the smallest absolute one.
 TOLERANCE = (0.005, 0.005)
 _FIGURE = re.compile(r"(?<![\w#])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w#])\d+(?:\.\d+)?")
-_CITATION = re.compile(r"[A-Z0-9]+_\d{4}_10K#p\d+")
+_CITATION = re.compile(r"[A-Za-z0-9_.&\-]+#p\d+")
 
 
 def figures(text: str | None) -> list[float]:
