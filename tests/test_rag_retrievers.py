@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from labkit.rag.answer import CANDIDATES, FilingsRAG
 from labkit.rag.index import build_index
@@ -82,3 +83,45 @@ def test_head_to_head_counts_wins_and_losses_per_question(questions, index):
     assert counts["wins"] - counts["losses"] == int(table["faiss+bm25"].sum() - table["faiss"].sum())
     missing = table[table["faiss_rank_in_12"].isna()]
     assert not missing["faiss+bm25"].any()  # evidence outside the 12 candidates: no rerank can find it
+
+
+class TwoDirections(Embeddings):
+    """Test embeddings: texts naming the zephyr gearbox point one way, everything else (the question too) another."""
+
+    model = "test-two-directions"
+    dimension = 4
+
+    def embed_documents(self, texts):
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text):
+        if "zephyr gearbox" in text and "?" not in text:
+            return [0.0, 1.0, 0.0, 0.0]
+        return [1.0, 0.0, 0.01 * (len(text) % 7), 0.0]
+
+
+def test_hybrid_finds_an_evidence_page_that_no_rerank_of_the_dense_candidates_can():
+    from langchain_core.documents import Document
+
+    from labkit.rag.index import DISTANCE, INDEX_FORMAT, index_pages
+
+    distractors = [f"Page {n} reviews general market conditions and seasonal demand." for n in range(1, 15)]
+    pages = [*distractors, "Warranty reserves for the zephyr gearbox recall were 41.2 million."]
+    documents = [
+        Document(page_content=text, metadata={"doc_name": "TEST_2024_10K", "source_page": n})
+        for n, text in enumerate(pages, 1)
+    ]
+    settings = {
+        "format": INDEX_FORMAT,
+        "embedding_model": TwoDirections.model,
+        "chunk_size": 800,
+        "chunk_overlap": 100,
+        "documents": {"TEST_2024_10K": "0" * 64},
+        "distance": DISTANCE,
+    }
+    index = index_pages(documents, settings=settings, embeddings=TwoDirections())
+    found = RetrieverBench(index).retrieve("What warranty reserve did the zephyr gearbox recall need?")
+    evidence = "TEST_2024_10K#p15"
+    assert evidence not in found["faiss"].candidates  # dense search ranks it 15th of 15
+    assert evidence not in found["faiss+bm25"].ranked  # a rerank only reorders those 12
+    assert found["hybrid"].ranked[0] == evidence  # BM25's first, fused with dense's 15th, beats dense's first alone
