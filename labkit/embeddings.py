@@ -141,7 +141,8 @@ def model_folder() -> Path:
     return folder
 
 
-def _require_embed_extra() -> Path:
+def require_embed_extra() -> Path:
+    """Return the model folder, or raise `MissingExtra` naming the ``embed`` extra if anything is missing."""
     folder = model_folder()
     for module in ("torch", "sentence_transformers", "langchain_huggingface"):
         if importlib.util.find_spec(module) is None:
@@ -151,7 +152,7 @@ def _require_embed_extra() -> Path:
 
 @lru_cache(maxsize=1)
 def _model() -> Any:
-    folder = _require_embed_extra()
+    folder = require_embed_extra()
     # The model is a local folder: the hub must never be asked, even for a config file.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -36,6 +36,7 @@ rest are defined beside the code that raises them.
     │   ├── CorpusError, StaleIndex, ReplyRejected (ValueError)              rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
     │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
+    │   ├── FinanceBenchError(ValueError)            rag/financebench.py: not FinanceBench's layout or names
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py

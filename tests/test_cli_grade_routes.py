@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -152,3 +153,111 @@ def test_real_process_exit_codes_are_0_2_and_1(folder):
     assert json.loads(failed.stdout)["reasons"][-1] == "1 urgent_support case(s) misrouted: t1 (sent to billing)"
     assert invalid.stdout == ""
     assert invalid.stderr.count("\n") == 1 and "Traceback" not in invalid.stderr
+
+
+# The routing walkthrough (seeds/004) ships make_fixture.py; this writes the same three files from its
+# description: ten Maple Services tickets under field "input", version "maple-routing-v1", each file as
+# two-space-indented JSON plus a newline, runs pointing at the suite's exact bytes. The walkthrough ran on
+# Windows, where Path.write_text turns each "\n" into "\r\n": its printed suite hash is of those bytes.
+MAPLE_TICKETS = [
+    ("t1", "Checkout returns errors for everyone and all orders stopped five minutes ago.", "urgent_support"),
+    ("t2", "Our whole website is unavailable right now and customers cannot access it.", "urgent_support"),
+    ("t3", "Please resend last month's invoice.", "billing"),
+    ("t4", "We were charged twice for the same service.", "billing"),
+    ("t5", "Please review a refund for our cancelled subscription.", "billing"),
+    ("t6", "We need a quote for a new booking website.", "sales"),
+    ("t7", "Do you sell monthly automation support plans? We are considering one.", "sales"),
+    ("t8", "Can you estimate the price of a new inventory integration?", "sales"),
+    ("t9", "How do I update a team member's email in our existing account?", "support"),
+    ("t10", "Where is the documentation for changing notification settings?", "support"),
+]
+MAPLE_SUITE_SHA256 = "a4fba47d7a1f6ad261201b616f0e54ca270f3b23d407c6abc6cdae9769703a12"
+
+
+def write_walkthrough_files(folder, *, newline="\r\n"):
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def write(name, value):
+        (folder / name).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8", newline=newline)
+
+    cases = [{"id": cid, "input": text, "expected": route} for cid, text, route in MAPLE_TICKETS]
+    penalties = {"sales": 1, "billing": 1, "support": 1, "urgent_support": 20}
+    write("suite.json", {"version": "maple-routing-v1", "penalties": penalties, "cases": cases})
+    digest = hashlib.sha256((folder / "suite.json").read_bytes()).hexdigest()
+    misroutes = {"baseline": {"t7": "support", "t9": "sales"}, "candidate": {"t1": "billing"}}
+    for name, changed in misroutes.items():
+        predictions = [{"id": c["id"], "route": changed.get(c["id"], c["expected"])} for c in cases]
+        run = {"label": f"{name}-fixture", "origin": "simulated", "suite_sha256": digest, "predictions": predictions}
+        write(f"{name}.json", run)
+    write("model-inputs.json", [{"id": c["id"], "input": c["input"]} for c in cases])
+    return folder
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\n"], ids=["windows-as-published", "posix"])
+def test_walkthrough_files_grade_as_its_report_says(tmp_path, capsys, newline):
+    folder = write_walkthrough_files(tmp_path / "maple", newline=newline)
+    code = main(
+        ["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), str(folder / "candidate.json")]
+    )
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert (code, captured.err) == (2, "")
+    assert report["suite_version"] == "maple-routing-v1"
+    assert report["suite_sha256"] == hashlib.sha256((folder / "suite.json").read_bytes()).hexdigest()
+    if newline == "\r\n":
+        assert report["suite_sha256"] == MAPLE_SUITE_SHA256  # the hash printed in the walkthrough's own report
+    shared = ("label", "origin", "cases", "correct", "accuracy", "penalty_points", "urgent_misses", "failures")
+    assert {k: report["baseline"][k] for k in shared} == {
+        "label": "baseline-fixture",
+        "origin": "simulated",
+        "cases": 10,
+        "correct": 8,
+        "accuracy": 0.8,
+        "penalty_points": 2,
+        "urgent_misses": 0,
+        "failures": [
+            {"id": "t7", "expected": "sales", "actual": "support", "penalty": 1},
+            {"id": "t9", "expected": "support", "actual": "sales", "penalty": 1},
+        ],
+    }
+    assert {k: report["candidate"][k] for k in shared} == {
+        "label": "candidate-fixture",
+        "origin": "simulated",
+        "cases": 10,
+        "correct": 9,
+        "accuracy": 0.9,
+        "penalty_points": 20,
+        "urgent_misses": 1,
+        "failures": [{"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}],
+    }
+    assert report["pass"] is False
+    # The walkthrough's two reasons, in its order: penalty points increased, an urgent case misrouted.
+    assert len(report["reasons"]) == 2
+    assert report["reasons"][0].startswith("penalty points rose from 2 to 20")
+    assert "urgent_support case(s) misrouted: t1 (sent to billing)" in report["reasons"][1]
+
+
+def test_walkthrough_suite_with_the_course_field_name_is_refused(tmp_path, capsys):
+    folder = write_walkthrough_files(tmp_path / "maple")
+    suite = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
+    suite["version"] = "quillfeather-routing-v1"  # that schema's cases carry "message", not "input"
+    (folder / "suite.json").write_text(json.dumps(suite, indent=2) + "\n", encoding="utf-8")
+    code = main(
+        ["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), str(folder / "candidate.json")]
+    )
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (1, "")
+    assert 'case 1 (schema quillfeather-routing-v1) has missing field(s) "message"' in captured.err
+
+
+def test_suite_with_an_unknown_schema_version_is_refused(tmp_path, capsys):
+    folder = write_walkthrough_files(tmp_path / "maple")
+    suite = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
+    suite["version"] = "maple-routing-v2"
+    (folder / "suite.json").write_text(json.dumps(suite, indent=2) + "\n", encoding="utf-8")
+    code = main(
+        ["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), str(folder / "candidate.json")]
+    )
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (1, "")
+    assert "not a schema this gate knows" in captured.err and "maple-routing-v1 (cases carry 'input')" in captured.err

@@ -52,8 +52,9 @@ def test_record_writes_a_new_captured_run_beside_the_old_one(course, monkeypatch
     assert "recorded_runs/06-routing-echo/run.json" in out and "06_routing_gate.ipynb" in out
     assert "Code cells that show the captured run, whose outputs will change:" in out
     run = load_run("06-routing-echo")
-    assert run.origin == "captured" and len(run.bindings) == 10 and run.model.id == "fake-echo"
-    assert load_run("06-routing-smollm2").origin == "captured"  # the old run is untouched
+    assert run.origin == "captured" and len(run.bindings) == 20 and run.model.id == "fake-echo"  # 2 prompts x 10
+    assert load_run("06-routing-smollm2-prompts").origin == "captured"  # the old runs are untouched
+    assert load_run("06-routing-smollm2").origin == "captured"
 
 
 def test_cells_showing_a_run_are_found_by_constant_or_id(tmp_path):

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.rag.metrics import correctness, faithful, figures, grade, page_hit, summary
+from labkit.rag.metrics import (
+    Retrieval,
+    correctness,
+    evidence_recall,
+    faithful,
+    figures,
+    grade,
+    page_hit,
+    reciprocal_rank,
+    summary,
+)
 from labkit.rag.questions import load_questions
 
 
@@ -82,12 +92,44 @@ def test_grade_reports_each_question_before_the_summary(questions):
         ),
         chosen[1].financebench_id: record(None, status="insufficient_evidence"),
     }
-    table = grade(chosen, records, path="rag")
+    retrieval = {q.financebench_id: Retrieval(ranked=("ACME_2024_10K#p10",), k=5) for q in chosen}
+    table = grade(chosen, records, path="rag", retrieval=retrieval)
     assert table[["correctness", "faithful", "page_hit"]].values.tolist() == [
         ["correct", True, True],
         ["correct", None, None],
     ]
-    assert summary(table).iloc[0][["correct", "faithful", "page_hit"]].tolist() == [2, "1/1", "1/1"]
+    assert summary(table).iloc[0][["correct", "faithful", "page_hit", "mrr"]].tolist() == [2, "1/1", "1/1", 1.0]
+
+
+def test_evidence_recall_and_reciprocal_rank_by_hand(questions):
+    capex = questions["004"]  # labelled pages: ACME_2024_10K#p12 and #p9
+    ranked = ["ACME_2025_10K#p9", "ACME_2024_10K#p9", "ACME_2024_10K#p4", "ACME_2024_10K#p12"]
+    assert evidence_recall(capex, ranked, 2) == 0.5
+    assert evidence_recall(capex, ranked, 4) == 1.0
+    assert reciprocal_rank(capex, ranked) == 0.5
+    assert reciprocal_rank(capex, ["ACME_2024_10K#p4"]) == 0.0
+    assert evidence_recall(questions["018"], ranked, 4) is None and reciprocal_rank(questions["018"], ranked) is None
+
+
+def test_a_failed_trial_still_has_its_retrieval_graded(questions):
+    revenue = questions["001"]
+    retrieval = {revenue.financebench_id: Retrieval(ranked=("ACME_2024_10K#p4", "ACME_2024_10K#p10"), k=5)}
+    table = grade(
+        [revenue],
+        {revenue.financebench_id: None},
+        path="rag",
+        retrieval=retrieval,
+        errors={revenue.financebench_id: "InvalidReply: not JSON"},
+    )
+    row = table.iloc[0]
+    assert (row["status"], row["correctness"], row["faithful"]) == ("failed", "failed", None)
+    assert (row["page_hit"], row["evidence_recall"], row["reciprocal_rank"]) == (
+        True,
+        0.5,
+        0.5,
+    )  # p10 is one of its two labelled pages (p7, p10)
+    assert row["note"] == "InvalidReply: not JSON"
+    assert summary(table).iloc[0][["failed", "page_hit"]].tolist() == [1, "1/1"]
 
 
 def test_experiments_keep_their_settings_and_hits_grow_with_k(tmp_path):

@@ -69,7 +69,6 @@ def test_loaded_questions_cover_the_issue_kinds():
     [
         ({"evidence": [{"evidence_text": "x", "evidence_page_num": -1}]}, "greater than or equal to 0"),
         ({"evidence": [{"evidence_text": "x", "evidence_page_num": True}]}, "evidence_page_num"),
-        ({"evidence": [{"evidence_text": "x", "evidence_page_num": 3, "doc_name": "OTHER_2024_10K"}]}, "own document"),
         ({"surprise": 1}, "unknown field"),
         ({"question": None}, "question"),
     ],
@@ -77,6 +76,12 @@ def test_loaded_questions_cover_the_issue_kinds():
 def test_malformed_records_are_refused_with_a_reason(change, message):
     with pytest.raises(QuestionSetError, match=message):
         adapt(FINANCEBENCH_LINE | change)
+
+
+def test_evidence_in_another_document_keeps_that_documents_citation():
+    other = {"evidence_text": "x", "evidence_page_num": 3, "doc_name": "OTHER_2024_10K"}
+    question = adapt(FINANCEBENCH_LINE | {"evidence": [other]})
+    assert question.evidence_pages == {"OTHER_2024_10K#p4"}
 
 
 def test_a_repeated_id_is_refused(tmp_path):

@@ -25,7 +25,7 @@ RECORDABLE: dict[str, tuple[str, str]] = {
     "02": ("labkit.rag.trace", "02_rag_trace.ipynb"),
     "04": ("labkit.agent.runs", "04_refund_agent.ipynb"),
     "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
-    "06": ("labkit.routing.runs", "06_routing_gate.ipynb"),
+    "06": ("labkit.routing.prompts", "06_routing_gate.ipynb"),
 }
 
 

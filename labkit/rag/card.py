@@ -23,7 +23,7 @@ def grade(boundary: Any) -> Card:
 
     questions = load_questions()
     run = RUNS.make_requests(boundary, questions=questions)
-    rag = grade_path(questions, run.rag, path="rag", errors=run.errors["rag"])
+    rag = grade_path(questions, run.rag, path="rag", retrieval=run.retrieval, errors=run.errors["rag"])
     naive = grade_path(questions, run.naive, path="naive", errors=run.errors["naive"])
     faithful = rag["faithful"].dropna()
     hits = rag["page_hit"].dropna()

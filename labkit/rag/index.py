@@ -13,6 +13,7 @@ documents, a hash of the ordered chunk ids) under the scratch folder;
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ ALT_CHUNKING = (300, 50)
 INDEX_FORMAT = "labkit-filings-index/1"
 #: FAISS's flat L2 index returns squared Euclidean distances: smaller is closer.
 DISTANCE = "squared L2 (FAISS IndexFlatL2)"
+#: How many chunks are embedded per call (and per step of a progress bar).
+EMBED_BATCH = 64
 
 
 class FilingsError(LabkitError, ValueError):
@@ -41,14 +44,23 @@ class IndexDescriptorMismatch(LabkitError, ValueError):
     """A saved index was built with other settings or documents than the caller asked for."""
 
 
+#: A document name as FinanceBench writes it: company (mixed case, underscores allowed), year, an optional
+#: quarter, the kind of document, and for an 8-K its date: ``3M_2023Q2_10Q``, ``JOHNSON_JOHNSON_2022_10K``,
+#: ``AMCOR_2022_8K_dated-2022-07-01``, ``AMCOR_2023Q4_EARNINGS``, ``AMD_2022_annualreport``.
+DOC_NAME_PATTERN = (
+    r"^(?P<company>[A-Za-z0-9][A-Za-z0-9&.\-]*(?:_[A-Za-z0-9&.\-]+)*?)_(?P<year>\d{4})(?:Q(?P<quarter>[1-4]))?"
+    r"_(?P<kind>10K|10Q|8K|EARNINGS|annualreport)(?:_dated-(?P<dated>\d{4}-\d{2}-\d{2}))?$"
+)
+
+
 class ManifestEntry(BaseModel):
     """One filing in ``filings.json``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-    doc_name: str = Field(pattern=r"^[A-Z0-9]+_\d{4}_10K$", description="FinanceBench-style name, e.g. ACME_2025_10K.")
+    doc_name: str = Field(pattern=DOC_NAME_PATTERN, description="FinanceBench-style name, e.g. ACME_2025_10K.")
     company: str = Field(min_length=1, description="The company's name.")
     period: int = Field(ge=1900, le=2100, description="The fiscal year the filing covers.")
-    file: str = Field(pattern=r"^[A-Za-z0-9_]+\.pdf$", description="The PDF's file name in the same folder.")
+    file: str = Field(pattern=r"^[A-Za-z0-9_.&\-]+\.pdf$", description="The PDF's file name in the same folder.")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the PDF's bytes.")
 
 
@@ -236,22 +248,35 @@ def build_index(
 
     ``pages`` (from `load_filings` for the same documents) saves parsing the PDFs again.
     """
-    import faiss
-    import numpy as np
 
     embeddings = embeddings or saved_vectors()
     pages = pages if pages is not None else load_filings(doc_names, folder=folder)
-    chunks = split_pages(pages, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
-    ids = [chunk_id(c) for c in chunks]
-    if len(set(ids)) != len(ids):
-        raise FilingsError("two chunks of one page have the same text; their ids would collide")
-    matrix = np.asarray(embeddings.embed_documents([c.page_content for c in chunks]), dtype="float32")
-    vectors = faiss.IndexFlatL2(embeddings.dimension)
-    if len(chunks):
-        vectors.add(matrix)
     settings = expected_settings(
         doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding_model=embeddings.model, folder=folder
     )
+    return index_pages(pages, settings=settings, embeddings=embeddings)
+
+
+def index_pages(
+    pages: list[Any], *, settings: dict[str, Any], embeddings: Any, progress: Callable[[Any], Any] | None = None
+) -> FilingsIndex:
+    """Split pages and index the chunks in FAISS ``IndexFlatL2``; ``settings`` are the descriptor's chosen fields.
+
+    ``embeddings`` is any LangChain ``Embeddings`` with a ``dimension``; ``progress`` (such as ``tqdm``)
+    wraps the batches of chunks as they are embedded.
+    """
+    import faiss
+    import numpy as np
+
+    chunks = split_pages(pages, chunk_size=settings["chunk_size"], chunk_overlap=settings["chunk_overlap"])
+    ids = [chunk_id(c) for c in chunks]
+    if len(set(ids)) != len(ids):
+        raise FilingsError("two chunks of one page have the same text; their ids would collide")
+    texts = [c.page_content for c in chunks]
+    batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    vectors = faiss.IndexFlatL2(embeddings.dimension)
+    for batch in progress(batches) if progress else batches:
+        vectors.add(np.asarray(embeddings.embed_documents(batch), dtype="float32"))
     descriptor = IndexDescriptor(**settings, chunk_count=len(ids), chunk_ids_sha256=canonical_sha256(ids))
     return FilingsIndex(_faiss_store(embeddings, vectors, chunks, ids), chunks, descriptor)
 

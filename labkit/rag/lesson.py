@@ -53,13 +53,14 @@ def candidates_table(record: dict[str, Any]) -> Any:
 def compare_paths(questions: list[FilingQuestion], run: Any) -> Any:
     """Return one row per question with the baseline's and the RAG path's grades side by side."""
     naive = grade(questions, run.naive, path="naive", errors=run.errors["naive"]).set_index("id")
-    rag = grade(questions, run.rag, path="rag", errors=run.errors["rag"]).set_index("id")
+    rag = grade(questions, run.rag, path="rag", retrieval=run.retrieval, errors=run.errors["rag"]).set_index("id")
     table = rag[["doc_name", "kind"]].copy()
     table["naive"] = naive["correctness"]
     table["rag"] = rag["correctness"]
     table["rag_status"] = rag["status"]
     table["faithful"] = rag["faithful"]
     table["page_hit@5"] = rag["page_hit"]
+    table["evidence_recall@5"] = rag["evidence_recall"]
     return table
 
 
@@ -67,7 +68,8 @@ def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
     """Aggregate each path after the per-question table: outcome counts, faithful share, page-hit rate."""
     import pandas as pd
 
-    return summary(pd.concat([grade(questions, run.naive, path="naive"), grade(questions, run.rag, path="rag")]))
+    naive = grade(questions, run.naive, path="naive")
+    return summary(pd.concat([naive, grade(questions, run.rag, path="rag", retrieval=run.retrieval)]))
 
 
 def failures(run: Any) -> Any:

@@ -8,14 +8,17 @@
 - **faithfulness**: every figure in the answer appears, as printed, in a passage the answer cites
   (``None`` when there is no answer to check). A figure the model computed is therefore unfaithful even when
   it is right: the check sees support, not arithmetic.
-- **page-hit@k**: a labelled evidence page is among the first ``k`` passages given to the model
-  (``None`` for questions with no labelled page).
+- **retrieval** (`Retrieval`, `retrieval_scores`): page-hit@k (a labelled evidence page is among the first ``k``
+  passages given to the model), recall of the evidence pages at ``k`` and the reciprocal rank of the first
+  evidence page. They are computed from retrieval alone, recorded for every question before generation, so a
+  trial whose reply failed still has its retrieval graded (``None`` only for questions with no labelled page).
 Years (1900-2099 written without separators) are not counted as figures.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +27,7 @@ from labkit.rag.questions import FilingQuestion
 #: Relative tolerance of a numeric answer, and the smallest absolute one.
 TOLERANCE = (0.005, 0.005)
 _FIGURE = re.compile(r"(?<![\w#])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w#])\d+(?:\.\d+)?")
-_CITATION = re.compile(r"[A-Z0-9]+_\d{4}_10K#p\d+")
+_CITATION = re.compile(r"[A-Za-z0-9_.&\-]+#p\d+")
 
 
 def figures(text: str | None) -> list[float]:
@@ -73,21 +76,67 @@ def page_hit(question: FilingQuestion, citations: list[str], k: int) -> bool | N
     return any(c in question.evidence_pages for c in citations[:k])
 
 
+def evidence_recall(question: FilingQuestion, citations: Sequence[str], k: int) -> float | None:
+    """Return the share of the labelled evidence pages among the first ``k`` citations; None if nothing is labelled."""
+    if not question.answerable:
+        return None
+    wanted = set(question.evidence_pages)
+    return len(wanted & set(citations[:k])) / len(wanted)
+
+
+def reciprocal_rank(question: FilingQuestion, citations: Sequence[str]) -> float | None:
+    """Return 1/rank of the first labelled evidence page in ``citations`` (0 when absent); None if nothing is labelled."""
+    if not question.answerable:
+        return None
+    return next((1 / rank for rank, c in enumerate(citations, 1) if c in question.evidence_pages), 0.0)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What retrieval alone returned for one question, kept apart from whatever generation did with it."""
+
+    ranked: tuple[str, ...]
+    """Citation ids in the order the path hands passages to the model (after reranking, when it reranks)."""
+    k: int
+    """How many of ``ranked`` the path gives the model."""
+    candidates: tuple[str, ...] = ()
+    """The search's candidates in search order, before any rerank (their recall is a rerank's ceiling)."""
+
+
+def retrieval_scores(question: FilingQuestion, retrieval: Retrieval) -> dict[str, Any]:
+    """Return page-hit@k, evidence recall@k and reciprocal rank of one question's retrieval (None: no label)."""
+    return {
+        "page_hit": page_hit(question, list(retrieval.ranked), retrieval.k),
+        "evidence_recall": evidence_recall(question, retrieval.ranked, retrieval.k),
+        "reciprocal_rank": reciprocal_rank(question, retrieval.ranked),
+    }
+
+
 def grade(
     questions: list[FilingQuestion],
     records: dict[str, dict[str, Any] | None],
     *,
     path: str,
+    retrieval: Mapping[str, Retrieval] | None = None,
     errors: dict[str, str] | None = None,
 ) -> Any:
-    """Return a pandas table with one row per question: status, correctness, faithfulness and page-hit@k."""
+    """Return a pandas table with one row per question: status, correctness, faithfulness and the retrieval scores.
+
+    Correctness and faithfulness grade the answer record (``failed`` and ``None`` when the trial raised); the
+    retrieval columns grade ``retrieval`` alone, so every question with a retrieval entry gets them whatever
+    generation did. A path with no retrieval (the no-retrieval baseline) has ``None`` there.
+    """
     import pandas as pd
 
     rows = []
     for q in questions:
         record = records.get(q.financebench_id)
-        k = record["k"] if record else None
-        hit = page_hit(q, [r["citation_id"] for r in record["retrieved"]], k) if record and k else None
+        found = (retrieval or {}).get(q.financebench_id)
+        scores = (
+            retrieval_scores(q, found)
+            if found
+            else {"page_hit": None, "evidence_recall": None, "reciprocal_rank": None}
+        )
         rows.append(
             {
                 "id": q.financebench_id.removeprefix("labkit_filings_"),
@@ -97,7 +146,7 @@ def grade(
                 "status": record["status"] if record else "failed",
                 "correctness": correctness(q, record),
                 "faithful": faithful(record),
-                "page_hit": hit,
+                **scores,
                 "note": (errors or {}).get(q.financebench_id, ""),
             }
         )
@@ -113,7 +162,7 @@ def kind(question: FilingQuestion) -> str:
 
 
 def summary(table: Any) -> Any:
-    """Aggregate a graded table per path: counts of each correctness outcome, faithful share, page-hit rate."""
+    """Aggregate a graded table per path: outcome counts, faithful share, page-hit rate, mean recall and MRR."""
     import pandas as pd
 
     rows = []
@@ -130,9 +179,16 @@ def summary(table: Any) -> Any:
                 },
                 "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
                 "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
+                "evidence_recall": _mean(part["evidence_recall"]),
+                "mrr": _mean(part["reciprocal_rank"]),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _mean(column: Any) -> float | str:
+    known = column.dropna()
+    return round(float(known.mean()), 3) if len(known) else "n/a"
 
 
 # --- one-variable experiments (retrieval only: no model call) -------------------------------------------

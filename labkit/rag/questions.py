@@ -112,16 +112,16 @@ def adapt(record: Any, *, source: str = "question") -> FilingQuestion:
     unknown = sorted(set(raw.model_extra or {}) - FINANCEBENCH_EXTRA_FIELDS)
     if unknown:
         raise QuestionSetError(f"{source}: unknown field(s) {unknown}; FinanceBench's schema has no such field")
-    evidence = []
-    for item in raw.evidence:
-        if item.doc_name is not None and item.doc_name != raw.doc_name:
-            raise QuestionSetError(
-                f"{source}: evidence names {item.doc_name!r} but the question is about {raw.doc_name!r}; "
-                "every evidence item must come from the question's own document"
-            )
-        evidence.append(
-            Evidence(doc_name=raw.doc_name, evidence_text=item.evidence_text, source_page=item.evidence_page_num + 1)
+    # FinanceBench labels each evidence item with its document, usually the question's own; an item in another
+    # document keeps that document in its citation id (a single-document store can never retrieve it).
+    evidence = [
+        Evidence(
+            doc_name=item.doc_name or raw.doc_name,
+            evidence_text=item.evidence_text,
+            source_page=item.evidence_page_num + 1,
         )
+        for item in raw.evidence
+    ]
     return FilingQuestion(
         financebench_id=raw.financebench_id,
         company=raw.company,
@@ -141,8 +141,12 @@ def questions_path() -> Path:
     return filings_dir() / QUESTIONS_FILE
 
 
-def load_questions(path: Path | None = None) -> list[FilingQuestion]:
-    """Read a FinanceBench-schema JSON Lines file, refusing malformed lines and repeated ids or questions."""
+def load_questions(path: Path | None = None, *, distinct_text: bool = True) -> list[FilingQuestion]:
+    """Read a FinanceBench-schema JSON Lines file, refusing malformed lines and repeated ids or questions.
+
+    ``distinct_text=False`` accepts one question text asked of several documents (for retrieval-only use;
+    the lesson's replies and saved vectors are keyed by question text, so the lesson keeps the default).
+    """
     path = path or questions_path()
     lines = read_strict_bytes(path, max_bytes=20_000_000).decode("utf-8").splitlines()
     questions, ids, texts = [], set(), set()
@@ -152,7 +156,7 @@ def load_questions(path: Path | None = None) -> list[FilingQuestion]:
         question = adapt(loads_strict(line, source=f"{path}:{number}"), source=f"{path}:{number}")
         if question.financebench_id in ids:
             raise QuestionSetError(f"{path}:{number}: financebench_id {question.financebench_id!r} appears twice")
-        if question.question in texts:
+        if distinct_text and question.question in texts:
             raise QuestionSetError(
                 f"{path}:{number}: the question {question.question!r} appears twice; "
                 "replies and saved vectors are keyed by question text"

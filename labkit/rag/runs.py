@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labkit.rag.answer import SETTINGS, FilingsRAG, naive_answer, naive_key
+from labkit.rag.answer import CANDIDATES, SETTINGS, FilingsRAG, naive_answer, naive_key
+from labkit.rag.metrics import Retrieval
 
 LESSON = "02"
 RUN_AUTHORED = "02-filings-authored"
@@ -60,10 +61,15 @@ class LessonRun:
     """financebench_id -> the baseline record, or None when the trial failed."""
     errors: dict[str, dict[str, str]] = field(default_factory=lambda: {"rag": {}, "naive": {}})
     """path -> financebench_id -> why the trial failed (invalid reply, outside citation)."""
+    retrieval: dict[str, Retrieval] = field(default_factory=dict)
+    """financebench_id -> what the RAG path's retrieval returned, for every question whatever generation did."""
 
 
 def make_requests(adapter: Any, *, questions: list[Any] | None = None, index: Any = None) -> LessonRun:
-    """Ask every question through the RAG path and the baseline; a ValueError is kept as a failed trial."""
+    """Ask every question through the RAG path and the baseline; a ValueError is kept as a failed trial.
+
+    Each question's retrieval is recorded first (``run.retrieval``), apart from the trials.
+    """
     from labkit.rag.index import open_index
     from labkit.rag.questions import load_questions
 
@@ -72,6 +78,13 @@ def make_requests(adapter: Any, *, questions: list[Any] | None = None, index: An
     app = FilingsRAG(index, adapter)
     run = LessonRun()
     for q in questions:
+        # Retrieval is deterministic and calls no model: record it apart, so a failed reply cannot hide it.
+        candidates, ranked = app.retrieve(q.question, k=CANDIDATES)
+        run.retrieval[q.financebench_id] = Retrieval(
+            ranked=tuple(s["citation_id"] for s in ranked),
+            k=K,
+            candidates=tuple(c["citation_id"] for c in candidates),
+        )
         for path, ask in (
             ("rag", lambda q=q: app.answer_with_rag(q.question, k=K)),
             ("naive", lambda q=q: naive_answer(q.question, adapter)),

@@ -4,7 +4,10 @@
   release rule with its optional protected cases (`compare`), `explain`, confusion and slices.
 - `labkit.routing.suite`: the fictional suite, the simulated baseline and candidate and the
   unlabelled model inputs (``python -m labkit.routing.suite``).
-- `labkit.routing.runs`: the lesson's model requests and the captured run graded by the same gate.
+- `labkit.routing.runs`: the first captured run, in which the model echoed each ticket id (and rewrote one).
+- `labkit.routing.prompts`: the lesson's recordable requests: two prompt versions over the same suite, the
+  model returning only a route and the application keeping the ids; `captured_pair` gives the gate two
+  captured runs.
 
 Importing this package imports nothing heavy.
 """

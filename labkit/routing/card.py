@@ -1,20 +1,22 @@
-"""Lesson 06's report card: route the suite's tickets and let the regression gate decide.
+"""Lesson 06's report card: route the suite's tickets under both prompt versions and let the regression gate decide.
 
-RULE: the gate itself (`labkit.routing.grader.compare`): the candidate passes when
-the three-condition release rule passes with the baseline's run as the baseline.
-A run with malformed replies cannot be graded, so it cannot pass.
+RULE: the gate itself (`labkit.routing.grader.compare`): the candidate model passes
+when the three-condition release rule passes for its run under the candidate prompt,
+with the baseline model's run under the same prompt as the baseline. A run with a
+malformed reply cannot be graded, so it cannot pass.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from labkit.routing import runs as RUNS
+from labkit.routing import prompts as RUNS
 from labkit.scorecard import Card, Measure, Verdict, share
 
 LESSON = "06"
 TITLE = "routing gate"
-RULE = "the regression gate's three-condition release rule, candidate against baseline"
+RULE = "the regression gate's three-condition release rule, both models under the candidate prompt"
+GATED = "candidate"
 
 
 def _suite() -> tuple[Any, str]:
@@ -24,56 +26,63 @@ def _suite() -> tuple[Any, str]:
     return load(fixtures_dir() / "routing" / "suite.json")
 
 
-def _card(run: dict[str, Any], malformed: int) -> Card:
+def _measures(version: str, run: dict[str, Any], malformed: int) -> list[Measure]:
     from labkit.routing.grader import compare
 
     suite, sha = _suite()
     if malformed:
-        cases = len(suite["cases"])
-        return Card(
-            [
-                Measure("routes correct", None, "not gradable"),
-                Measure("penalty points", None, "not gradable"),
-                Measure("urgent tickets missed", None, "not gradable"),
-                share("malformed replies", malformed, cases),
-            ],
-            evidence=None,
-        )
+        return [
+            Measure(f"routes correct, {version} prompt", None, "not gradable"),
+            Measure(f"penalty points, {version} prompt", None, "not gradable"),
+            Measure(f"urgent tickets missed, {version} prompt", None, "not gradable"),
+            share(f"malformed replies, {version} prompt", malformed, len(suite["cases"])),
+        ]
     summary = compare(suite, sha, run, run)["candidate"]
-    return Card(
-        [
-            share("routes correct", summary["correct"], summary["cases"]),
-            Measure("penalty points", float(summary["penalty_points"]), str(summary["penalty_points"])),
-            Measure("urgent tickets missed", float(summary["urgent_misses"]), str(summary["urgent_misses"])),
-            share("malformed replies", 0, summary["cases"]),
-        ],
-        evidence=run,
-    )
+    return [
+        share(f"routes correct, {version} prompt", summary["correct"], summary["cases"]),
+        Measure(f"penalty points, {version} prompt", float(summary["penalty_points"]), str(summary["penalty_points"])),
+        Measure(
+            f"urgent tickets missed, {version} prompt", float(summary["urgent_misses"]), str(summary["urgent_misses"])
+        ),
+        share(f"malformed replies, {version} prompt", 0, summary["cases"]),
+    ]
+
+
+def _card(runs: dict[str, tuple[dict[str, Any], int]]) -> Card:
+    measures = [m for version, (run, malformed) in runs.items() for m in _measures(version, run, malformed)]
+    gated, malformed = runs[GATED]
+    return Card(measures, evidence=None if malformed else gated)
 
 
 def grade(boundary: Any) -> Card:
-    """Route every model input through ``boundary``; grade the run unless a reply was malformed."""
+    """Route every model input under each prompt version through ``boundary``; grade each gradable run."""
     _, sha = _suite()
     replies = RUNS.make_requests(boundary)
-    run, malformed = RUNS.routing_run(replies, label=str(boundary.run_id), suite_sha256=sha)
-    return _card(run, len(malformed))
+    runs = {}
+    for version in RUNS.PROMPTS:
+        run, malformed = RUNS.gate_run(replies[version], label=f"{boundary.model}-{version}-prompt", suite_sha256=sha)
+        runs[version] = (run, len(malformed))
+    return _card(runs)
 
 
 def ideal() -> Card:
-    """The suite's own labels as a run: what a router that is always right would score."""
+    """The suite's own labels as a run under each prompt: what a router that is always right would score."""
     suite, sha = _suite()
     predictions = [{"id": case["id"], "route": case["expected"]} for case in suite["cases"]]
-    return _card({"label": "suite labels", "origin": "simulated", "suite_sha256": sha, "predictions": predictions}, 0)
+    run = {"label": "suite labels", "origin": "simulated", "suite_sha256": sha, "predictions": predictions}
+    return _card({version: (run, 0) for version in RUNS.PROMPTS})
 
 
 def decide(candidate: Card, baseline: Card) -> Verdict:
-    """Run the gate with the baseline's run as baseline and the candidate's as candidate."""
+    """Run the gate with the baseline's run as baseline and the candidate's as candidate (candidate prompt)."""
     from labkit.routing.grader import compare
 
     if candidate.evidence is None:
-        return Verdict(False, "the candidate's run has malformed replies, so the gate cannot grade it")
+        return Verdict(
+            False, f"the candidate's run under the {GATED} prompt has malformed replies; the gate refuses it"
+        )
     if baseline.evidence is None:
-        return Verdict(False, "the baseline's run has malformed replies, so the gate has nothing to compare with")
+        return Verdict(False, f"the baseline's run under the {GATED} prompt has malformed replies; nothing to compare")
     suite, sha = _suite()
     report = compare(suite, sha, baseline.evidence, candidate.evidence)
     return Verdict(report["pass"], "; ".join(report["reasons"]) or "the gate passes the candidate")

@@ -1,6 +1,9 @@
 """The routing regression gate: grade two saved routing runs against one labelled suite.
 
-A suite holds labelled support tickets and a penalty per expected route. A run
+A suite holds labelled support tickets and a penalty per expected route; its
+``version`` names the schema, and each schema has one field for the ticket
+text (``SCHEMA_TEXT_FIELDS``: the course's suite says ``message``, the routing
+walkthrough's ``maple-routing-v1`` files say ``input``). A run
 holds one predicted route per ticket and the SHA-256 of the exact suite bytes
 it answered. ``compare`` grades a baseline and a candidate run and applies the
 release rule: the candidate's correct count does not fall, its penalty points
@@ -29,7 +32,9 @@ URGENT = "urgent_support"
 ORIGINS = ("simulated", "captured")
 
 SUITE_FIELDS = frozenset({"version", "penalties", "cases"})
-CASE_FIELDS = frozenset({"id", "message", "expected"})
+#: Suite schema versions and the field each one's cases use for the ticket text: one version per field name.
+#: The course's own suite says ``message``; the routing walkthrough's ``make_fixture.py`` writes ``input``.
+SCHEMA_TEXT_FIELDS = {"quillfeather-routing-v1": "message", "maple-routing-v1": "input"}
 RUN_FIELDS = frozenset({"label", "origin", "suite_sha256", "predictions"})
 PREDICTION_FIELDS = frozenset({"id", "route"})
 
@@ -110,10 +115,24 @@ def _check_route(value: Any, where: str) -> None:
         raise RouteGradeError(f"{where} is {_shown(value)}, not a known route; use one of {', '.join(ROUTES)}")
 
 
+def case_text_field(version: str) -> str:
+    """Return the case field that holds the ticket text under a suite schema ``version``."""
+    try:
+        return SCHEMA_TEXT_FIELDS[version]
+    except KeyError:
+        known = ", ".join(f"{v} (cases carry {f!r})" for v, f in SCHEMA_TEXT_FIELDS.items())
+        raise RouteGradeError(
+            f"suite version {_shown(version)} is not a schema this gate knows; the version states the cases' "
+            f"fields, so write one of: {known}"
+        ) from None
+
+
 def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
     """Check a suite's shape and return its cases keyed by id, in file order."""
     _check_fields(suite, SUITE_FIELDS, "suite")
     _check_text(suite["version"], "suite version")
+    text_field = case_text_field(suite["version"])
+    case_fields = frozenset({"id", text_field, "expected"})
     penalties = suite["penalties"]
     _check_fields(penalties, frozenset(ROUTES), "suite penalties")
     for route in ROUTES:
@@ -133,9 +152,9 @@ def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
     by_id: dict[str, dict[str, Any]] = {}
     for number, case in enumerate(cases, start=1):
         where = f"suite case {number}"
-        _check_fields(case, CASE_FIELDS, where)
+        _check_fields(case, case_fields, f"{where} (schema {suite['version']})")
         _check_text(case["id"], f"{where} id")
-        _check_text(case["message"], f"{where} message")
+        _check_text(case[text_field], f"{where} {text_field}")
         _check_route(case["expected"], f"{where} expected route")
         if case["id"] in by_id:
             raise RouteGradeError(

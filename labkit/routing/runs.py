@@ -1,4 +1,8 @@
-"""Lesson 06 with a real model: route the model inputs through the model boundary and grade the result.
+"""Lesson 06's first captured run (``06-routing-smollm2``), in which the model echoed each ticket id.
+
+The lesson's recordable requests now live in `labkit.routing.prompts` (the model returns only a
+route and the application keeps the ids); this module replays the first run, where the model
+rewrote one id and so the grader refuses the run as incomplete.
 
 The model sees the routing policy as its system prompt and one ticket per
 fresh conversation (its id and message as JSON); never the expected routes or
@@ -11,6 +15,7 @@ its ticket gets no prediction, so the grader refuses the run as incomplete.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,12 +95,19 @@ def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]
 
 
 def routing_run(
-    replies: list[tuple[str, str]], *, label: str, suite_sha256: str
+    replies: list[tuple[str, str]],
+    *,
+    label: str,
+    suite_sha256: str,
+    parse: Callable[[str, str], tuple[str | None, str | None]] = parse_route_reply,
 ) -> tuple[dict[str, Any], list[Malformed]]:
-    """Build a gradable run (``origin: captured``) from raw replies, and list the malformed ones separately."""
+    """Build a gradable run (``origin: captured``) from raw replies, and list the malformed ones separately.
+
+    ``parse(ticket id, raw reply)`` returns ``(route, None)`` or ``(None, problem)``.
+    """
     predictions, malformed = [], []
     for ticket_id, raw in replies:
-        route, problem = parse_route_reply(ticket_id, raw)
+        route, problem = parse(ticket_id, raw)
         if problem:
             malformed.append(Malformed(ticket_id, raw, problem))
         else:
