@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 import httpx2
 
 from labkit.canonical import canonical_sha256, load_strict
+from labkit.course.lessons import run_modules
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.paths import recorded_runs_dir, relative_to_root
 from labkit.recording import (
@@ -42,16 +42,6 @@ from labkit.recording import (
     seal_run,
     write_run_file,
 )
-
-#: Lesson number -> the modules whose ``make_requests`` can make that lesson's requests.
-LESSON_MODULES: dict[str, tuple[str, ...]] = {
-    "01": ("labkit.evaluator.lesson",),
-    "02": ("labkit.rag.trace", "labkit.rag.runs"),
-    "04": ("labkit.agent.runs",),
-    "05": ("labkit.system.runs",),
-    "06": ("labkit.routing.runs",),
-}
-
 
 class MigrationRefused(RecordedRunError):
     """A run cannot be migrated without changing what it recorded."""
@@ -131,8 +121,7 @@ def _sent_requests(data: dict[str, Any]) -> tuple[dict[str, tuple[dict[str, Any]
     """Run every module of the run's lesson against it; return value hash -> (body as sent, path, query)."""
     sent: dict[str, tuple[dict[str, Any], str, list[tuple[str, str]]]] = {}
     order_of_settings = None
-    for name in LESSON_MODULES.get(data["lesson"], ()):
-        module = importlib.import_module(name)
+    for module in run_modules(data["lesson"]):
         settings = getattr(module, "SETTINGS", {})
         if settings == data.get("settings"):
             order_of_settings = settings
