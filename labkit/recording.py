@@ -214,7 +214,7 @@ class RecordedRun(_Strict):
         keys = [b.key for b in self.bindings]
         if len(set(keys)) != len(keys):
             raise ValueError("two bindings share one request key; each exact request may be bound once")
-        answered = [b for b in self.bindings if b.response is not None]
+        answered = [b for b in self.bindings if b.response is not None and b.status_code == 200]
         if self.origin == "authored":
             if self.model.endpoint_kind != "authored":
                 raise ValueError("an authored run must say endpoint_kind 'authored': no endpoint produced it")

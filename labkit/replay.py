@@ -341,6 +341,41 @@ def replay_client(store: BindingStore) -> Any:
     )
 
 
+class _Captured(Exception):
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+
+def _capture(request: httpx2.Request) -> httpx2.Response:
+    raise _Captured(request_body(request.read(), url=str(request.url)))
+
+
+@functools.cache
+def _capturing_client() -> Any:
+    import openai
+
+    return openai.OpenAI(
+        api_key="capture-needs-no-key",
+        base_url=REPLAY_BASE_URL,
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(_capture)),
+    )
+
+
+def as_sent(request: dict[str, Any]) -> dict[str, Any]:
+    """Return the body the `openai` client sends for ``chat.completions.create(**request)``, in its key order.
+
+    The client orders the top-level keys itself (``model``, ``messages``, then
+    the settings) and keeps the order inside each value, so a request kept as a
+    Python dict can be bound exactly as a model would receive it.
+    """
+    try:
+        _capturing_client().chat.completions.create(**_create_arguments(copy.deepcopy(request)))
+    except _Captured as sent:
+        return sent.body
+    raise RecordedRunError("the openai client sent no request body")  # pragma: no cover
+
+
 def question_of(request: dict[str, Any]) -> str | None:
     """Return the question a request asks: its last user message, or that message's JSON ``question`` field."""
     users = [m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
@@ -359,7 +394,9 @@ class BoundReplay:
     Built from three equal-length lists (questions, requests, replies), or from
     a recorded run with `from_run`. ``generate`` calls the real `openai` client
     over a `ReplayTransport`, so each reply is a fresh object: mutating it
-    cannot change the store.
+    cannot change the store. Each saved request is bound as the client sends it
+    (top-level keys in the client's order, the order inside every value kept),
+    and each call uses the settings saved with its own question.
     """
 
     mode = "exact-request replay"
@@ -386,7 +423,8 @@ class BoundReplay:
                     f"saved question {question!r} does not match its saved request, which asks "
                     f"{question_of(request)!r}; the recording is inconsistent: record it again"
                 )
-            bindings.append(Binding.make(copy.deepcopy(request), copy.deepcopy(reply)))
+            sent = as_sent(request)  # what the client sends for these arguments: the same values, its key order
+            bindings.append(Binding.make(sent, copy.deepcopy(reply)))
         self.store = BindingStore(bindings, run_id=run_id, lesson=lesson, run_sha256=run_sha256)
         self._saved = [(q, b.request) for q, b in zip(questions, bindings, strict=True)]
         models = {r.get("model") for r in requests}
