@@ -25,7 +25,7 @@ from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.embeddings import SavedEmbeddings, UnrecordedText, register_embedding_set
 from labkit.errors import LabkitError, validation_problems
 from labkit.paths import fixtures_dir, relative_to_root
-from labkit.traces import Trace
+from labkit.traces import Trace, run_identity
 
 #: The splitter settings; they are part of the logical index identity.
 SPLITTER = {"name": "RecursiveCharacterTextSplitter", "chunk_size": 220, "chunk_overlap": 40}
@@ -259,10 +259,16 @@ def trace_request(
     trace = Trace()
     identity = index.identity
     if not isinstance(question, str) or not question.strip():
-        trace.emit("request_rejected", reason="blank_question")
+        trace.emit("request_rejected", reason="blank_question", **run_identity(adapter))
         return TracedRequest(str(question), None, "request_rejected", trace, error="Ask a question that is not blank.")
     key = request_key(question, identity)
-    trace.emit("request_accepted", question=question, request_key=key, logical_index_id=identity["logical_index_id"])
+    trace.emit(
+        "request_accepted",
+        question=question,
+        request_key=key,
+        logical_index_id=identity["logical_index_id"],
+        **run_identity(adapter),
+    )
     try:
         ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
     except UnrecordedText as exc:
