@@ -65,11 +65,9 @@ def authored_run(
     bindings = []
     for n, exchange in enumerate(exchanges, start=1):
         question, request, text = exchange[:3]
-        path, query = (exchange[3], exchange[4]) if len(exchange) == 5 else (CHAT_PATH, [])  # type: ignore[misc]
+        path, query = (exchange[3], exchange[4]) if len(exchange) == 5 else (CHAT_PATH, [])
         bindings.append(
-            Binding.make(
-                request, authored_response(text, number=n), path=path, query=query, question=question
-            )
+            Binding.make(request, authored_response(text, number=n), path=path, query=query, question=question)
         )
     return seal_run(
         run_id=run_id,

@@ -43,9 +43,7 @@ def request_json(value: Any) -> str:
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError as exc:
-        raise InvalidJSON(
-            f"Cannot write request JSON: {exc}. Replace NaN or Infinity with a number or null."
-        ) from exc
+        raise InvalidJSON(f"Cannot write request JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
 
 
 def request_sha256(value: Any) -> str:

@@ -381,7 +381,7 @@ def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
 
 
 def fixture_hashes(paths: list[str | Path], *, root: Path | None = None) -> dict[str, str]:
-    """Return ``{path relative to the root: sha256}`` for fixture files (relative paths are taken from the root)."""
+    """Return ``{path relative to the root: sha256}``, sorted by path, for fixture files (relative to the root)."""
     root = (root or project_root()).resolve()
     result = {}
     for p in paths:
@@ -393,7 +393,7 @@ def fixture_hashes(paths: list[str | Path], *, root: Path | None = None) -> dict
                 f"fixture {p} is outside the checkout {root}; a run may depend only on files inside it"
             ) from None
         result[rel] = file_sha256(path)
-    return result
+    return dict(sorted(result.items()))
 
 
 def read_manifest(runs_dir: Path | None = None) -> dict[str, dict[str, str]]:
@@ -462,9 +462,7 @@ def _manifest_problem(name: str, path: Path, entry: dict[str, str] | None) -> st
     except Exception:  # an unreadable file is reported by load_run already
         data = None
     if isinstance(data, dict) and data.get("origin") != entry["origin"]:
-        problems.append(
-            f"field 'origin' says {data.get('origin')!r} but {MANIFEST_FILE} recorded {entry['origin']!r}"
-        )
+        problems.append(f"field 'origin' says {data.get('origin')!r} but {MANIFEST_FILE} recorded {entry['origin']!r}")
     digest = file_sha256(path)
     if digest != entry["sha256"]:
         problems.append(

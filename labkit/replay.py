@@ -127,8 +127,15 @@ def unicode_note(recorded: Any, actual: Any) -> str:
         end_r += 1
     while end_a < len(actual) and unicodedata.combining(actual[end_a]):
         end_a += 1
+
     def label(text: str) -> str:
-        return "NFC" if unicodedata.is_normalized("NFC", text) else "NFD" if unicodedata.is_normalized("NFD", text) else "mixed"
+        return (
+            "NFC"
+            if unicodedata.is_normalized("NFC", text)
+            else "NFD"
+            if unicodedata.is_normalized("NFD", text)
+            else "mixed"
+        )
 
     return (
         f"same text in another Unicode form ({label(recorded)} recorded, {label(actual)} here): "
@@ -141,10 +148,14 @@ def text_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     """Return where two equal JSON values are written differently: key order, or the text of a JSON string."""
     if isinstance(recorded, dict) and isinstance(actual, dict):
         if list(recorded) != list(actual):
-            return [FieldDiff(f"{path} (key order)" if path else "(key order)", list(recorded), list(actual), SAME_JSON)]
+            return [
+                FieldDiff(f"{path} (key order)" if path else "(key order)", list(recorded), list(actual), SAME_JSON)
+            ]
         return [d for key in recorded for d in text_diff(recorded[key], actual[key], f"{path}.{key}" if path else key)]
     if isinstance(recorded, list) and isinstance(actual, list):
-        return [d for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) for d in text_diff(r, a, f"{path}[{i}]")]
+        return [
+            d for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) for d in text_diff(r, a, f"{path}[{i}]")
+        ]
     if isinstance(recorded, str) and isinstance(actual, str) and recorded != actual:
         inner_r, inner_a = _expand(recorded), _expand(actual)
         if inner_r is not recorded and inner_a is not actual:
@@ -167,7 +178,9 @@ def endpoint_diff(binding: Binding, path: str, query: list[tuple[str, str]]) -> 
             r = [v for k, v in recorded if k == name]
             a = [v for k, v in actual if k == name]
             if r != a:
-                diffs.append(FieldDiff(f"(query) {name}", r[0] if len(r) == 1 else r or None, a[0] if len(a) == 1 else a or None))
+                diffs.append(
+                    FieldDiff(f"(query) {name}", r[0] if len(r) == 1 else r or None, a[0] if len(a) == 1 else a or None)
+                )
         if not diffs:
             diffs.append(FieldDiff("(query order)", recorded, actual, "same parameters, in another order"))
     return diffs
@@ -227,9 +240,7 @@ def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) 
 
 def _with_notes(diff: list[FieldDiff]) -> list[FieldDiff]:
     """Add the Unicode-form note to each field whose two strings differ only in normalisation."""
-    return [
-        FieldDiff(d.path, d.recorded, d.actual, d.note or unicode_note(d.recorded, d.actual)) for d in diff
-    ]
+    return [FieldDiff(d.path, d.recorded, d.actual, d.note or unicode_note(d.recorded, d.actual)) for d in diff]
 
 
 def explain_difference(
@@ -241,7 +252,11 @@ def explain_difference(
     if not diff:
         diff = text_diff(binding.request, request)
     if not diff:  # equal values and equal text, yet another key: say so rather than "0 fields"
-        diff = [FieldDiff("request", binding.key, request_key(request, path=path, query=query), "same values; the key differs")]
+        diff = [
+            FieldDiff(
+                "request", binding.key, request_key(request, path=path, query=query), "same values; the key differs"
+            )
+        ]
     return _with_notes(diff)
 
 
@@ -266,6 +281,7 @@ class BindingStore:
                     f"run {run_id!r} binds one request twice ({binding.key[:12]}…); each exact request may be bound once"
                 )
             self._by_key[binding.key] = binding
+        self._bodies: dict[str, bytes] = {}
 
     @classmethod
     def from_run(cls, run: RecordedRun) -> BindingStore:
@@ -274,6 +290,13 @@ class BindingStore:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def response_bytes(self, binding: Binding) -> bytes:
+        """Return a binding's response as JSON bytes (made once; bytes cannot be mutated by a caller)."""
+        body = self._bodies.get(binding.key)
+        if body is None:
+            body = self._bodies[binding.key] = json.dumps(binding.response, ensure_ascii=False).encode("utf-8")
+        return body
 
     def lookup(
         self, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
@@ -326,7 +349,12 @@ class ReplayTransport(httpx2.BaseTransport):
         if binding.response is None:
             last = binding.transport_errors[-1].error if binding.transport_errors else "no response"
             raise httpx2.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
-        return httpx2.Response(binding.status_code, json=copy.deepcopy(binding.response), request=request)
+        return httpx2.Response(
+            binding.status_code,
+            content=self.store.response_bytes(binding),
+            headers={"content-type": "application/json"},
+            request=request,
+        )
 
 
 def replay_client(store: BindingStore) -> Any:

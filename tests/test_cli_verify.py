@@ -53,7 +53,9 @@ def test_verify_catches_a_fixture_edited_after_its_hash_was_removed_from_the_run
     fields = run.model_dump(mode="json")
     fields["fixtures"] = {k: v for k, v in run.fixtures.items() if not k.endswith("model-inputs.json")}
     # a thorough forger: the run file and the manifest both agree with the shortened fixture list
-    write_run_file(seal_run(**{k: v for k, v in fields.items() if k not in ("schema_version", "content_sha256")}), replace=True)
+    write_run_file(
+        seal_run(**{k: v for k, v in fields.items() if k not in ("schema_version", "content_sha256")}), replace=True
+    )
     inputs = course / "fixtures" / "routing" / "model-inputs.json"
     inputs.write_text(inputs.read_text(encoding="utf-8").replace("t1", "t01"), encoding="utf-8")
     assert main(["verify"]) == 1

@@ -45,9 +45,7 @@ ANSWERS = ["30 days", "5 days"]
 @pytest.fixture
 def store():
     return BindingStore(
-        [
-            Binding.make(as_sent(_request(q)), _reply(a)) for q, a in zip(QUESTIONS, ANSWERS, strict=True)
-        ],
+        [Binding.make(as_sent(_request(q)), _reply(a)) for q, a in zip(QUESTIONS, ANSWERS, strict=True)],
         run_id="03-demo",
         lesson="03",
     )
@@ -118,11 +116,7 @@ def test_replay_needs_no_api_key(store, monkeypatch):
 def test_recorded_rate_limit_replays_as_the_clients_own_error():
     request = _request(QUESTIONS[0])
     store = BindingStore(
-        [
-            Binding.make(
-                as_sent(request), {"error": {"message": "slow down", "type": "rate_limit"}}, status_code=429
-            )
-        ]
+        [Binding.make(as_sent(request), {"error": {"message": "slow down", "type": "rate_limit"}}, status_code=429)]
     )
     with pytest.raises(openai.RateLimitError):
         replay_client(store).chat.completions.create(**request)
@@ -312,7 +306,9 @@ def test_query_parameters_are_bound():
 
 
 def test_the_endpoint_path_is_bound():
-    store = BindingStore([Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"), path="/v2/chat/completions")])
+    store = BindingStore(
+        [Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"), path="/v2/chat/completions")]
+    )
     with pytest.raises(ReplayRequestMismatch) as caught:
         replay_client(store).chat.completions.create(**_request(QUESTIONS[0]))
     assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [

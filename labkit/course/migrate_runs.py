@@ -20,6 +20,7 @@ branches that add schema-1 runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import sys
 from dataclasses import dataclass, field
@@ -28,11 +29,13 @@ from typing import Any
 
 import httpx2
 
+from labkit.authored import authored_response
 from labkit.canonical import canonical_sha256, load_strict
 from labkit.course.lessons import run_modules
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.paths import recorded_runs_dir, relative_to_root
 from labkit.recording import (
+    AUTHORED_ID_PREFIX,
     MAX_RUN_BYTES,
     RUN_FILE,
     Binding,
@@ -42,6 +45,7 @@ from labkit.recording import (
     seal_run,
     write_run_file,
 )
+
 
 class MigrationRefused(RecordedRunError):
     """A run cannot be migrated without changing what it recorded."""
@@ -126,13 +130,27 @@ def _sent_requests(data: dict[str, Any]) -> tuple[dict[str, tuple[dict[str, Any]
         if settings == data.get("settings"):
             order_of_settings = settings
         adapter = _MigrationAdapter(data, settings)
-        try:
+        # a module of the other part of the lesson asks other questions; what it did send still counts
+        with contextlib.suppress(LabkitError, ValueError, LookupError):
             module.make_requests(adapter)
-        except (LabkitError, ValueError, LookupError):
-            pass  # a module of the other part of the lesson asks other questions; what it did send still counts
         for value, item in adapter.transport.sent.items():
             sent.setdefault(value, item)
     return sent, order_of_settings
+
+
+def _as_written(response: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return an authored response in the key order the authored-run writer gives it, if its values are the same.
+
+    An authored response is the course's own text, so its key order carries no
+    evidence; keeping the writer's order lets ``labkit record NN --authored``
+    reproduce a migrated authored run byte for byte.
+    """
+    try:
+        number = int(str(response["id"]).removeprefix(AUTHORED_ID_PREFIX))  # type: ignore[index]
+        written = authored_response(response["choices"][0]["message"]["content"], number=number)  # type: ignore[index]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return response
+    return written if written == response else response
 
 
 def migrate_run(path: Path, *, runs_dir: Path | None = None) -> Migration:
@@ -156,7 +174,8 @@ def migrate_run(path: Path, *, runs_dir: Path | None = None) -> Migration:
         if canonical_sha256(body) != value:
             raise MigrationRefused(f"{path}: a request would change value during migration; nothing was written")
         fields = {k: v for k, v in old.items() if k not in ("key", "request", "response")}
-        bindings.append(Binding.make(body, old["response"], path=endpoint, query=query, **fields))
+        response = _as_written(old["response"]) if data["origin"] == "authored" else old["response"]
+        bindings.append(Binding.make(body, response, path=endpoint, query=query, **fields))
     settings = data["settings"]
     if settings_order is not None and canonical_sha256(settings_order) == canonical_sha256(settings):
         settings = copy.deepcopy(settings_order)

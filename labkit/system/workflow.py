@@ -249,9 +249,7 @@ def read_trace_lines(path: str | Path | None = None) -> list[dict[str, Any]]:
 def request_trace(line: dict[str, Any]) -> Trace:
     """Return one request's trace line as a `Trace` (one event per step, kind = step name) for `TraceViewer`."""
     trace = Trace()
-    trace.emit(
-        "request", **line["run"], session_id=line["session_id"], question=line["question"], team=line["team"]
-    )
+    trace.emit("request", **line["run"], session_id=line["session_id"], question=line["question"], team=line["team"])
     for step in line["trace"]:
         trace.emit(step["step"], **{k: v for k, v in step.items() if k != "step"})
     trace.emit("result", **line["result"])
