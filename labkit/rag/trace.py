@@ -301,7 +301,10 @@ def trace_request(
         try:
             completion = adapter.generate(question, messages)
         except ReplayRequestMismatch as exc:
-            diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in exc.diff]
+            diff = [
+                {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
+                for d in exc.diff
+            ]
             trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
             return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
         text = _reply_text(completion) if reply_override is None else reply_override
