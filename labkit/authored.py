@@ -36,8 +36,8 @@ from labkit.recording import (
 
 __all__ = ["AUTHORED_MODEL", "AuthoringAdapter", "authored_response", "authored_run", "write_authored_run"]
 
-#: One authored exchange: question, request as sent, reply text, and optionally endpoint path and query.
-Exchange = tuple[str | None, dict[str, Any], str] | tuple[str | None, dict[str, Any], str, str, list[tuple[str, str]]]
+#: One authored exchange: the question, the request as the client sent it, the reply text.
+Exchange = tuple[str | None, dict[str, Any], str]
 
 
 def authored_response(content: str, *, number: int) -> dict[str, Any]:
@@ -61,14 +61,11 @@ def authored_run(
     fixtures: list[str | Path],
     exchanges: list[Exchange],
 ) -> RecordedRun:
-    """Build an authored run from ``(question, request, reply text[, path, query])`` exchanges."""
-    bindings = []
-    for n, exchange in enumerate(exchanges, start=1):
-        question, request, text = exchange[:3]
-        path, query = (exchange[3], exchange[4]) if len(exchange) == 5 else (CHAT_PATH, [])
-        bindings.append(
-            Binding.make(request, authored_response(text, number=n), path=path, query=query, question=question)
-        )
+    """Build an authored run from ``(question, request, reply text)`` exchanges, posted to `CHAT_PATH`."""
+    bindings = [
+        Binding.make(request, authored_response(text, number=n), path=CHAT_PATH, question=question)
+        for n, (question, request, text) in enumerate(exchanges, start=1)
+    ]
     return seal_run(
         run_id=run_id,
         origin="authored",
@@ -109,8 +106,12 @@ class _AuthoringTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         question, text = self.adapter._pending
         body = request_body(request.read(), url=str(request.url))
-        path, query = request.url.path, list(request.url.params.multi_items())
-        self.adapter.exchanges.append((question, body, text, path, query))
+        if request.url.path != CHAT_PATH or request.url.params:
+            raise RecordedRunError(
+                f"an authored run binds POST {CHAT_PATH} with no query parameters, not {request.url.path}"
+                f"?{request.url.query.decode()}; record a captured run for another endpoint"
+            )
+        self.adapter.exchanges.append((question, body, text))
         reply = authored_response(text, number=len(self.adapter.exchanges))
         return httpx2.Response(200, json=reply, request=request)
 
