@@ -107,12 +107,12 @@ def module_of_run(run: RecordedRun) -> ModuleType | None:
 
 def missing_lesson_fixtures(run: RecordedRun) -> list[str]:
     """Return the fixtures the run's lesson declares (``run_fixtures()``) that the run does not list with a hash."""
-    from labkit.recording import fixture_hashes
+    from labkit.paths import relative_to_root
 
     module = module_of_run(run)
     if module is None:
         return []
-    declared = fixture_hashes(list(module.run_fixtures()))
+    declared = {relative_to_root(path) for path in module.run_fixtures()}
     return sorted(rel for rel in declared if rel not in run.fixtures)
 
 
