@@ -77,3 +77,20 @@ def test_a_schema_1_run_is_refused_at_load_with_the_migration_command(schema_1_r
 
     with pytest.raises(RecordedRunError, match=r"python -m labkit\.course\.migrate_runs"):
         load_run("02-rag-authored")
+
+
+def test_a_request_no_lesson_code_makes_keeps_its_stored_order_and_is_reported(schema_1_runs, capsys):
+    from labkit.course.migrate_runs import main
+
+    runs, _ = schema_1_runs
+    path = runs / "06-routing-smollm2" / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    extra = json.loads(json.dumps(data["bindings"][0]))
+    extra["request"]["messages"][1]["content"] = '{"id": "t99", "message": "A ticket the lesson never sends."}'
+    extra["key"] = canonical_sha256(extra["request"])
+    data["bindings"].append(extra)
+    path.write_text(pretty_json(data), encoding="utf-8")
+    assert main(["--runs-dir", str(runs)]) == 1
+    out = capsys.readouterr().out
+    assert "06-routing-smollm2: migrated (10 requests in sent order; 1 made by no lesson code" in out
+    assert "Record those runs again" in out

@@ -215,7 +215,7 @@ def migrate_runs(runs_dir: Path | None = None) -> list[Migration]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: migrate every run, print one line per run, exit 1 if any was refused."""
+    """Command line: migrate every run, print one line per run; exit 1 if any was refused or kept a guessed order."""
     parser = argparse.ArgumentParser(prog="python -m labkit.course.migrate_runs", description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", type=Path, help="folder of runs (default: recorded_runs/)")
     args = parser.parse_args(argv)
@@ -227,7 +227,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.run_id}: {r.status}" + (f" ({detail})" if detail else ""))
     folder = args.runs_dir or recorded_runs_dir()
     print(f"manifest: {relative_to_root(folder / 'manifest.json')}")
-    return 1 if any(r.status == "refused" for r in results) else 0
+    unordered = [r.run_id for r in results if r.kept_order]
+    if unordered:
+        print(
+            f"runs {unordered} hold requests no lesson code makes any more: their key order is a guess (sorted), "
+            "so the openai client's requests will not match them. Record those runs again with `labkit record`."
+        )
+    return 1 if unordered or any(r.status == "refused" for r in results) else 0
 
 
 if __name__ == "__main__":
