@@ -89,6 +89,8 @@ class ModelBoundary:
     lesson: str
     origin: str | None = None
     """For replay: the origin of the run being replayed (``captured`` or ``authored``)."""
+    run_sha256: str | None = None
+    """For replay: the SHA-256 of the run file being replayed (traces name it)."""
     recorder: Any = None
     endpoint: Endpoint | None = None
     settings: dict[str, Any] = field(default_factory=dict)
@@ -165,17 +167,18 @@ def connect(
             run_id,
             lesson,
             origin=run.origin,
+            run_sha256=run.file_sha256,
             settings=settings,
         )
     endpoint = endpoint_from_env()
+    from labkit.capture import LiveTransport, RecordingTransport
+
     recorder = None
     if mode == "record":
-        from labkit.capture import RecordingTransport
-
         recorder = RecordingTransport()
         http_client = httpx2.Client(transport=recorder, timeout=120)
     else:
-        http_client = httpx2.Client(timeout=120)
+        http_client = httpx2.Client(transport=LiveTransport(), timeout=120)
     client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=2)
     return ModelBoundary(
         mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings

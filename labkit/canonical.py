@@ -1,7 +1,10 @@
 """Canonical JSON, its SHA-256, and a strict loader for JSON files.
 
-Canonical JSON is the form a hash is taken over: sorted keys, no whitespace,
-UTF-8, and no NaN or Infinity. The strict loader refuses what Python's
+Canonical JSON is the form a data identity (a rubric, an index, a fixture set)
+is hashed over: sorted keys, no whitespace, UTF-8, and no NaN or Infinity.
+A model request is hashed over its *request form* instead (`request_json`):
+the same, except that keys keep the order in which they were sent, because a
+model sees that order (a JSON schema's property order changes what it generates). The strict loader refuses what Python's
 ``json`` module would quietly accept: a repeated key (the last one would win),
 ``NaN``/``Infinity``, and files over a stated size limit.
 """
@@ -33,6 +36,27 @@ def canonical_json(value: Any) -> str:
 def canonical_sha256(value: Any) -> str:
     """Return the SHA-256 hex digest of the canonical JSON of ``value``."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def request_json(value: Any) -> str:
+    """Return ``value`` as compact JSON with its keys in their own order: only whitespace is normalised."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        raise InvalidJSON(f"Cannot write request JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
+
+
+def request_sha256(value: Any) -> str:
+    """Return the SHA-256 hex digest of `request_json` of ``value`` (key order counts)."""
+    return hashlib.sha256(request_json(value).encode("utf-8")).hexdigest()
+
+
+def ordered_pretty_json(value: Any) -> str:
+    """Return diff-friendly JSON that keeps key order (two-space indent, newline at end), for recorded runs."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise InvalidJSON(f"Cannot write JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
 
 
 def file_sha256(path: str | Path) -> str:

@@ -10,7 +10,6 @@ keeps headers, so an API key or auth header cannot reach a run file.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,13 +20,15 @@ import httpx2
 
 from labkit.canonical import canonical_sha256
 from labkit.recording import (
-    SCHEMA_VERSION,
     Binding,
     ModelIdentity,
     RecordedRun,
     TransportFailure,
     Usage,
     fixture_hashes,
+    request_body,
+    request_key,
+    seal_run,
 )
 
 
@@ -42,10 +43,15 @@ class RecordingTransport(httpx2.BaseTransport):
         self.inner = inner or httpx2.HTTPTransport()
         self.bindings: list[Binding] = []
         self._pending: dict[str, tuple[dict[str, Any], list[TransportFailure], int, Any]] = {}
+        self._endpoints: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         self._questions: dict[str, str] = {}
 
     def note_question(self, request: dict[str, Any], question: str) -> None:
-        """Remember which learner question a request was built from (for `BoundReplay`)."""
+        """Remember which learner question a request was built from (for `BoundReplay`).
+
+        Matched by value (sorted canonical JSON): the `openai` client may send the
+        keys of ``request`` in another order.
+        """
         self._questions[canonical_sha256(request)] = question
 
     def _fail(self, key: str, body: dict[str, Any], error: str, status: int, payload: Any) -> None:
@@ -56,8 +62,10 @@ class RecordingTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
             return self.inner.handle_request(request)
-        body = json.loads(request.read())
-        key = canonical_sha256(body)
+        body = request_body(request.read(), url=str(request.url))
+        path, query = request.url.path, list(request.url.params.multi_items())
+        key = request_key(body, path=path, query=query)
+        self._endpoints[key] = (path, query)
         started = time.perf_counter()
         try:
             response = self.inner.handle_request(request)
@@ -77,12 +85,13 @@ class RecordingTransport(httpx2.BaseTransport):
         usage = payload.get("usage") if isinstance(payload, dict) else None
         _, failures, _, _ = self._pending.pop(key, (body, [], 0, None))
         self.bindings.append(
-            Binding(
-                key=key,
-                request=body,
-                response=payload,
+            Binding.make(
+                body,
+                payload,
+                path=path,
+                query=query,
                 status_code=200,
-                question=self._questions.get(key),
+                question=self._questions.get(canonical_sha256(body)),
                 usage=Usage(**{k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")})
                 if usage
                 else None,
@@ -97,12 +106,13 @@ class RecordingTransport(httpx2.BaseTransport):
     def failed(self) -> list[Binding]:
         """Return a binding for each request whose every attempt failed, keeping the last error it got."""
         return [
-            Binding(
-                key=key,
-                request=body,
-                response=payload,
+            Binding.make(
+                body,
+                payload,
+                path=self._endpoints[key][0],
+                query=self._endpoints[key][1],
                 status_code=status,
-                question=self._questions.get(key),
+                question=self._questions.get(canonical_sha256(body)),
                 retries=len(failures) - 1,
                 transport_errors=failures,
             )
@@ -131,8 +141,7 @@ def build_run(
         if binding.key not in seen:  # a repeated identical request is bound once, to its first reply
             seen.add(binding.key)
             bindings.append(binding)
-    return RecordedRun(
-        schema_version=SCHEMA_VERSION,
+    return seal_run(
         run_id=run_id,
         origin="captured",
         created_at=_now(),
@@ -143,3 +152,18 @@ def build_run(
         fixtures=fixture_hashes(list(fixtures)),
         bindings=bindings,
     )
+
+
+class LiveTransport(httpx2.BaseTransport):
+    """The live mode's transport: forwards every request to a real one, refusing a streamed chat completion."""
+
+    def __init__(self, inner: httpx2.BaseTransport | None = None) -> None:
+        self.inner = inner or httpx2.HTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/chat/completions"):
+            request_body(request.read(), url=str(request.url))
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()

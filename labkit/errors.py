@@ -8,7 +8,9 @@ rest are defined beside the code that raises them.
     LabkitError
     ├── InvalidJSON(ValueError)                      a JSON file is malformed, ambiguous or too large
     ├── RecordedRunError(ValueError)                 a recorded run is malformed or mislabelled
-    │   └── FixtureChanged                           a fixture a run depends on no longer matches its hash
+    │   ├── FixtureChanged                           a fixture a run depends on no longer matches its hash
+    │   ├── StreamingNotRecorded                     recording.py: stream=True, refused in every mode
+    │   └── MigrationRefused                         course/migrate_runs.py: a migration would change a value
     ├── RouteGradeError(ValueError)                  routing-gate inputs are invalid
     ├── FixtureOverwriteRefused(FileExistsError)     a fixture script would overwrite a captured run
     ├── MissingExtra(ImportError)                    an optional extra is not installed

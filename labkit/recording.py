@@ -4,27 +4,68 @@ A run lives in ``recorded_runs/<run-id>/run.json``. It says where it came from
 (``origin``: ``captured`` from a real model call, or ``authored`` by the course
 to show a behaviour), which model and settings produced it, the SHA-256 of
 every fixture file it depends on, and its bindings: each exact request with
-the response it received. Loading refuses a run whose fixtures have changed.
+the response it received.
+
+Three hashes make a run tamper-evident. Each binding's ``key`` is the SHA-256
+of its request as the model received it (endpoint path, query parameters and
+body, keys in the order sent; see `request_key`), and ``response_sha256`` that
+of its response; ``content_sha256`` covers the whole run file except itself.
+``recorded_runs/manifest.json`` lists every run id with its file's SHA-256 and
+origin; only the run writers (`save_run`, `labkit record`) change it, so a
+run edited, added or removed by hand shows up in `verify_runs`. The hashes
+detect edits; they are not signatures: someone who recomputes them all and
+rewrites the manifest too is caught only by review of the diff.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
-from labkit.canonical import canonical_sha256, file_sha256, load_strict, pretty_json
+from labkit.canonical import (
+    file_sha256,
+    load_strict,
+    loads_strict,
+    ordered_pretty_json,
+    pretty_json,
+    read_strict_bytes,
+    request_sha256,
+)
 from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
-from labkit.paths import project_root, recorded_runs_dir
+from labkit.paths import atomic_write, project_root, recorded_runs_dir
 
-SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_VERSION: Literal[2] = 2
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
 MAX_RUN_BYTES = 20_000_000
 RUN_FILE = "run.json"
+MANIFEST_FILE = "manifest.json"
+#: The endpoint path the `openai` client posts a chat completion to, under a ``/v1`` base URL.
+CHAT_PATH = "/v1/chat/completions"
+#: The model id an authored run's requests carry: it names the author, not a model.
+AUTHORED_MODEL = "authored-by-course"
+#: An authored response's id starts with this; a captured one carries the id the endpoint returned.
+AUTHORED_ID_PREFIX = "authored-"
 
 Origin = Literal["captured", "authored"]
+
+
+def request_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
+    """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
+
+    Key order inside the body counts (only whitespace is normalised), so a
+    reordered JSON schema is a different request; query parameters such as
+    ``api-version`` count too.
+    """
+    return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
+
+
+def response_sha256(response: dict[str, Any] | None) -> str | None:
+    """Return the SHA-256 of a response body (keys in their stored order), or None when there is none."""
+    return None if response is None else request_sha256(response)
 
 
 class _Strict(BaseModel):
@@ -59,9 +100,18 @@ class ModelIdentity(_Strict):
 class Binding(_Strict):
     """One exact request bound to the response it received."""
 
-    key: str = Field(description="SHA-256 of the canonical JSON of `request`.")
-    request: dict[str, Any] = Field(description="The exact chat-completions request body: model, messages, settings.")
+    key: str = Field(description="SHA-256 of the request as received: `request_key(request, path=, query=)`.")
+    path: str = Field(default=CHAT_PATH, description="The endpoint path the request was posted to.")
+    query: list[tuple[str, str]] = Field(
+        default_factory=list, description="The URL query parameters sent (such as api-version), in order."
+    )
+    request: dict[str, Any] = Field(
+        description="The exact chat-completions request body, keys in the order sent: model, messages, settings."
+    )
     response: dict[str, Any] | None = Field(description="The response body, or None when every attempt failed.")
+    response_sha256: str | None = Field(
+        default=None, description="SHA-256 of `response` as stored; None only when there is no response."
+    )
     status_code: int = Field(default=200, description="HTTP status of the recorded response; 0 when no response came.")
     question: str | None = Field(
         default=None, description="The learner's question this request was built from, if any."
@@ -74,23 +124,75 @@ class Binding(_Strict):
     retries: int = Field(default=0, ge=0, description="Attempts made beyond the first.")
     transport_errors: list[TransportFailure] = Field(default_factory=list, description="Each failed attempt.")
 
+    @classmethod
+    def make(
+        cls,
+        request: dict[str, Any],
+        response: dict[str, Any] | None,
+        *,
+        path: str = CHAT_PATH,
+        query: list[tuple[str, str]] | None = None,
+        **fields: Any,
+    ) -> Binding:
+        """Return a binding of ``request`` to ``response`` with its key and response hash computed."""
+        query = [(str(k), str(v)) for k, v in query or []]
+        return cls(
+            key=request_key(request, path=path, query=query),
+            path=path,
+            query=query,
+            request=request,
+            response=response,
+            response_sha256=response_sha256(response),
+            **fields,
+        )
+
     @model_validator(mode="after")
-    def _key_matches_request(self) -> Binding:
-        expected = canonical_sha256(self.request)
+    def _hashes_match(self) -> Binding:
+        expected = request_key(self.request, path=self.path, query=self.query)
         if self.key != expected:
             raise ValueError(
-                f"binding key {self.key[:12]}… is not the SHA-256 of its request ({expected[:12]}…); "
-                "the request was edited after recording: record the run again instead of editing it"
+                f"field 'request' (or its 'path' or 'query') was edited after recording: key {self.key[:12]}… "
+                f"is not the SHA-256 of the request ({expected[:12]}…); record the run again instead of editing it"
+            )
+        actual = response_sha256(self.response)
+        if self.response_sha256 != actual:
+            raise ValueError(
+                f"field 'response' was edited after recording: its SHA-256 is {str(actual)[:12]}…, the binding "
+                f"recorded {str(self.response_sha256)[:12]}…; restore the run from git or record it again"
             )
         if self.status_code == 200 and self.response is None:
             raise ValueError(f"binding {self.key[:12]}… has status 200 but no response")
         return self
 
 
+class StreamingNotRecorded(RecordedRunError):
+    """A request asked for a streamed reply, which no mode records or replays."""
+
+
+def request_body(raw: bytes, *, url: str) -> dict[str, Any]:
+    """Parse a chat-completion request body as sent (key order kept), refusing streaming and non-objects."""
+    body = loads_strict(raw, source=f"request body to {url}")
+    if not isinstance(body, dict):
+        raise RecordedRunError(f"the request body to {url} is not a JSON object; send a chat-completions request")
+    if body.get("stream"):
+        raise StreamingNotRecorded(
+            "streaming is not recorded; call without stream=True (replay, record and live modes answer "
+            "whole replies only, so that each one can be bound to its exact request)"
+        )
+    return body
+
+
+def _response_id(binding: Binding) -> Any:
+    return (binding.response or {}).get("id")
+
+
 class RecordedRun(_Strict):
     """One recorded run: its provenance, the fixtures it depends on, and its bindings."""
 
-    schema_version: Literal[1] = Field(description="Version of this file format.")
+    schema_version: Literal[2] = Field(description="Version of this file format.")
+    content_sha256: str = Field(
+        description="SHA-256 of this run's JSON without this field (keys in file order); see `run_content_sha256`."
+    )
     run_id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Folder name under recorded_runs/.")
     origin: Origin = Field(description="`captured` from a real model call, or `authored` by the course.")
     created_at: str = Field(description="ISO 8601 time the run was made.")
@@ -101,11 +203,19 @@ class RecordedRun(_Strict):
     fixtures: dict[str, str] = Field(description="Fixture path (relative to the project root) to its SHA-256.")
     bindings: list[Binding] = Field(description="Each exact request with its response.")
 
+    _file_sha256: str | None = PrivateAttr(default=None)
+
+    @property
+    def file_sha256(self) -> str | None:
+        """The SHA-256 of the run file's exact bytes, when the run was loaded from a file."""
+        return self._file_sha256
+
     @model_validator(mode="after")
     def _origin_is_honest(self) -> RecordedRun:
         keys = [b.key for b in self.bindings]
         if len(set(keys)) != len(keys):
             raise ValueError("two bindings share one request key; each exact request may be bound once")
+        answered = [b for b in self.bindings if b.response is not None and b.status_code == 200]
         if self.origin == "authored":
             if self.model.endpoint_kind != "authored":
                 raise ValueError("an authored run must say endpoint_kind 'authored': no endpoint produced it")
@@ -115,9 +225,21 @@ class RecordedRun(_Strict):
                     f"an authored run claims usage, latency or recording time in bindings {claimed}; "
                     "only captured runs measure those"
                 )
+            foreign = [
+                b.key[:12]
+                for b in answered
+                if not str(_response_id(b)).startswith(AUTHORED_ID_PREFIX) or "usage" in (b.response or {})
+            ]
+            if foreign:
+                raise ValueError(
+                    f"an authored run holds responses with an endpoint's id or usage in bindings {foreign}; "
+                    "a reply an endpoint returned belongs in a captured run"
+                )
         else:
-            if self.model.endpoint_kind == "authored":
-                raise ValueError("a captured run must name the kind of endpoint that answered, not 'authored'")
+            if self.model.endpoint_kind == "authored" or self.model.id == AUTHORED_MODEL:
+                raise ValueError(
+                    "a captured run must name the model and kind of endpoint that answered, not 'authored'"
+                )
             missing = [
                 b.key[:12]
                 for b in self.bindings
@@ -125,12 +247,59 @@ class RecordedRun(_Strict):
             ]
             if missing:
                 raise ValueError(f"captured bindings {missing} lack usage, latency or recording time")
+            unreturned = [
+                b.key[:12]
+                for b in answered
+                if not isinstance(_response_id(b), str)
+                or not _response_id(b)
+                or str(_response_id(b)).startswith(AUTHORED_ID_PREFIX)
+            ]
+            if unreturned:
+                raise ValueError(
+                    f"captured bindings {unreturned} lack the response id the endpoint returned "
+                    "(or carry an authored one): an authored run cannot be relabelled captured"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _content_unchanged(self, info: ValidationInfo) -> RecordedRun:
+        if info.context and info.context.get("sealing"):
+            return self
+        expected = run_content_sha256(self.model_dump(mode="json"))
+        if self.content_sha256 != expected:
+            raise ValueError(
+                f"field 'content_sha256' ({self.content_sha256[:12]}…) does not match the run's content "
+                f"({expected[:12]}…): the run was edited after recording; restore it from git or record it again"
+            )
         return self
 
     def binding_for(self, request: dict[str, Any]) -> Binding | None:
-        """Return the binding of this exact request, or None."""
-        key = canonical_sha256(request)
-        return next((b for b in self.bindings if b.key == key), None)
+        """Return the binding of this request, or None.
+
+        The exact key is tried first; a request built as a dict by lesson code
+        (whose key order the `openai` client may change when it sends it) is then
+        matched by value, if exactly one binding has an equal body.
+        """
+        key = request_key(request)
+        found = next((b for b in self.bindings if b.key == key), None)
+        if found is not None:
+            return found
+        equal = [b for b in self.bindings if b.request == request]
+        return equal[0] if len(equal) == 1 else None
+
+
+def run_content_sha256(data: dict[str, Any]) -> str:
+    """Return the SHA-256 of a run's JSON without its ``content_sha256`` field (keys in their order)."""
+    return request_sha256({k: v for k, v in data.items() if k != "content_sha256"})
+
+
+def seal_run(**fields: Any) -> RecordedRun:
+    """Build a `RecordedRun` from its fields (and `Binding` objects), computing ``content_sha256``."""
+    data = {"schema_version": SCHEMA_VERSION, "content_sha256": "", **fields}
+    data["bindings"] = [b.model_dump(mode="json") if isinstance(b, Binding) else b for b in data.get("bindings", [])]
+    draft = RecordedRun.model_validate(data, context={"sealing": True})
+    digest = run_content_sha256(draft.model_dump(mode="json"))
+    return RecordedRun.model_validate({**draft.model_dump(mode="json"), "content_sha256": digest})
 
 
 def run_path(run: str | Path) -> Path:
@@ -143,9 +312,27 @@ def run_path(run: str | Path) -> Path:
     return recorded_runs_dir() / str(run) / RUN_FILE
 
 
+def _inside(root: Path, rel: str) -> Path | None:
+    """Return the fixture's path if ``rel`` is a relative path that stays inside ``root``, else None."""
+    if Path(rel).is_absolute() or "\\" in rel:
+        return None
+    path = (root / rel).resolve()
+    try:
+        path.relative_to(root.resolve())
+    except ValueError:
+        return None
+    return path
+
+
 def check_fixtures(run: RecordedRun, *, root: Path | None = None) -> None:
-    """Raise `FixtureChanged` unless every fixture the run names still has its recorded SHA-256."""
+    """Raise `FixtureChanged` unless every fixture the run names is in the checkout with its recorded SHA-256."""
     root = root or project_root()
+    outside = [rel for rel in sorted(run.fixtures) if _inside(root, rel) is None]
+    if outside:
+        raise FixtureChanged(
+            f"run {run.run_id!r}: field 'fixtures' names {outside}, outside the checkout; a run may depend only "
+            f"on files under {root}. Record the run again with `labkit record {run.lesson}`."
+        )
     changed = []
     for rel, expected in sorted(run.fixtures.items()):
         path = root / rel
@@ -166,6 +353,11 @@ def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:
         raise RecordedRunError(
             f"{source}: no 'origin'. Every run must say 'captured' (from a real model call) or 'authored' (written by the course)."
         )
+    if isinstance(data, dict) and data.get("schema_version") == 1:
+        raise RecordedRunError(
+            f"{source}: schema_version 1 has no response or content hashes; migrate it with "
+            "`python -m labkit.course.migrate_runs` (requests and responses stay as recorded)"
+        )
     try:
         return RecordedRun.model_validate(data)
     except ValidationError as exc:
@@ -174,50 +366,148 @@ def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:
 
 
 def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
-    """Load a recorded run by id, folder or file, refusing it if malformed or if its fixtures changed."""
+    """Load a recorded run by id, folder or file, refusing it if malformed, edited, or if its fixtures changed."""
     path = run_path(run)
     if not path.is_file():
         raise RecordedRunError(
             f"no recorded run at {path}. List the runs with `labkit verify`, or record one with `labkit record`."
         )
-    data, _ = load_strict(path, max_bytes=MAX_RUN_BYTES)
+    data, digest = load_strict(path, max_bytes=MAX_RUN_BYTES)
     recorded = parse_run(data, source=str(path))
     if path.parent.name != recorded.run_id:
         raise RecordedRunError(f"{path}: run_id {recorded.run_id!r} does not match its folder {path.parent.name!r}")
     check_fixtures(recorded, root=root)
+    recorded._file_sha256 = digest
     return recorded
 
 
 def fixture_hashes(paths: Sequence[str | Path], *, root: Path | None = None) -> dict[str, str]:
-    """Return ``{path relative to the root: sha256}`` for fixture files (relative paths are taken from the root)."""
+    """Return ``{path relative to the root: sha256}``, sorted by path, for fixture files (relative to the root)."""
     root = (root or project_root()).resolve()
-    absolute = [(root / p).resolve() for p in paths]  # an absolute path stays as it is
-    return {p.relative_to(root).as_posix(): file_sha256(p) for p in absolute}
+    result = {}
+    for p in paths:
+        path = (root / p).resolve()  # an absolute path stays as it is
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            raise RecordedRunError(
+                f"fixture {p} is outside the checkout {root}; a run may depend only on files inside it"
+            ) from None
+        result[rel] = file_sha256(path)
+    return dict(sorted(result.items()))
 
 
-def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
-    """Write a new run as canonical, diff-friendly JSON; never overwrite an existing run."""
-    folder = (runs_dir or recorded_runs_dir()) / run.run_id
-    if folder.exists():
-        raise RecordedRunError(f"{folder} already exists; a recorded run is never overwritten. Choose a new run id.")
-    folder.mkdir(parents=True)
+def read_manifest(runs_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """Return the manifest of ``runs_dir``: run id -> ``{"sha256": run file SHA-256, "origin": ...}``."""
+    path = (runs_dir or recorded_runs_dir()) / MANIFEST_FILE
+    if not path.is_file():
+        return {}
+    data, _ = load_strict(path)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, dict) or not all(
+        isinstance(v, dict) and set(v) == {"sha256", "origin"} for v in runs.values()
+    ):
+        raise RecordedRunError(
+            f"{path}: a manifest holds {{'runs': {{run id: {{'sha256': ..., 'origin': ...}}}}}}; restore it from git"
+        )
+    return runs
+
+
+def _write_manifest(runs: dict[str, dict[str, str]], runs_dir: Path) -> None:
+    body = {
+        "about": "Run id -> SHA-256 of its run.json and its origin. Written only by labkit record and the run "
+        "writers; `labkit verify` refuses a run that differs from its entry. Never edit by hand.",
+        "runs": dict(sorted(runs.items())),
+    }
+    atomic_write(runs_dir / MANIFEST_FILE, pretty_json(body))
+
+
+def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: bool = False) -> Path:
+    """Write a run's file atomically and record its SHA-256 and origin in the manifest.
+
+    Only the run writers call this: `save_run` (new runs) and the authored-run
+    writer or migration (``replace=True``). Key order is kept as recorded.
+    """
+    runs_dir = runs_dir or recorded_runs_dir()
+    folder = runs_dir / run.run_id
     path = folder / RUN_FILE
-    path.write_text(pretty_json(run.model_dump(mode="json")), encoding="utf-8")
+    if path.exists() and not replace:
+        raise RecordedRunError(f"{path} already exists; a recorded run is never overwritten. Choose a new run id.")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = ordered_pretty_json(run.model_dump(mode="json"))
+    atomic_write(path, text)
+    runs = read_manifest(runs_dir)
+    runs[run.run_id] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "origin": run.origin}
+    _write_manifest(runs, runs_dir)
     return path
 
 
+def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
+    """Write a new run as diff-friendly JSON and add it to the manifest; never overwrite an existing run."""
+    folder = (runs_dir or recorded_runs_dir()) / run.run_id
+    if folder.exists():
+        raise RecordedRunError(f"{folder} already exists; a recorded run is never overwritten. Choose a new run id.")
+    return write_run_file(run, runs_dir=runs_dir)
+
+
+def _manifest_problem(name: str, path: Path, entry: dict[str, str] | None) -> str:
+    """Return how a run file disagrees with its manifest entry, naming the field, or ""."""
+    if entry is None:
+        return (
+            f"run {name!r} is not in {MANIFEST_FILE}: it was added outside `labkit record`; "
+            "record it with `labkit record` or remove it"
+        )
+    problems = []
+    try:
+        data = loads_strict(read_strict_bytes(path, max_bytes=MAX_RUN_BYTES), source=str(path))
+    except Exception:  # an unreadable file is reported by load_run already
+        data = None
+    if isinstance(data, dict) and data.get("origin") != entry["origin"]:
+        problems.append(f"field 'origin' says {data.get('origin')!r} but {MANIFEST_FILE} recorded {entry['origin']!r}")
+    digest = file_sha256(path)
+    if digest != entry["sha256"]:
+        problems.append(
+            f"run file SHA-256 is {digest[:12]}…, {MANIFEST_FILE} recorded {entry['sha256'][:12]}…: "
+            "the file was edited after recording; restore it from git or record it again"
+        )
+    return "; ".join(problems)
+
+
 def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:
-    """Load every run under ``runs_dir``; return ``(folder name, run or None, problem or "")`` for each, sorted."""
+    """Load every run under ``runs_dir`` and check it against the manifest.
+
+    Returns ``(run id, run or None, problem or "")`` for each run folder and each
+    manifest entry without one, sorted by id.
+    """
     from labkit.errors import LabkitError
 
     runs_dir = runs_dir or recorded_runs_dir()
+    try:
+        manifest = read_manifest(runs_dir)
+        manifest_error = ""
+    except LabkitError as exc:
+        manifest, manifest_error = {}, str(exc)
     results: list[tuple[str, RecordedRun | None, str]] = []
-    for folder in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
+    folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    for folder in folders:
+        problems = []
+        loaded: RecordedRun | None = None
         try:
-            results.append((folder.name, load_run(folder, root=root), ""))
+            loaded = load_run(folder, root=root)
         except LabkitError as exc:
-            results.append((folder.name, None, str(exc)))
-    return results
+            problems.append(str(exc))
+        path = folder / RUN_FILE
+        if path.is_file():
+            problem = manifest_error or _manifest_problem(folder.name, path, manifest.get(folder.name))
+            if problem:
+                problems.append(problem)
+        results.append((folder.name, None if problems else loaded, "; ".join(problems)))
+    names = {folder.name for folder in folders}
+    for name in sorted(set(manifest) - names):
+        results.append(
+            (name, None, f"run {name!r} is listed in {MANIFEST_FILE} but missing: restore it from git or record it")
+        )
+    return sorted(results, key=lambda item: item[0])
 
 
 def bindings_table(run: RecordedRun) -> Any:

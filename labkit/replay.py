@@ -4,24 +4,32 @@ One store of bindings has two faces. `ReplayTransport` sits under the real
 `openai.OpenAI` client, so lesson code calls the client as usual and gets real
 `openai` types back. `BoundReplay` is the face a learner meets in lesson 03:
 ``generate(question, messages)``. Both key a binding by the SHA-256 of the
-canonical request (model, messages and every generation setting), never by
-call order. A request with no binding raises `ReplayRequestMismatch`, whose
-``.diff`` lists, field by field, how it differs from the nearest recorded one.
+request as the model receives it (endpoint path, query parameters, and the
+body with its keys in the order sent: model, messages and every generation
+setting), never by call order. A request with no binding raises
+`ReplayRequestMismatch`, whose ``.diff`` lists, field by field, how it differs
+from the nearest recorded one; when the values are equal it shows where the
+text differs (key order, whitespace inside a JSON string, Unicode form).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-from labkit.canonical import canonical_json, canonical_sha256
+from labkit.canonical import canonical_json
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import Binding, RecordedRun
+from labkit.recording import CHAT_PATH, Binding, RecordedRun, request_body, request_key
+
+#: What a refusal says when the nearest request holds the same values written as other text.
+SAME_JSON = "same JSON, different text: key order / whitespace"
 
 #: The base URL a replay client is given; nothing resolves or connects to it.
 REPLAY_BASE_URL = "http://replay.labkit.invalid/v1"
@@ -37,6 +45,8 @@ class FieldDiff:
     """The recorded value (``None`` when the field was absent)."""
     actual: Any
     """The value in the new request (``None`` when absent)."""
+    note: str = ""
+    """Why two values that look alike differ (key order, whitespace, Unicode form); empty otherwise."""
 
 
 class ReplayRequestMismatch(LabkitError, ValueError):
@@ -94,6 +104,88 @@ def request_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     return []
 
 
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def code_points(text: str) -> str:
+    """Return ``text`` as its Unicode code points, such as ``U+0065 U+0301``."""
+    return " ".join(f"U+{ord(c):04X}" for c in text)
+
+
+def unicode_note(recorded: Any, actual: Any) -> str:
+    """Return the code points where two strings differ only in Unicode normalisation (NFC vs NFD), else ""."""
+    if not (isinstance(recorded, str) and isinstance(actual, str)) or recorded == actual:
+        return ""
+    if unicodedata.normalize("NFC", recorded) != unicodedata.normalize("NFC", actual):
+        return ""
+    start = _first_difference(recorded, actual)
+    while start > 0 and unicodedata.combining(recorded[start] if start < len(recorded) else actual[start]):
+        start -= 1  # back to the base letter of a combining sequence
+    end_r, end_a = start + 1, start + 1
+    while end_r < len(recorded) and unicodedata.combining(recorded[end_r]):
+        end_r += 1
+    while end_a < len(actual) and unicodedata.combining(actual[end_a]):
+        end_a += 1
+
+    def label(text: str) -> str:
+        return (
+            "NFC"
+            if unicodedata.is_normalized("NFC", text)
+            else "NFD"
+            if unicodedata.is_normalized("NFD", text)
+            else "mixed"
+        )
+
+    return (
+        f"same text in another Unicode form ({label(recorded)} recorded, {label(actual)} here): "
+        f"at character {start}, recorded {recorded[start:end_r]!r} is {code_points(recorded[start:end_r])}, "
+        f"this request has {actual[start:end_a]!r} = {code_points(actual[start:end_a])}"
+    )
+
+
+def text_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
+    """Return where two equal JSON values are written differently: key order, or the text of a JSON string."""
+    if isinstance(recorded, dict) and isinstance(actual, dict):
+        if list(recorded) != list(actual):
+            return [
+                FieldDiff(f"{path} (key order)" if path else "(key order)", list(recorded), list(actual), SAME_JSON)
+            ]
+        return [d for key in recorded for d in text_diff(recorded[key], actual[key], f"{path}.{key}" if path else key)]
+    if isinstance(recorded, list) and isinstance(actual, list):
+        return [
+            d for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) for d in text_diff(r, a, f"{path}[{i}]")
+        ]
+    if isinstance(recorded, str) and isinstance(actual, str) and recorded != actual:
+        inner_r, inner_a = _expand(recorded), _expand(actual)
+        if inner_r is not recorded and inner_a is not actual:
+            inner = text_diff(inner_r, inner_a, path)
+            if inner:
+                return inner
+            return [FieldDiff(f"{path} (JSON text)", recorded, actual, SAME_JSON)]
+    return []
+
+
+def endpoint_diff(binding: Binding, path: str, query: list[tuple[str, str]]) -> list[FieldDiff]:
+    """Return how a request's endpoint path and query parameters differ from a binding's."""
+    diffs = []
+    if binding.path != path:
+        diffs.append(FieldDiff("(endpoint path)", binding.path, path))
+    recorded, actual = [list(p) for p in binding.query], [list(p) for p in query]
+    if recorded != actual:
+        names = list(dict.fromkeys([k for k, _ in recorded] + [k for k, _ in actual]))
+        for name in names:
+            r = [v for k, v in recorded if k == name]
+            a = [v for k, v in actual if k == name]
+            if r != a:
+                diffs.append(
+                    FieldDiff(f"(query) {name}", r[0] if len(r) == 1 else r or None, a[0] if len(a) == 1 else a or None)
+                )
+        if not diffs:
+            diffs.append(FieldDiff("(query order)", recorded, actual, "same parameters, in another order"))
+    return diffs
+
+
 def _window(text: str, start: int, width: int) -> str:
     begin = max(0, start - width // 3)
     return ("…" if begin else "") + text[begin : begin + width] + ("…" if begin + width < len(text) else "")
@@ -103,10 +195,7 @@ def excerpt_pair(recorded: Any, actual: Any, *, width: int = 60) -> tuple[str, s
     """Return both values as short text; two texts are cut to the same window around their first difference."""
     texts = ["(absent)" if v is None else v if isinstance(v, str) else canonical_json(v) for v in (recorded, actual)]
     if isinstance(recorded, str) and isinstance(actual, str):
-        start = next(
-            (i for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) if r != a),
-            min(len(recorded), len(actual)),
-        )
+        start = _first_difference(recorded, actual)
         return _window(recorded, start, width), _window(actual, start, width)
     return tuple(t if len(t) <= width else t[: width - 1] + "…" for t in texts)  # type: ignore[return-value]
 
@@ -116,7 +205,7 @@ def describe_diff(diff: list[FieldDiff], *, limit: int = 6) -> str:
     lines = []
     for d in diff[:limit]:
         recorded, actual = excerpt_pair(d.recorded, d.actual)
-        lines.append(f"  {d.path}: {recorded!r} -> {actual!r}")
+        lines.append(f"  {d.path}: {recorded!r} -> {actual!r}" + (f"  [{d.note}]" if d.note else ""))
     if len(diff) > limit:
         lines.append(f"  ... and {len(diff) - limit} more (see .diff)")
     return "\n".join(lines)
@@ -135,8 +224,9 @@ def diff_table(diff: list[FieldDiff] | list[dict[str, Any]], *, width: int = 60)
     for item in diff:
         d = FieldDiff(**item) if isinstance(item, dict) else item
         recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
-        rows.append({"field": d.path, "recorded": recorded, "this request": actual})
-    return pd.DataFrame(rows, columns=["field", "recorded", "this request"])
+        rows.append({"field": d.path, "recorded": recorded, "this request": actual, "note": d.note})
+    columns = ["field", "recorded", "this request"] + (["note"] if any(r["note"] for r in rows) else [])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) -> ReplayRequestMismatch | None:
@@ -148,12 +238,42 @@ def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) 
     return None
 
 
-class BindingStore:
-    """The bindings of one recorded run, looked up by the SHA-256 of the canonical request."""
+def _with_notes(diff: list[FieldDiff]) -> list[FieldDiff]:
+    """Add the Unicode-form note to each field whose two strings differ only in normalisation."""
+    return [FieldDiff(d.path, d.recorded, d.actual, d.note or unicode_note(d.recorded, d.actual)) for d in diff]
 
-    def __init__(self, bindings: Iterable[Binding], *, run_id: str | None = None, lesson: str | None = None) -> None:
+
+def explain_difference(
+    binding: Binding, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
+) -> list[FieldDiff]:
+    """Return every way ``request`` differs from ``binding``'s; never empty for a request with another key."""
+    query = query or []
+    diff = endpoint_diff(binding, path, query) + request_diff(binding.request, request)
+    if not diff:
+        diff = text_diff(binding.request, request)
+    if not diff:  # equal values and equal text, yet another key: say so rather than "0 fields"
+        diff = [
+            FieldDiff(
+                "request", binding.key, request_key(request, path=path, query=query), "same values; the key differs"
+            )
+        ]
+    return _with_notes(diff)
+
+
+class BindingStore:
+    """The bindings of one recorded run, looked up by the SHA-256 of the request as the model receives it."""
+
+    def __init__(
+        self,
+        bindings: Iterable[Binding],
+        *,
+        run_id: str | None = None,
+        lesson: str | None = None,
+        run_sha256: str | None = None,
+    ) -> None:
         self.run_id = run_id
         self.lesson = lesson
+        self.run_sha256 = run_sha256
         self._by_key: dict[str, Binding] = {}
         for binding in bindings:
             if binding.key in self._by_key:
@@ -161,30 +281,47 @@ class BindingStore:
                     f"run {run_id!r} binds one request twice ({binding.key[:12]}…); each exact request may be bound once"
                 )
             self._by_key[binding.key] = binding
+        self._bodies: dict[str, bytes] = {}
 
     @classmethod
     def from_run(cls, run: RecordedRun) -> BindingStore:
         """Build the store of a loaded recorded run."""
-        return cls(run.bindings, run_id=run.run_id, lesson=run.lesson)
+        return cls(run.bindings, run_id=run.run_id, lesson=run.lesson, run_sha256=run.file_sha256)
 
     def __len__(self) -> int:
         return len(self._by_key)
 
-    def lookup(self, request: dict[str, Any]) -> Binding:
-        """Return the binding of this exact request, or raise `ReplayRequestMismatch` with a diff."""
-        found = self._by_key.get(canonical_sha256(request))
+    def response_bytes(self, binding: Binding) -> bytes:
+        """Return a binding's response as JSON bytes (made once; bytes cannot be mutated by a caller)."""
+        body = self._bodies.get(binding.key)
+        if body is None:
+            body = self._bodies[binding.key] = json.dumps(binding.response, ensure_ascii=False).encode("utf-8")
+        return body
+
+    def lookup(
+        self, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
+    ) -> Binding:
+        """Return the binding of this exact request (body, path, query), or raise `ReplayRequestMismatch` with a diff."""
+        query = query or []
+        found = self._by_key.get(request_key(request, path=path, query=query))
         if found is not None:
             return found
-        nearest, diff = None, []
+        nearest: Binding | None = None
+        diff: list[FieldDiff] = []
         for binding in self._by_key.values():
-            candidate = request_diff(binding.request, request)
+            candidate = endpoint_diff(binding, path, query) + request_diff(binding.request, request)
             if nearest is None or len(candidate) < len(diff):
                 nearest, diff = binding, candidate
         where = f"run {self.run_id!r}" if self.run_id else "this store"
         if nearest is None:
             detail = f"{where} has no recorded requests."
         else:
-            detail = f"nearest recorded request ({nearest.key[:12]}…) differs in {len(diff)} field(s):\n{describe_diff(diff)}"
+            diff = explain_difference(nearest, request, path=path, query=query)
+            same = f" ({SAME_JSON})" if all(d.note == SAME_JSON for d in diff) else ""
+            detail = (
+                f"nearest recorded request ({nearest.key[:12]}…) differs in {len(diff)} field(s){same}:\n"
+                f"{describe_diff(diff)}"
+            )
         lesson = self.lesson or "LESSON"
         raise ReplayRequestMismatch(
             f"no reply is recorded for this exact request in {where}; {detail}\n"
@@ -207,12 +344,17 @@ class ReplayTransport(httpx2.BaseTransport):
             raise ReplayUnsupported(
                 f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"
             )
-        body = json.loads(request.read())
-        binding = self.store.lookup(body)
+        body = request_body(request.read(), url=str(request.url))
+        binding = self.store.lookup(body, path=request.url.path, query=list(request.url.params.multi_items()))
         if binding.response is None:
             last = binding.transport_errors[-1].error if binding.transport_errors else "no response"
             raise httpx2.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
-        return httpx2.Response(binding.status_code, json=copy.deepcopy(binding.response), request=request)
+        return httpx2.Response(
+            binding.status_code,
+            content=self.store.response_bytes(binding),
+            headers={"content-type": "application/json"},
+            request=request,
+        )
 
 
 def replay_client(store: BindingStore) -> Any:
@@ -225,6 +367,41 @@ def replay_client(store: BindingStore) -> Any:
         max_retries=0,
         http_client=httpx2.Client(transport=ReplayTransport(store)),
     )
+
+
+class _Captured(Exception):
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+
+def _capture(request: httpx2.Request) -> httpx2.Response:
+    raise _Captured(request_body(request.read(), url=str(request.url)))
+
+
+@functools.cache
+def _capturing_client() -> Any:
+    import openai
+
+    return openai.OpenAI(
+        api_key="capture-needs-no-key",
+        base_url=REPLAY_BASE_URL,
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(_capture)),
+    )
+
+
+def as_sent(request: dict[str, Any]) -> dict[str, Any]:
+    """Return the body the `openai` client sends for ``chat.completions.create(**request)``, in its key order.
+
+    The client orders the top-level keys itself (``model``, ``messages``, then
+    the settings) and keeps the order inside each value, so a request kept as a
+    Python dict can be bound exactly as a model would receive it.
+    """
+    try:
+        _capturing_client().chat.completions.create(**_create_arguments(copy.deepcopy(request)))
+    except _Captured as sent:
+        return sent.body
+    raise RecordedRunError("the openai client sent no request body")  # pragma: no cover
 
 
 def question_of(request: dict[str, Any]) -> str | None:
@@ -245,7 +422,9 @@ class BoundReplay:
     Built from three equal-length lists (questions, requests, replies), or from
     a recorded run with `from_run`. ``generate`` calls the real `openai` client
     over a `ReplayTransport`, so each reply is a fresh object: mutating it
-    cannot change the store.
+    cannot change the store. Each saved request is bound as the client sends it
+    (top-level keys in the client's order, the order inside every value kept),
+    and each call uses the settings saved with its own question.
     """
 
     mode = "exact-request replay"
@@ -258,6 +437,7 @@ class BoundReplay:
         *,
         run_id: str | None = None,
         lesson: str | None = None,
+        run_sha256: str | None = None,
     ) -> None:
         if not len(questions) == len(requests) == len(replies):
             raise RecordedRunError(
@@ -271,18 +451,28 @@ class BoundReplay:
                     f"saved question {question!r} does not match its saved request, which asks "
                     f"{question_of(request)!r}; the recording is inconsistent: record it again"
                 )
-            bindings.append(
-                Binding(key=canonical_sha256(request), request=copy.deepcopy(request), response=copy.deepcopy(reply))
-            )
-        self.store = BindingStore(bindings, run_id=run_id, lesson=lesson)
-        self._requests = {b.key: b.request for b in bindings}
+            sent = as_sent(request)  # what the client sends for these arguments: the same values, its key order
+            bindings.append(Binding.make(sent, copy.deepcopy(reply)))
+        self.store = BindingStore(bindings, run_id=run_id, lesson=lesson, run_sha256=run_sha256)
+        self._saved = [(q, b.request) for q, b in zip(questions, bindings, strict=True)]
         models = {r.get("model") for r in requests}
         self.model = models.pop() if len(models) == 1 else None
         self.settings = self._shared_settings(requests)
         self._client = replay_client(self.store)
 
+    @property
+    def run_id(self) -> str | None:
+        """The recorded run these bindings come from, if any."""
+        return self.store.run_id
+
+    @property
+    def run_sha256(self) -> str | None:
+        """The SHA-256 of that run's file, if the bindings were loaded from one."""
+        return self.store.run_sha256
+
     @staticmethod
     def _shared_settings(requests: list[dict[str, Any]]) -> dict[str, Any]:
+        """Return the settings every saved request shares (empty when they differ: see `request_for`)."""
         settings = [{k: v for k, v in r.items() if k not in ("model", "messages")} for r in requests]
         return copy.deepcopy(settings[0]) if settings and all(s == settings[0] for s in settings) else {}
 
@@ -300,19 +490,33 @@ class BoundReplay:
             [b.response for b in run.bindings],  # type: ignore[misc]
             run_id=run.run_id,
             lesson=run.lesson,
+            run_sha256=run.file_sha256,
         )
 
-    def request_for(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """Return the full request these messages make with the recorded model and settings."""
-        if self.model is None:
-            raise RecordedRunError(
-                "the recorded requests name different models; call the client with an explicit request"
-            )
-        return {"model": self.model, "messages": copy.deepcopy(messages), **copy.deepcopy(self.settings)}
+    def _saved_request(self, messages: list[dict[str, Any]], question: str | None) -> dict[str, Any]:
+        """Return the saved request whose settings a new call uses: same question (and messages) first."""
+        if not self._saved:
+            raise RecordedRunError("this BoundReplay holds no saved requests; bind at least one")
+        asked = [r for q, r in self._saved if q == question]
+        exact = [r for r in asked if r.get("messages") == messages]
+        return (exact or asked or [r for _, r in self._saved])[0]
+
+    def request_for(self, messages: list[dict[str, Any]], *, question: str | None = None) -> dict[str, Any]:
+        """Return the full request these messages make with the model and settings saved for ``question``.
+
+        Saved requests may differ in their settings (one question asked with a
+        larger ``max_tokens``, say): each call takes the settings of the saved
+        request for its own question, so nothing is dropped or shared wrongly.
+        An unknown question takes the first saved request's, and replay then
+        refuses it with a diff.
+        """
+        saved = self._saved_request(messages, question)
+        settings = {k: v for k, v in saved.items() if k not in ("model", "messages")}
+        return {"model": saved.get("model"), "messages": copy.deepcopy(messages), **copy.deepcopy(settings)}
 
     def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:
         """Return the recorded reply (an `openai` ChatCompletion) for this exact question and messages."""
-        request = self.request_for(messages)
+        request = self.request_for(messages, question=question)
         if question_of(request) != question:
             raise ReplayRequestMismatch(
                 f"the question {question!r} is not the one these messages ask ({question_of(request)!r}); "
@@ -321,7 +525,24 @@ class BoundReplay:
                 nearest_key=None,
                 run_id=self.store.run_id,
             )
-        return self._client.chat.completions.create(**request)
+        return self._client.chat.completions.create(**_create_arguments(request))
+
+
+@functools.cache
+def _create_parameters() -> frozenset[str]:
+    import inspect
+
+    from openai.resources.chat.completions import Completions
+
+    return frozenset(inspect.signature(Completions.create).parameters) - {"self", "extra_body", "extra_query"}
+
+
+def _create_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """Return ``request`` as arguments of ``chat.completions.create``: keys it does not know go in ``extra_body``."""
+    known = _create_parameters()
+    arguments = {k: v for k, v in request.items() if k in known}
+    extra = {k: v for k, v in request.items() if k not in known}
+    return {**arguments, "extra_body": extra} if extra else arguments
 
 
 class OrderedReplay:

@@ -118,6 +118,20 @@ class Trace:
         return "\n".join(lines)
 
 
+def run_identity(adapter: Any) -> dict[str, Any]:
+    """Return which recorded run answers ``adapter``'s model calls: its id and its file's SHA-256.
+
+    A trace names them in its first event, so a trace says which run file
+    answered it (as the saved run's SHA-256 sits in the lab's trace identity).
+    Live and record modes, and authoring, replay no file: both are None there.
+    """
+    replaying = getattr(adapter, "mode", None) not in ("live", "record", "authoring", "migration")
+    return {
+        "run_id": getattr(adapter, "run_id", None) if replaying else None,
+        "run_sha256": getattr(adapter, "run_sha256", None) if replaying else None,
+    }
+
+
 def dumps_event_data(event: TraceEvent) -> str:
     """Return an event's data as indented JSON for display."""
     return json.dumps(event.data, indent=2, ensure_ascii=False, sort_keys=True, default=str)

@@ -111,3 +111,13 @@ def test_wrong_final_count_from_the_model_is_rejected():
     state = built.run("How many refund requests are in the dataset?")
     assert (state["status"], state["final"]) == ("answer_rejected", None)
     assert state["events"][-1]["reason"] == "wrong_count"
+
+
+def test_the_trace_names_the_replayed_run_and_its_file_sha256():
+    from labkit.recording import read_manifest
+
+    boundary = connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS)
+    built, _data = agent(boundary)
+    first = built.run("How many refund requests are in the dataset?")["events"][0]
+    assert first["kind"] == "request_accepted" and first["run_id"] == runs.RUN_AUTHORED
+    assert first["run_sha256"] == read_manifest()[runs.RUN_AUTHORED]["sha256"]

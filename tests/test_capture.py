@@ -89,3 +89,47 @@ def test_request_that_failed_every_attempt_is_kept_without_a_reply(course_root, 
     data = json.loads(path.read_text(encoding="utf-8"))
     (binding,) = data["bindings"]
     assert binding["status_code"] == 429 and binding["retries"] == 2 and len(binding["transport_errors"]) == 3
+
+
+def test_record_mode_binds_the_request_as_sent_with_its_query_and_response_id(course_root, monkeypatch):
+    schema = {"type": "json_object", "schema": {"properties": {"route": {}, "id": {}}}}
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_MODE", "record")
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "m")
+        boundary = connect("06-demo", lesson="06", settings={"response_format": schema})
+        boundary.client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], response_format=schema, extra_query={"v": "1"}
+        )
+        path = boundary.save(description="One exchange.", fixtures=[], run_id="06-sent")
+    binding = load_run(path.parent, root=course_root).bindings[0]
+    assert list(binding.request["response_format"]["schema"]["properties"]) == ["route", "id"]
+    assert binding.path.endswith("/chat/completions") and binding.query == [("v", "1")]
+    assert binding.response["id"] == "fake-1" and binding.response_sha256
+
+
+def test_streaming_is_refused_clearly_in_record_mode_before_anything_is_sent(course_root, monkeypatch):
+    from labkit.recording import StreamingNotRecorded
+
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_MODE", "record")
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "m")
+        boundary = connect("06-demo", lesson="06")
+        with pytest.raises(StreamingNotRecorded, match=r"streaming is not recorded; call without stream=True"):
+            boundary.chat([{"role": "user", "content": "hi"}], stream=True)
+        assert endpoint.attempts == 0
+
+
+def test_streaming_is_refused_clearly_in_live_mode(monkeypatch):
+    from labkit.recording import StreamingNotRecorded
+
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_MODE", "live")
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "m")
+        boundary = connect("06-demo", lesson="06")
+        with pytest.raises(StreamingNotRecorded, match=r"streaming is not recorded; call without stream=True"):
+            boundary.chat([{"role": "user", "content": "hi"}], stream=True)
+        assert boundary.chat([{"role": "user", "content": "hi"}]).choices[0].message.content == "echo: hi"
+        assert endpoint.attempts == 1

@@ -65,3 +65,13 @@ def test_absent_extra_is_reported_not_failed(monkeypatch):
     monkeypatch.setattr(doctor.importlib.util, "find_spec", lambda name: None)
     checks = doctor.check_extras()
     assert all(c.ok for c in checks) and all('pip install -c constraints.txt -e ".[' in c.detail for c in checks)
+
+
+def test_doctor_fails_on_an_edited_reply_alone_naming_the_run_and_the_field(course, capsys):
+    path = course / "recorded_runs" / "06-routing-smollm2" / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["bindings"][0]["response"]["choices"][0]["message"]["content"] = '{"id": "t1", "route": "urgent_support"}'
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["doctor", "--skip-notebooks"]) == 1
+    line = next(row for row in capsys.readouterr().out.splitlines() if "run 06-routing-smollm2" in row)
+    assert line.startswith("FAIL") and "bindings.0" in line and "field 'response' was edited" in line

@@ -66,3 +66,12 @@ def test_captured_run_replays_with_measured_latency_and_reported_tokens():
     binding = run.binding_for(calls[6].request)
     assert binding.latency_s == calls[6].latency_s and binding.usage.prompt_tokens == calls[6].prompt_tokens
     assert len(report.runs.generation.generations) == 24 and report.records["p07"].model_id == run.model.id
+
+
+def test_each_calls_request_sha256_is_its_replay_binding_key():
+    from labkit.evaluator.report import evaluate_run
+
+    report = evaluate_run(lesson.RUN_AUTHORED)
+    keys = {b.key for b in load_run(lesson.RUN_AUTHORED).bindings}
+    calls = [g.call for g in report.runs.generation.generations]
+    assert calls and all(c.request_sha256 in keys for c in calls)

@@ -269,3 +269,12 @@ def test_edited_corpus_refuses_an_unknown_id_or_missing_words(tmp_path):
     with pytest.raises(CorpusError, match="does not contain"):
         write_edited_corpus(tmp_path / "c.json", source_id="zoneinfo", old="not in the text", new="b")
     assert not (tmp_path / "c.json").exists()
+
+
+def test_every_trace_names_the_run_id_and_the_run_files_sha256(index, adapter):
+    from labkit.recording import read_manifest
+
+    expected = {"run_id": RUN_AUTHORED, "run_sha256": read_manifest()[RUN_AUTHORED]["sha256"]}
+    for question in [ANSWERED, "   "]:
+        first = trace_request(question, index, adapter).trace.events[0]
+        assert {k: first.data[k] for k in expected} == expected

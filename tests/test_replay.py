@@ -4,10 +4,17 @@ import socket
 import openai
 import pytest
 
-from labkit.canonical import canonical_sha256
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import Binding
-from labkit.replay import BindingStore, BoundReplay, ReplayRequestMismatch, ReplayUnsupported, replay_client
+from labkit.recording import Binding, StreamingNotRecorded
+from labkit.replay import (
+    SAME_JSON,
+    BindingStore,
+    BoundReplay,
+    ReplayRequestMismatch,
+    ReplayUnsupported,
+    as_sent,
+    replay_client,
+)
 
 MODEL = "authored-by-course"
 SYSTEM = {"role": "system", "content": "Answer only from the passages. Say not_in_docs when they do not answer."}
@@ -38,10 +45,7 @@ ANSWERS = ["30 days", "5 days"]
 @pytest.fixture
 def store():
     return BindingStore(
-        [
-            Binding(key=canonical_sha256(_request(q)), request=_request(q), response=_reply(a))
-            for q, a in zip(QUESTIONS, ANSWERS, strict=True)
-        ],
+        [Binding.make(as_sent(_request(q)), _reply(a)) for q, a in zip(QUESTIONS, ANSWERS, strict=True)],
         run_id="03-demo",
         lesson="03",
     )
@@ -112,14 +116,7 @@ def test_replay_needs_no_api_key(store, monkeypatch):
 def test_recorded_rate_limit_replays_as_the_clients_own_error():
     request = _request(QUESTIONS[0])
     store = BindingStore(
-        [
-            Binding(
-                key=canonical_sha256(request),
-                request=request,
-                status_code=429,
-                response={"error": {"message": "slow down", "type": "rate_limit"}},
-            )
-        ]
+        [Binding.make(as_sent(request), {"error": {"message": "slow down", "type": "rate_limit"}}, status_code=429)]
     )
     with pytest.raises(openai.RateLimitError):
         replay_client(store).chat.completions.create(**request)
@@ -127,7 +124,7 @@ def test_recorded_rate_limit_replays_as_the_clients_own_error():
 
 def test_recorded_transport_failure_replays_as_a_connection_error():
     request = _request(QUESTIONS[0])
-    store = BindingStore([Binding(key=canonical_sha256(request), request=request, status_code=0, response=None)])
+    store = BindingStore([Binding.make(as_sent(request), None, status_code=0)])
     with pytest.raises(openai.APIConnectionError):
         replay_client(store).chat.completions.create(**request)
 
@@ -256,3 +253,120 @@ def test_replay_refusal_returns_the_mismatch_or_none(bound):
     swapped = _messages(QUESTIONS[0], passages=("Shipping takes 5 days.", "Refunds are accepted within 30 days."))
     refusal = replay_refusal(bound, QUESTIONS[0], swapped)
     assert next(d.path for d in refusal.diff) == "messages[1].content.passages[0]"
+
+
+# --- exact binding: key order, query, endpoint, mixed settings, readable refusals ---------------
+
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "reply",
+        "schema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}, "status": {"type": "string"}},
+            "required": ["answer", "status"],
+        },
+    },
+}
+
+
+def _schema_request(properties_order=("answer", "status")):
+    schema = json.loads(json.dumps(SCHEMA))
+    props = schema["json_schema"]["schema"]["properties"]
+    schema["json_schema"]["schema"]["properties"] = {name: props[name] for name in properties_order}
+    return {**_request(QUESTIONS[0]), "response_format": schema}
+
+
+def test_reordered_schema_properties_are_a_different_request():
+    store = BindingStore([Binding.make(as_sent(_schema_request()), _reply("30 days"))], run_id="03-demo")
+    client = replay_client(store)
+    assert client.chat.completions.create(**_schema_request()).choices[0].message.content == "30 days"
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        client.chat.completions.create(**_schema_request(("status", "answer")))
+    message = str(caught.value)
+    assert SAME_JSON in message and "differs in 0 field" not in message
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
+        ("response_format.json_schema.schema.properties (key order)", ["answer", "status"], ["status", "answer"])
+    ]
+
+
+def test_query_parameters_are_bound():
+    request = as_sent(_request(QUESTIONS[0]))
+    store = BindingStore([Binding.make(request, _reply("30 days"), query=[("api-version", "2024-10-21")])])
+    client = replay_client(store)
+    answer = client.chat.completions.create(**_request(QUESTIONS[0]), extra_query={"api-version": "2024-10-21"})
+    assert answer.choices[0].message.content == "30 days"
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        client.chat.completions.create(**_request(QUESTIONS[0]), extra_query={"api-version": "2025-01-01"})
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
+        ("(query) api-version", "2024-10-21", "2025-01-01")
+    ]
+    with pytest.raises(ReplayRequestMismatch, match=r"\(query\) api-version"):
+        client.chat.completions.create(**_request(QUESTIONS[0]))
+
+
+def test_the_endpoint_path_is_bound():
+    store = BindingStore(
+        [Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"), path="/v2/chat/completions")]
+    )
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(**_request(QUESTIONS[0]))
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
+        ("(endpoint path)", "/v2/chat/completions", "/v1/chat/completions")
+    ]
+
+
+def test_bound_replay_works_when_saved_requests_have_different_settings():
+    requests = [{**_request(QUESTIONS[0]), "max_tokens": 40}, {**_request(QUESTIONS[1]), "max_tokens": 160}]
+    bound = BoundReplay(QUESTIONS, requests, [_reply(a) for a in ANSWERS])
+    assert bound.settings == {}  # no setting is shared by every request ...
+    for question, answer in zip(QUESTIONS, ANSWERS, strict=True):  # ... yet each call keeps its own
+        assert bound.generate(question, _messages(question)).choices[0].message.content == answer
+    with pytest.raises(ReplayRequestMismatch, match=r"messages\[1\]\.content\.question"):
+        bound.generate("How long is the return window?", _messages("How long is the return window?"))
+
+
+def test_same_json_in_other_text_names_key_order_or_whitespace_and_where(store):
+    recorded = _messages(QUESTIONS[0])
+    spaced = [SYSTEM, {"role": "user", "content": json.dumps(json.loads(recorded[1]["content"]), indent=1)}]
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(**{**_request(QUESTIONS[0]), "messages": spaced})
+    message = str(caught.value)
+    assert f"differs in 1 field(s) ({SAME_JSON})" in message
+    assert [d.path for d in caught.value.diff] == ["messages[1].content (JSON text)"]
+    reordered = json.dumps(dict(reversed(list(json.loads(recorded[1]["content"]).items()))))
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(
+            **{**_request(QUESTIONS[0]), "messages": [SYSTEM, {"role": "user", "content": reordered}]}
+        )
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
+        ("messages[1].content (key order)", ["question", "passages"], ["passages", "question"])
+    ]
+    flipped = [SYSTEM, {"content": recorded[1]["content"], "role": "user"}]
+    with pytest.raises(ReplayRequestMismatch, match=r"messages\[1\] \(key order\)"):
+        replay_client(store).chat.completions.create(**{**_request(QUESTIONS[0]), "messages": flipped})
+
+
+def test_text_in_another_unicode_form_shows_code_points():
+    import unicodedata
+
+    nfc = "What is the café's refund window?"
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert nfc != nfd and nfc == unicodedata.normalize("NFC", nfd)
+    bound = BoundReplay([nfc], [_request(nfc)], [_reply("30 days")])
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        bound.generate(nfd, _messages(nfd))
+    message = str(caught.value)
+    assert "U+00E9" in message and "U+0065 U+0301" in message and "NFC recorded, NFD here" in message
+    assert "differs in 0 field" not in message
+
+
+def test_streaming_is_refused_clearly_in_replay(store):
+    with pytest.raises(StreamingNotRecorded, match=r"streaming is not recorded; call without stream=True"):
+        replay_client(store).chat.completions.create(**_request(QUESTIONS[0]), stream=True)
+
+
+def test_a_dict_request_is_bound_in_the_order_the_client_sends_it():
+    request = _request(QUESTIONS[0])  # model, messages, temperature, seed
+    assert list(as_sent(request)) == ["model", "messages", "seed", "temperature"]
+    assert as_sent(request) == request

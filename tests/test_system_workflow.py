@@ -202,3 +202,16 @@ def test_a_malformed_trace_line_is_refused(tmp_path):
     path.write_text('{"session_id": "s1"}\n', encoding="utf-8")
     with pytest.raises(TraceFormatError, match="line 1"):
         read_trace_lines(path)
+
+
+def test_each_trace_line_names_the_replayed_run_and_its_file_sha256(index, tmp_path):
+    from labkit.boundary import connect
+    from labkit.recording import read_manifest
+    from labkit.system.runs import RUN_AUTHORED, SETTINGS
+
+    boundary = connect(RUN_AUTHORED, lesson="05", settings=SETTINGS, mode="replay")
+    system = MinimalSystem(boundary, index=index, trace_path=tmp_path / "traces.jsonl")
+    system.ask(POLICY_Q, "team-a", "s1")
+    (line,) = read_trace_lines(system.trace_path)
+    assert line["run"] == {"run_id": RUN_AUTHORED, "run_sha256": read_manifest()[RUN_AUTHORED]["sha256"]}
+    assert request_trace(line).events[0].data["run_sha256"] == line["run"]["run_sha256"]

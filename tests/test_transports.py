@@ -57,12 +57,10 @@ def test_a_timeout_while_recording_reaches_the_lesson_as_api_timeout_error():
 
 
 def test_a_recorded_transport_failure_replays_as_api_connection_error():
-    from labkit.canonical import canonical_sha256
+    from labkit.replay import as_sent
 
     failure = TransportFailure(attempt=1, error="ConnectError: refused", at="2026-11-30T00:00:00Z")
-    binding = Binding(
-        key=canonical_sha256(REQUEST), request=REQUEST, response=None, status_code=0, transport_errors=[failure]
-    )
+    binding = Binding.make(as_sent(REQUEST), None, status_code=0, transport_errors=[failure])
     client = replay_client(BindingStore([binding]))
     with pytest.raises(openai.APIConnectionError, match="Connection error"):
         client.with_options(max_retries=0).chat.completions.create(**REQUEST)

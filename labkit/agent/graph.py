@@ -27,7 +27,7 @@ from labkit.agent.identity import Caller, ScopeRefused
 from labkit.agent.router import parse_decision, route_question
 from labkit.agent.tools import TOOL_ARGUMENTS, RowRefRefused, SupportTools
 from labkit.agent.validator import AnswerRejected, verify_final
-from labkit.traces import Trace
+from labkit.traces import Trace, run_identity
 
 #: The nodes the graph may contain; a test checks the compiled graph against this list.
 ALLOWED_NODES = ("route", "decline", "profile", "agent", "tools", "finalize", "fallback")
@@ -307,6 +307,7 @@ class SupportAgent:
             "events": [
                 {
                     "kind": "request_accepted",
+                    **run_identity(self.adapter),
                     "question": question,
                     "user_id": self.caller.user_id,
                     "caller_scope": self.caller.caller_scope,

@@ -11,9 +11,11 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser = subparsers.add_parser(
         name,
         help="check every recorded run: loadable, fixtures unchanged, honest origin, no secrets",
-        description="Load every run under recorded_runs/, refusing a changed fixture, a missing or dishonest "
-        "origin (an authored run that claims latency or usage, a captured run without them), and scan the "
-        "folder for key-like strings. Exits 1 on any problem.",
+        description="Load every run under recorded_runs/, refusing an edited request, reply or run (their "
+        "SHA-256 hashes), a run missing from or added outside recorded_runs/manifest.json, a changed or "
+        "unlisted fixture, a fixture outside the checkout, a missing or dishonest origin (an authored run "
+        "that claims latency, usage or endpoint ids, a captured run without them), and scan the folder for "
+        "key-like strings. Exits 1 on any problem, naming the run and the field.",
         epilog="example:\n  labkit verify",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -21,11 +23,11 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from labkit.course.lessons import verify_course_runs
     from labkit.paths import recorded_runs_dir
-    from labkit.recording import verify_runs
     from labkit.secret_scan import scan_for_secrets
 
-    results = verify_runs()
+    results = verify_course_runs()
     width = max([len("run")] + [len(name) for name, _, _ in results])
     print(f"{'run':<{width}}  {'origin':<8}  {'lesson':<6}  {'bindings':>8}  status")
     for name, loaded, problem in results:

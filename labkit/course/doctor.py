@@ -128,8 +128,8 @@ def check_notebooks() -> list[Check]:
 
 
 def check_recorded_runs() -> list[Check]:
-    """Every recorded run loads, matches its fixtures, states its origin; no key-like strings."""
-    from labkit.recording import verify_runs
+    """Every recorded run loads unedited, is in the manifest, matches its fixtures, states its origin; no keys."""
+    from labkit.course.lessons import verify_course_runs
     from labkit.secret_scan import scan_for_secrets
 
     checks = [
@@ -138,7 +138,7 @@ def check_recorded_runs() -> list[Check]:
             loaded is not None,
             f"{loaded.origin}, {loaded.model.id}, {len(loaded.bindings)} bindings" if loaded else problem,
         )
-        for name, loaded, problem in verify_runs()
+        for name, loaded, problem in verify_course_runs()
     ]
     findings = scan_for_secrets(recorded_runs_dir())
     checks.append(

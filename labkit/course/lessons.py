@@ -16,8 +16,12 @@ import importlib
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from labkit.errors import LabkitError
+
+if TYPE_CHECKING:
+    from labkit.recording import RecordedRun
 
 #: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
 RECORDABLE: dict[str, tuple[str, str]] = {
@@ -78,6 +82,55 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
         run_id=run_id or f"{module.RUN_CAPTURED}-{stamp}",
         runs_dir=runs_dir,
     )
+
+
+#: Modules beyond `RECORDABLE` whose runs a lesson holds (lesson 02 part B records its own).
+EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {"02": ("labkit.rag.runs",)}
+
+
+def run_modules(lesson: str) -> list[ModuleType]:
+    """Return every module that makes a lesson's recorded requests (two for lesson 02: parts A and B)."""
+    lesson = lesson.zfill(2)
+    names = ([RECORDABLE[lesson][0]] if lesson in RECORDABLE else []) + list(EXTRA_RUN_MODULES.get(lesson, ()))
+    return [importlib.import_module(name) for name in names]
+
+
+def module_of_run(run: RecordedRun) -> ModuleType | None:
+    """Return the lesson module that made a run: the one whose run ids prefix its id, else its lesson's only one."""
+    modules = run_modules(run.lesson)
+    for module in modules:
+        ids = [getattr(module, name, None) for name in ("RUN_AUTHORED", "RUN_CAPTURED")]
+        if any(i and (run.run_id == i or run.run_id.startswith(i + "-")) for i in ids):
+            return module
+    return modules[0] if len(modules) == 1 else None
+
+
+def missing_lesson_fixtures(run: RecordedRun) -> list[str]:
+    """Return the fixtures the run's lesson declares (``run_fixtures()``) that the run does not list with a hash."""
+    from labkit.paths import relative_to_root
+
+    module = module_of_run(run)
+    if module is None:
+        return []
+    declared = {relative_to_root(path) for path in module.run_fixtures()}
+    return sorted(rel for rel in declared if rel not in run.fixtures)
+
+
+def verify_course_runs(runs_dir: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:
+    """`labkit.recording.verify_runs`, plus: each run lists every fixture its lesson's requests depend on."""
+    from labkit.recording import verify_runs
+
+    results = []
+    for name, loaded, problem in verify_runs(runs_dir):
+        missing = missing_lesson_fixtures(loaded) if loaded is not None else []
+        if missing:
+            problem = (
+                f"run {name!r}: field 'fixtures' lacks {missing}, which lesson {loaded.lesson}'s requests depend on "  # type: ignore[union-attr]
+                "(its run_fixtures()); the fixture may have changed unseen. Restore the run from git or record it again"
+            )
+            loaded = None
+        results.append((name, loaded, problem))
+    return results
 
 
 def cells_showing_runs(notebook: Path, names: list[str]) -> list[int]:

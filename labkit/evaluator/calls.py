@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.canonical import canonical_sha256, load_strict
+from labkit.canonical import load_strict
 from labkit.errors import LabkitError
 from labkit.evaluator.products import EvaluatorFixtureError
 from labkit.paths import fixtures_dir
+from labkit.recording import request_key
+from labkit.replay import as_sent
 
 
 class UnknownPrice(LabkitError, LookupError):
@@ -119,7 +121,7 @@ class Caller:
         """Send one request with these extra settings; return its `ModelCall`."""
         base = dict(self.adapter.settings)
         request = {"model": self.adapter.model, "messages": messages, **base, **settings}
-        digest = canonical_sha256(request)
+        digest = request_key(as_sent(request))  # the replay binding key: the request as the client sends it
         if digest in self.calls:
             return self.calls[digest]
         started = time.perf_counter()

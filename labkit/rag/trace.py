@@ -25,7 +25,7 @@ from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.embeddings import SavedEmbeddings, UnrecordedText, register_embedding_set
 from labkit.errors import LabkitError, validation_problems
 from labkit.paths import fixtures_dir, relative_to_root
-from labkit.traces import Trace
+from labkit.traces import Trace, run_identity
 
 #: The splitter settings; they are part of the logical index identity.
 SPLITTER_NAME = "RecursiveCharacterTextSplitter"
@@ -256,11 +256,15 @@ def trace_request(
     """
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
-        trace.emit("request_rejected", reason="blank_question")
+        trace.emit("request_rejected", reason="blank_question", **run_identity(adapter))
         return TracedRequest(str(question), None, "request_rejected", trace, error="Ask a question that is not blank.")
     key = request_key(question, index.identity)
     trace.emit(
-        "request_accepted", question=question, request_key=key, logical_index_id=index.identity["logical_index_id"]
+        "request_accepted",
+        question=question,
+        request_key=key,
+        logical_index_id=index.identity["logical_index_id"],
+        **run_identity(adapter),
     )
     try:
         selected = retrieve_context(question, index, trace, k=k)
@@ -311,7 +315,10 @@ def ask_model(
     try:
         completion = adapter.generate(question, messages)
     except ReplayRequestMismatch as exc:
-        diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in exc.diff]
+        diff = [
+            {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
+            for d in exc.diff
+        ]
         trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
         return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
     text = _reply_text(completion) if reply_override is None else reply_override

@@ -29,7 +29,7 @@ from labkit.errors import LabkitError
 from labkit.system.contract import ModelReply, call_model
 from labkit.system.policy import K, PolicyIndex, load_policy_index
 from labkit.system.tickets import CountTickets, count_tickets
-from labkit.traces import Trace, TraceFormatError
+from labkit.traces import Trace, TraceFormatError, run_identity
 
 #: The system prompt, sent with every request.
 SYSTEM = (
@@ -215,6 +215,7 @@ class MinimalSystem:
         final = self.graph.invoke({"question": question, "team": team}, config=config)
         latency_ms = round(1000 * (time.perf_counter() - started), 3)
         line = {
+            "run": run_identity(self.adapter),
             "session_id": session_id,
             "question": question,
             "team": team,
@@ -228,7 +229,7 @@ class MinimalSystem:
         return final["result"]
 
 
-_LINE_KEYS = {"session_id", "question", "team", "result", "latency_ms", "trace"}
+_LINE_KEYS = {"run", "session_id", "question", "team", "result", "latency_ms", "trace"}
 
 
 def read_trace_lines(path: str | Path | None = None) -> list[dict[str, Any]]:
@@ -249,7 +250,7 @@ def read_trace_lines(path: str | Path | None = None) -> list[dict[str, Any]]:
 def request_trace(line: dict[str, Any]) -> Trace:
     """Return one request's trace line as a `Trace` (one event per step, kind = step name) for `TraceViewer`."""
     trace = Trace()
-    trace.emit("request", session_id=line["session_id"], question=line["question"], team=line["team"])
+    trace.emit("request", **line["run"], session_id=line["session_id"], question=line["question"], team=line["team"])
     for step in line["trace"]:
         trace.emit(step["step"], **{k: v for k, v in step.items() if k != "step"})
     trace.emit("result", **line["result"])
