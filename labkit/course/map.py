@@ -62,7 +62,8 @@ def mermaid() -> str:
     lines = ["flowchart LR"]
     for c in COMPONENTS:
         taught = ", ".join(c.notebooks)
-        lines.append(f'  {c.key}["<b>{c.title}</b><br/>{c.detail}<br/><i>notebooks {taught}</i>"]')
+        noun = "notebook" if len(c.notebooks) == 1 else "notebooks"
+        lines.append(f'  {c.key}["<b>{c.title}</b><br/>{c.detail}<br/><i>{noun} {taught}</i>"]')
     lines += [f"  {a} -->|{label}| {b}" for a, b, label in FLOWS]
     return "\n".join(lines)
 
