@@ -58,7 +58,9 @@ rest are defined beside the code that raises them.
         ├── UnknownLesson(LookupError)               course/lessons.py: that lesson records no model runs
         ├── UnknownVariant(LookupError)              course/variants.py: no failure variant by that name
         ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
-        └── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
+        ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
+        ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
+        └── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
 """
 
 from __future__ import annotations

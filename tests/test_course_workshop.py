@@ -1,60 +1,167 @@
+import re
+
 import nbformat
 import pytest
 
 from labkit.cli import main
-from labkit.course.workshop import SOLUTION_STUB, WorkshopExportRefused, check_exercises, export_workshop, student_copy
+from labkit.course.runner import course_notebooks
+from labkit.course.workshop import (
+    ExerciseIncomplete,
+    SolutionWithoutStub,
+    WorkshopExportRefused,
+    check_exercises,
+    export_workshop,
+    find_exercises,
+    student_copy,
+)
+from labkit.paths import project_root
+
+STUB = 'def double(x):\n    """Return twice x."""\n    raise NotImplementedError("hint: multiply by two")\n'
 
 
-def _cell(source, *tags, outputs=()):
+def _code(source, *tags, stub=None, outputs=()):
     cell = nbformat.v4.new_code_cell(source)
     cell.metadata["tags"] = list(tags)
+    if stub is not None:
+        cell.metadata["labkit"] = {"stub": stub}
     cell.outputs = [nbformat.v4.new_output("stream", text=t) for t in outputs]
     return cell
 
 
-def _notebook(path, *cells):
+def _task(text, slug):
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.metadata["tags"] = ["exercise", f"ex:{slug}"]
+    return cell
+
+
+def _exercise(slug, solution, check, *, stub=STUB):
+    return [
+        _task(f"Write `double` ({slug}).", slug),
+        _code(solution, "solution", f"ex:{slug}", stub=stub, outputs=["defined\n"]),
+        _code(check, "check", f"ex:{slug}"),
+    ]
+
+
+def _notebook(*cells, path=None):
     nb = nbformat.v4.new_notebook()
     nb.cells = list(cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-    return path
+    if path is not None:
+        nbformat.write(nb, path)
+    return nb
 
 
-def test_student_copy_clears_outputs_and_removes_solutions_only():
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        _cell("x = 1", outputs=["1\n"]),
-        _cell("answer = 42", "solution", outputs=["42\n"]),
-        _cell("VARIANT = 'malformed-json'", "exercise"),
-    ]
+CHECK = "assert double(21) == 42, 'double(21) should be 42'\nprint('ex:{slug} passed')"
+
+
+def test_student_copy_swaps_each_solution_for_its_stub_and_clears_outputs():
+    nb = _notebook(_code("x = 1", outputs=["1\n"]), *_exercise("double", "def double(x):\n    return 2 * x", "pass"))
     copy = student_copy(nb)
-    assert [c.source for c in copy.cells] == ["x = 1", SOLUTION_STUB, "VARIANT = 'malformed-json'"]
-    assert all(c.outputs == [] and c.execution_count is None for c in copy.cells)
-    assert nb.cells[1].source == "answer = 42"  # the original is untouched
+    assert [c.source for c in copy.cells if c.cell_type == "code"] == ["x = 1", STUB, "pass"]
+    assert all(c.outputs == [] and c.execution_count is None for c in copy.cells if c.cell_type == "code")
+    assert nb.cells[2].source.startswith("def double(x):\n    return")  # the original is untouched
+
+
+@pytest.mark.parametrize(
+    ("stub", "complaint"),
+    [
+        (None, "has no stub"),
+        ("def double(x):\n    return 0\n", "must raise NotImplementedError"),
+        ("def (:\n    raise NotImplementedError", "not valid"),
+    ],
+)
+def test_a_solution_without_a_usable_stub_is_refused_naming_the_cell(stub, complaint):
+    nb = _notebook(_code("x = 1"), *_exercise("double", "def double(x):\n    return 2 * x", "pass", stub=stub))
+    with pytest.raises(SolutionWithoutStub, match=complaint) as refused:
+        student_copy(nb, name="07_demo.ipynb")
+    assert "07_demo.ipynb cell 2 ('def double(x):')" in str(refused.value)
+
+
+def test_export_refuses_before_writing_anything_when_a_stub_is_missing(tmp_path):
+    source = tmp_path / "07_demo.ipynb"
+    _notebook(*_exercise("double", "def double(x):\n    return 2 * x", "pass", stub=None), path=source)
+    with pytest.raises(SolutionWithoutStub):
+        export_workshop(tmp_path / "room", [source])
+    assert not (tmp_path / "room").exists()
 
 
 def test_export_writes_every_notebook_and_never_overwrites(tmp_path):
-    source = _notebook(tmp_path / "05_demo.ipynb", _cell("pass", "solution"))
+    source = tmp_path / "05_demo.ipynb"
+    _notebook(*_exercise("double", "def double(x):\n    return 2 * x", "pass"), path=source)
     written = export_workshop(tmp_path / "room", [source])
     assert [p.name for p in written] == ["05_demo.ipynb"]
+    assert nbformat.read(written[0], as_version=4).cells[1].source == STUB
     with pytest.raises(WorkshopExportRefused, match="never overwrites"):
         export_workshop(tmp_path / "room", [source])
 
 
-def test_checker_reports_each_check_cell(tmp_path, capsys):
-    path = _notebook(
-        tmp_path / "learner.ipynb",
-        _cell("VARIANT = 'nope'", "exercise"),
-        _cell("assert VARIANT == 'malformed-json', 'pick the malformed reply'", "check"),
-        _cell("assert 1 + 1 == 2", "check"),
+@pytest.mark.parametrize(
+    ("cells", "complaint"),
+    [
+        (lambda: _exercise("a", "pass", "pass")[:2], "has no check cell"),
+        (lambda: [_code("pass", "check")], "exactly one 'ex:<slug>' tag"),
+        (lambda: [_code("pass", "exercise", "ex:a")], "is a code cell; make it a markdown cell"),
+        (lambda: [*_exercise("a", "pass", "pass"), _code("pass", "check", "ex:a")], "already has a 'check' cell"),
+        (lambda: list(reversed(_exercise("a", "pass", "pass"))), "in that order"),
+    ],
+)
+def test_incomplete_exercises_are_refused(cells, complaint):
+    with pytest.raises(ExerciseIncomplete, match=re.escape(complaint)):
+        find_exercises(_notebook(*cells()))
+
+
+def test_checker_reports_passed_not_finished_and_failed_and_names_the_unfinished(tmp_path, capsys):
+    wrong = "def double(x):\n    return x + 2"
+    path = tmp_path / "learner.ipynb"
+    _notebook(
+        *_exercise("done", "def double(x):\n    return 2 * x", CHECK.format(slug="done")),
+        *_exercise("todo", STUB, CHECK.format(slug="todo")),
+        *_exercise("wrong", wrong, CHECK.format(slug="wrong")),
+        *_exercise("silent", "def double(x):\n    return 2 * x", "assert double(1) == 2"),
+        path=path,
     )
-    results = check_exercises(path)
-    assert [(r.cell, r.passed) for r in results] == [(2, False), (3, True)]
-    assert results[0].message == "AssertionError: pick the malformed reply"
     assert main(["workshop", "check", str(path)]) == 1
-    assert "1 of 2 exercise checks pass" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"ex:done +passed\n", out)
+    assert re.search(r"ex:todo +not finished: NotImplementedError: hint: multiply by two\n", out)
+    assert re.search(r"ex:wrong +failed: AssertionError: double\(21\) should be 42\n", out)
+    assert re.search(r"ex:silent +failed: the check did not print 'ex:silent passed'\n", out)
+    assert "1 of 4 exercises in learner.ipynb pass" in out
+    assert "not finished: todo\n" in out and "failed: wrong, silent" in out
 
 
 def test_export_command_writes_the_course_notebooks(tmp_path, capsys):
     assert main(["workshop", "export", str(tmp_path / "copies")]) == 0
-    assert "06_routing_gate.ipynb" in {p.name for p in (tmp_path / "copies").iterdir()}
+    assert {p.name for p in course_notebooks()} == {p.name for p in (tmp_path / "copies").iterdir()}
+
+
+# --- the course's own notebooks -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("notebook", course_notebooks(), ids=lambda p: p.stem)
+def test_every_notebook_has_at_least_two_complete_exercises(notebook):
+    exercises = find_exercises(nbformat.read(notebook, as_version=4), name=notebook.name)
+    assert len(exercises) >= 2, f"{notebook.name} has {len(exercises)} exercises; the course asks for two or more"
+
+
+@pytest.mark.parametrize("notebook", course_notebooks(), ids=lambda p: p.stem)
+def test_every_exercise_check_fails_on_its_stub_and_passes_on_the_worked_solution(notebook, tmp_path):
+    (exported,) = export_workshop(tmp_path / "copies", [notebook])
+    on_stubs = {r.slug: r for r in check_exercises(exported)}
+    on_solutions = {r.slug: r for r in check_exercises(notebook)}
+    assert on_stubs.keys() == on_solutions.keys() and on_stubs
+    for slug, result in on_solutions.items():
+        assert result.status == "passed", f"{notebook.name} ex:{slug} fails on its worked solution: {result.message}"
+    for slug, result in on_stubs.items():
+        assert result.status == "not finished", (
+            f"{notebook.name} ex:{slug} on its stub: {result.status} {result.message}"
+        )
+        assert "hint" in result.message, f"{notebook.name} ex:{slug}: the stub's NotImplementedError gives no hint"
+
+
+def test_the_readme_states_each_notebooks_exercise_count():
+    readme = (project_root() / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**Student copies and exercises.**") :]
+    stated = dict(re.findall(r"^\| `(\d\d_\w+\.ipynb)` \| (\d+) \|", section, flags=re.MULTILINE))
+    actual = {p.name: str(len(find_exercises(nbformat.read(p, as_version=4), name=p.name))) for p in course_notebooks()}
+    assert stated == actual

@@ -105,7 +105,7 @@ def wilson(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, floa
 
 
 def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:
-    """Return outcome rates with Wilson intervals for the repeated reset trials (counts and declines)."""
+    """Return outcome rates with Wilson intervals for the paraphrase trials (counts and declines, each from a reset state)."""
     rows = []
     for kind in ("trial_count", "trial_decline"):
         trials = [r for r in results if r.case.kind == kind]
@@ -227,6 +227,10 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
     ]
 
 
+#: How the report names each set of paraphrase trials: one question worded several ways, each in a fresh state.
+PARAPHRASES = {"trial_count": "count paraphrases", "trial_decline": "decline paraphrases"}
+
+
 def side_by_side(reports: list[dict[str, Any]]) -> Any:
     """Return one pandas table with a column per run and a row per headline figure, outcome first."""
     import pandas as pd
@@ -245,7 +249,9 @@ def side_by_side(reports: list[dict[str, Any]]) -> Any:
             "tool-name accuracy": report["tools"]["tool_name_accuracy"],
             "argument validity": f"{report['tools']['valid_arguments']}/{report['tools']['tool_proposals']}",
             **{
-                f"{kind} rate [95% Wilson]": f"{t['correct']}/{t['n']} [{t['wilson_low']:.2f}, {t['wilson_high']:.2f}]"
+                f"{PARAPHRASES[kind]}: correct [95% Wilson]": (
+                    f"{t['correct']}/{t['n']} [{t['wilson_low']:.2f}, {t['wilson_high']:.2f}]"
+                )
                 for kind, t in trials.items()
             },
             "p50 / p95 latency per case (s)": (

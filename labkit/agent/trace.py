@@ -68,32 +68,43 @@ def refund_count_trace(
     if state["route"] != "structured":
         return {**state, "status": "out_of_scope" if state["route"] == "out_of_scope" else "not_handled"}
 
-    state = spend_step(state, "filter_by_intent")
+    state = filter_step(spend_step(state, "filter_by_intent"), filter_by_intent, IntentFilter)
+    state = count_step(spend_step(state, "count_rows"), count_rows, CountRows)
+    check_count_result(state, state0)
+    from labkit.agent.validator import format_answer
+
+    final = verify_final(
+        format_answer(state["count"], "get_refund", state0["caller_scope"]),
+        result=state["calls"][-1]["observation"],
+        expected_intent="get_refund",
+    )
+    return {**state, "final": final, "status": "ok"}
+
+
+def filter_step(state: dict[str, Any], filter_by_intent: Callable[[Any], dict[str, Any]], IntentFilter: type) -> dict:
+    """Filter to ``get_refund``; keep the ``row_ref`` and preview, and log the call with only the preview's size."""
     arguments = IntentFilter(intent="get_refund", limit=20)
     filtered = filter_by_intent(arguments)
-    state = {
-        **state,
-        **filtered,
-        "calls": state["calls"]
-        + [
-            {
-                "step": "filter_by_intent",
-                "arguments": arguments.model_dump(),
-                "observation": {"row_ref": filtered["row_ref"], "preview_rows": len(filtered["preview"])},
-            }
-        ],
+    call = {
+        "step": "filter_by_intent",
+        "arguments": arguments.model_dump(),
+        "observation": {"row_ref": filtered["row_ref"], "preview_rows": len(filtered["preview"])},
     }
+    return {**state, **filtered, "calls": [*state["calls"], call]}
 
-    state = spend_step(state, "count_rows")
+
+def count_step(state: dict[str, Any], count_rows: Callable[[Any], dict[str, Any]], CountRows: type) -> dict:
+    """Count the complete set by its ``row_ref``; refuse a count that is not a nonnegative integer."""
     arguments = CountRows(rows=state["row_ref"])
     counted = count_rows(arguments)
     if type(counted.get("count")) is not int or counted["count"] < 0:
         raise InvalidCount(f"count_rows returned {counted.get('count')!r}; a count must be a nonnegative integer")
-    state = {
-        **state,
-        **counted,
-        "calls": state["calls"] + [{"step": "count_rows", "arguments": arguments.model_dump(), "observation": counted}],
-    }
+    call = {"step": "count_rows", "arguments": arguments.model_dump(), "observation": counted}
+    return {**state, **counted, "calls": [*state["calls"], call]}
+
+
+def check_count_result(state: dict[str, Any], state0: dict[str, Any]) -> None:
+    """Raise `StaleResult` unless the count is for ``get_refund`` in the request's scope and dataset version."""
     if (
         state["dataset_version"] != state0["dataset_version"]
         or state["caller_scope"] != state0["caller_scope"]
@@ -103,11 +114,3 @@ def refund_count_trace(
             f"the count is for {state['intent']} in {state['caller_scope']} at {state['dataset_version']}, but the request "
             f"is get_refund in {state0['caller_scope']} at {state0['dataset_version']}; filter and count again"
         )
-    from labkit.agent.validator import format_answer
-
-    final = verify_final(
-        format_answer(state["count"], "get_refund", state0["caller_scope"]),
-        result=counted,
-        expected_intent="get_refund",
-    )
-    return {**state, "final": final, "status": "ok"}

@@ -11,7 +11,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         name,
         help="export student copies of the notebooks, or check a learner's exercises",
         description="export: write the numbered notebooks into DIR with outputs cleared and worked solutions "
-        "removed. check: run a learner's notebook offline and say, for each exercise check, whether it passes.",
+        "replaced by stubs that raise NotImplementedError with a hint. check: run a learner's notebook offline "
+        "(past errors) and say, per exercise, passed / not finished / failed; exit 1 unless all pass.",
         epilog="examples:\n  labkit workshop export room-copies\n  labkit workshop check room-copies/05_minimal_system.ipynb",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -25,17 +26,12 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from labkit.course.runner import course_notebooks
-    from labkit.course.workshop import check_exercises, export_workshop
+    from labkit.course.workshop import check_exercises, exercise_report, export_workshop
 
     if args.action == "export":
         written = export_workshop(args.destination, course_notebooks())
-        print(f"wrote {len(written)} student notebooks into {args.destination}")
+        print(f"wrote {len(written)} student notebooks into {args.destination} (solutions replaced by stubs)")
         return 0
-    results = check_exercises(args.notebook)
-    if not results:
-        print(f"{args.notebook.name} has no exercise checks")
-        return 0
-    for result in results:
-        print(f"cell {result.cell}: {'passes' if result.passed else 'not yet: ' + result.message}")
-    print(f"{sum(r.passed for r in results)} of {len(results)} exercise checks pass")
-    return 0 if all(r.passed for r in results) else 1
+    report, code = exercise_report(args.notebook.name, check_exercises(args.notebook))
+    print(report)
+    return code

@@ -330,6 +330,24 @@ def _smallest_flip(
     return []
 
 
+def case_changes(
+    cases: Mapping[str, Mapping[str, Any]],
+    old_routes: Mapping[str, str],
+    new_routes: Mapping[str, str],
+    protected_ids: Iterable[str],
+) -> tuple[list[str], list[str], list[str]]:
+    """Return the ids the candidate fixed, the ids it regressed, and the protected ids among the regressed ones."""
+
+    def right(routes: Mapping[str, str], cid: str) -> bool:
+        return routes[cid] == cases[cid]["expected"]
+
+    ordered = sorted(cases, key=id_order)
+    regressed = [cid for cid in ordered if right(old_routes, cid) and not right(new_routes, cid)]
+    fixed = [cid for cid in ordered if not right(old_routes, cid) and right(new_routes, cid)]
+    protected = set(protected_ids)
+    return fixed, regressed, [cid for cid in regressed if cid in protected]
+
+
 def compare(
     suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *, protected: Iterable[str] = ()
 ) -> dict[str, Any]:
@@ -353,13 +371,7 @@ def compare(
     old = _summary(baseline, old_routes, cases, penalties)
     new = _summary(candidate, new_routes, cases, penalties)
 
-    def right(routes: Mapping[str, str], cid: str) -> bool:
-        return routes[cid] == cases[cid]["expected"]
-
-    ordered = sorted(cases, key=id_order)
-    regressed = [cid for cid in ordered if right(old_routes, cid) and not right(new_routes, cid)]
-    fixed = [cid for cid in ordered if not right(old_routes, cid) and right(new_routes, cid)]
-    protected_regressions = [cid for cid in regressed if cid in protected_ids]
+    fixed, regressed, protected_regressions = case_changes(cases, old_routes, new_routes, protected_ids)
     reasons = _reasons(old, new, protected_regressions)
     flip = _smallest_flip(old, new, cases, penalties, set(protected_ids), regressed)
     return {
