@@ -44,6 +44,7 @@ _CSS = """<style>
 .lk-trace .lk-dur { min-width: 6em; text-align: right; color: #444; font-variant-numeric: tabular-nums; }
 .lk-trace .lk-body { padding: 4px 10px 8px 28px; border-top: 1px solid #eee; }
 .lk-trace .lk-body pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-size: 12px;
+  font-family: var(--jp-code-font-family, ui-monospace, monospace) !important;
   line-height: 1.35; }
 .lk-trace .lk-body .highlight { background: #f7f8fa !important; padding: 6px 8px; border-radius: 3px; }
 .lk-trace table.lk-diff { border-collapse: collapse; margin: 4px 0 8px; }

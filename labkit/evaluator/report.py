@@ -17,6 +17,7 @@ from labkit.evaluator.checks import CheckReport, parse_description, run_checks
 from labkit.evaluator.lesson import SETTINGS, LessonInputs, LessonRuns, load_inputs, make_requests
 from labkit.evaluator.record import EvaluationRecord, build_record
 from labkit.evaluator.rubric import ensure_same_rubric
+from labkit.tables import text_table
 
 
 @dataclass
@@ -132,14 +133,14 @@ class EvaluationReport:
         """Return the programmatic checks of one generated description."""
         import pandas as pd
 
-        return pd.DataFrame([r.model_dump() for r in self.checks[product_id].results])
+        return text_table(pd.DataFrame([r.model_dump() for r in self.checks[product_id].results]))
 
     def claims_table(self, product_id: str) -> Any:
         """Return every number-with-unit found in one description, with the supplied fact beside it."""
         import pandas as pd
 
         columns = ["quantity", "text", "claimed", "fact", "status"]
-        return pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns)
+        return text_table(pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns))
 
     def record_table(self, product_id: str) -> Any:
         """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence."""
@@ -155,24 +156,26 @@ class EvaluationReport:
             }
             for r in self.records[product_id].criteria
         ]
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
 
 def rubric_table(rubric: Any) -> Any:
     """Return the rubric's criteria as a table: labels, passing labels, who scores, which checks gate it."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [
-            {
-                "criterion": c.id,
-                "allowed_labels": ", ".join(c.allowed_labels),
-                "pass_labels": ", ".join(c.pass_labels),
-                "scored_by": c.scored_by,
-                "gated_by_checks": ", ".join(c.checks) or "-",
-            }
-            for c in rubric.criteria
-        ]
+    return text_table(
+        pd.DataFrame(
+            [
+                {
+                    "criterion": c.id,
+                    "allowed_labels": ", ".join(c.allowed_labels),
+                    "pass_labels": ", ".join(c.pass_labels),
+                    "scored_by": c.scored_by,
+                    "gated_by_checks": ", ".join(c.checks) or "-",
+                }
+                for c in rubric.criteria
+            ]
+        )
     )
 
 
