@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from labkit.canonical import canonical_sha256, file_sha256, load_strict, pretty_json
 from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
 from labkit.paths import project_root, recorded_runs_dir
+from labkit.tables import text_table
 
 SCHEMA_VERSION = 1
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
@@ -239,4 +240,4 @@ def bindings_table(run: RecordedRun) -> Any:
                 "latency_s": binding.latency_s,
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))

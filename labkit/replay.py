@@ -22,6 +22,7 @@ import httpx2
 from labkit.canonical import canonical_json, canonical_sha256
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import Binding, RecordedRun
+from labkit.tables import text_table
 
 #: The base URL a replay client is given; nothing resolves or connects to it.
 REPLAY_BASE_URL = "http://replay.labkit.invalid/v1"
@@ -136,7 +137,7 @@ def diff_table(diff: list[FieldDiff] | list[dict[str, Any]], *, width: int = 60)
         d = FieldDiff(**item) if isinstance(item, dict) else item
         recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
         rows.append({"field": d.path, "recorded": recorded, "this request": actual})
-    return pd.DataFrame(rows, columns=["field", "recorded", "this request"])
+    return text_table(pd.DataFrame(rows, columns=["field", "recorded", "this request"]))
 
 
 def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) -> ReplayRequestMismatch | None:

@@ -194,3 +194,13 @@ def test_remote_reference_finder_sees_scripts_styles_and_protocol_relative_urls(
         "https://h/i.png",
         "http://h/b.css",
     ]
+
+
+@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.stem)
+def test_committed_notebook_saves_the_model_of_every_widget_view_and_no_other_run(path):
+    nb = nbformat.read(path, as_version=4)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    views = _widget_views(nb)
+    assert [view for view in views if view not in state] == [], "regenerate with `labkit run NN --update`"
+    if not views:
+        assert not state, "widget models saved by an earlier run: regenerate with `labkit run NN --update`"

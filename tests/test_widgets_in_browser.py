@@ -131,7 +131,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
             try:
-                yield {"url": f"http://127.0.0.1:{port}", "token": token, "course": course, "browser": browser}
+                url = f"http://127.0.0.1:{port}"
+                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                page = context.new_page()  # one JupyterLab page for every notebook: the app loads once
+                refused = _refuse_other_hosts(page, (url + "/", "data:", "blob:"))
+                page.goto(f"{url}/lab?reset&token={token}")
+                page.wait_for_function(
+                    "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
+                    timeout=60000,
+                )
+                page.evaluate("async () => { await window.jupyterapp.restored; }")
+                yield {"course": course, "context": context, "page": page, "refused": refused}
             finally:
                 browser.close()
     finally:
@@ -237,44 +247,63 @@ def _check_lab_outputs(page: Any, name: str, state: dict[str, Any]) -> int:
     return views
 
 
+_OPEN_JS = """async path => {
+  const app = window.jupyterapp;
+  const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  app.shell.activateById(panel.id);
+}"""
+
+# The notebook is open with a kernel (still starting, perhaps: the restart replaces it anyway).
+_HAS_KERNEL_JS = """path => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.context && panel.context.path === path && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
+  return Boolean(kernel);
+}"""
+
+_CLOSE_JS = """async path => {
+  for (const widget of [...window.jupyterapp.shell.widgets('main')]) {
+    if (widget.context && widget.context.path === path) {
+      await widget.sessionContext.shutdown();
+      widget.dispose();
+    }
+  }
+}"""
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_in_jupyterlab_and_its_export_renders_offline(lab: dict[str, Any], name: str) -> None:
+    import nbformat
+
     from labkit.course.runner import export_html
 
     shots = project_root() / "scratch" / "browser"
     shots.mkdir(parents=True, exist_ok=True)
-    context = lab["browser"].new_context(viewport={"width": 1280, "height": 900})
+    page, path = lab["page"], f"notebooks/{name}"
+    lab["refused"].clear()
+    page.evaluate(_OPEN_JS, path)
     try:
-        page = context.new_page()
-        refused = _refuse_other_hosts(page, (lab["url"] + "/", "data:", "blob:"))
-        page.goto(f"{lab['url']}/lab/tree/notebooks/{name}?reset&token={lab['token']}")
-        page.wait_for_function(
-            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
-            "window.jupyterapp.shell.currentWidget.sessionContext.session && "
-            "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && "
-            "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-            timeout=60000,
-        )
+        page.wait_for_function(_HAS_KERNEL_JS, arg=path, timeout=60000)
         state = _run_all_from_the_menu(page)
         try:
             views = _check_lab_outputs(page, name, state)
         except AssertionError:
             page.screenshot(path=str(shots / f"{Path(name).stem}.failed.png"))
-            (shots / f"{Path(name).stem}.failed.html").write_text(page.content(), encoding="utf-8")
             raise
-        page.screenshot(path=str(shots / f"{Path(name).stem}.png"))
-
         page.screenshot(path=str(shots / f"{Path(name).stem}.png"))
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=20000)
-        assert refused == [], f"JupyterLab asked another host for {refused}"
+    finally:
+        page.evaluate(_CLOSE_JS, path)
+    assert lab["refused"] == [], f"JupyterLab asked another host for {lab['refused']}"
 
-        import nbformat
-
-        saved = nbformat.read(lab["course"] / "notebooks" / name, as_version=4)
-        exported = export_html(saved, lab["course"] / "html" / f"{Path(name).stem}.html")
-        offline = context.new_page()
-        refused_offline = _refuse_other_hosts(offline, ("file:", "data:", "blob:"))
+    saved = nbformat.read(lab["course"] / path, as_version=4)
+    exported = export_html(saved, lab["course"] / "html" / f"{Path(name).stem}.html")
+    offline = lab["context"].new_page()
+    try:
+        refused = _refuse_other_hosts(offline, ("file:", "data:", "blob:"))
         offline.goto(exported.as_uri())
         viewers = offline.locator(".lk-trace")
         assert viewers.count() == views, "the exported page does not show every trace viewer"
@@ -285,9 +314,7 @@ def test_notebook_runs_in_jupyterlab_and_its_export_renders_offline(lab: dict[st
             offline.screenshot(path=str(shots / f"{Path(name).stem}.html.png"))
         shown = offline.locator("img")
         for index in range(shown.count()):
-            assert shown.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), (
-                "an exported figure is broken"
-            )
-        assert refused_offline == [], f"the exported page asked another host for {refused_offline}"
+            assert shown.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), "a figure is broken"
+        assert refused == [], f"the exported page asked another host for {refused}"
     finally:
-        context.close()
+        offline.close()

@@ -59,7 +59,7 @@ class EvaluationReport:
                     "latency_s": None if g.call.latency_s is None else round(g.call.latency_s, 2),
                 }
             )
-        return pd.DataFrame(rows).astype({"words": "Int64"})
+        return text_table(pd.DataFrame(rows).astype({"words": "Int64"}))
 
     def agreement_table(self) -> Any:
         """Return the agreement evidence: one row per criterion and arrangement, human-human beside it."""
@@ -80,13 +80,13 @@ class EvaluationReport:
                     "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})",
                 }
             )
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
     def routing_table(self) -> Any:
         """Return who scores each criterion in release, and why."""
         import pandas as pd
 
-        return pd.DataFrame([r.model_dump() for r in self.routing.values()])
+        return text_table(pd.DataFrame([r.model_dump() for r in self.routing.values()]))
 
     def judge_table(self, product_id: str, *, source: str = "labeled") -> Any:
         """Return the judge's labels for one description: arrangement, criterion, explanation, verdict, or rejection."""
@@ -114,7 +114,7 @@ class EvaluationReport:
                         "verdict": label.verdict,
                     }
                 )
-        return pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"])
+        return text_table(pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"]))
 
     def release_table(self) -> Any:
         """Return the release summary: per product, each criterion's label (or who must give it) and the decision."""
@@ -127,7 +127,7 @@ class EvaluationReport:
                 row[result.criterion] = result.label if result.label else result.scorer
             row.update({"cost_usd": round(record.cost_usd, 7), "release": record.release})
             rows.append(row)
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
     def checks_table(self, product_id: str) -> Any:
         """Return the programmatic checks of one generated description."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.rag.questions import FilingQuestion
+from labkit.tables import text_table
 
 #: Relative tolerance of a numeric answer, and the smallest absolute one.
 TOLERANCE = (0.005, 0.005)
@@ -101,7 +102,7 @@ def grade(
                 "note": (errors or {}).get(q.financebench_id, ""),
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))
 
 
 def kind(question: FilingQuestion) -> str:
@@ -132,7 +133,7 @@ def summary(table: Any) -> Any:
                 "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))
 
 
 # --- one-variable experiments (retrieval only: no model call) -------------------------------------------
@@ -159,16 +160,18 @@ def experiments_table(experiments: list[Experiment]) -> Any:
     """Return one row per experiment: its settings and page-hit@k."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [
-            {
-                "experiment": e.name,
-                "k": e.settings["k"],
-                "chunk_size": e.settings["chunk_size"],
-                "rerank": e.settings["rerank"],
-                "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
-                "page_hit@k": e.page_hit_rate,
-            }
-            for e in experiments
-        ]
+    return text_table(
+        pd.DataFrame(
+            [
+                {
+                    "experiment": e.name,
+                    "k": e.settings["k"],
+                    "chunk_size": e.settings["chunk_size"],
+                    "rerank": e.settings["rerank"],
+                    "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
+                    "page_hit@k": e.page_hit_rate,
+                }
+                for e in experiments
+            ]
+        )
     )
