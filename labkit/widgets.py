@@ -128,12 +128,19 @@ def event_row(event: TraceEvent, *, longest_ms: float | None = None, open_: bool
     )
 
 
-def timeline_html(trace: Trace, *, open_: bool = False) -> str:
-    """Return the rows of a trace's timeline, with the viewer's style sheet."""
+#: The viewer's box; the last two classes keep MathJax off dollar signs in the data.
+_BOX = "lk-trace tex2jax_ignore mathjax_ignore"
+
+
+def _rows(trace: Trace, *, open_: bool) -> str:
     durations = [d for d in map(event_duration_ms, trace) if d is not None]
     longest = max(durations, default=None)
-    rows = "".join(event_row(e, longest_ms=longest, open_=open_) for e in trace)
-    return f"{_CSS}<div class='lk-trace'><div class='lk-rows'>{rows}</div></div>"
+    return "".join(event_row(e, longest_ms=longest, open_=open_) for e in trace)
+
+
+def timeline_html(trace: Trace, *, open_: bool = False) -> str:
+    """Return the rows of a trace's timeline, with the viewer's style sheet."""
+    return f"{_CSS}<div class='{_BOX}'><div class='lk-rows'>{_rows(trace, open_=open_)}</div></div>"
 
 
 def heading_html(trace: Trace, title: str) -> str:
@@ -147,12 +154,11 @@ def heading_html(trace: Trace, title: str) -> str:
 
 def static_html(trace: Trace, title: str) -> str:
     """Return the whole viewer as one static HTML block whose "show all" box needs no kernel."""
-    rows = timeline_html(trace).removesuffix("</div>")
     head = (
         f"<div class='lk-trace-head'><span>{heading_html(trace, title)}</span>"
         f"<label class='lk-all'><input type='checkbox' onchange=\"{_SHOW_ALL_SCRIPT}\"> show all</label></div>"
     )
-    return rows.replace("<div class='lk-trace'>", "<div class='lk-trace'>" + head, 1) + "</div>"
+    return f"{_CSS}<div class='{_BOX}'>{head}<div class='lk-rows'>{_rows(trace, open_=False)}</div></div>"
 
 
 #: Widget ids come from this namespace and a counter rather than random UUIDs, so that a notebook

@@ -82,6 +82,7 @@ def test_viewer_carries_a_static_html_form_with_a_show_all_box_and_no_widget_man
     assert page == two["text/html"], "the static form is compared by nbval: it must not change between runs"
     assert page.count("<details class='lk-ev") == 2 and "a &lt;b&gt; title" in page
     assert "type='checkbox'" in page and "show all" in page and "<script" not in page
+    assert "tex2jax_ignore" in page and "tex2jax_ignore" in _parts(TraceViewer(_refused_trace()))[2].value
     assert (
         one["application/vnd.jupyter.widget-view+json"]["model_id"]
         != two["application/vnd.jupyter.widget-view+json"]["model_id"]
