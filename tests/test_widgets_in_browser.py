@@ -255,12 +255,12 @@ _OPEN_JS = """async path => {
   app.shell.activateById(panel.id);
 }"""
 
-# The notebook is open with a kernel (still starting, perhaps: the restart replaces it anyway).
-_HAS_KERNEL_JS = """path => {
+# The notebook is open and its first kernel is ready (restarting one that is still starting can lose the run).
+_KERNEL_IDLE_JS = """path => {
   const panel = window.jupyterapp.shell.currentWidget;
   const kernel = panel && panel.context && panel.context.path === path && panel.sessionContext.session
     && panel.sessionContext.session.kernel;
-  return Boolean(kernel);
+  return Boolean(kernel) && kernel.status === 'idle';
 }"""
 
 _CLOSE_JS = """async path => {
@@ -285,11 +285,11 @@ def test_notebook_runs_in_jupyterlab_and_its_export_renders_offline(lab: dict[st
     lab["refused"].clear()
     page.evaluate(_OPEN_JS, path)
     try:
-        page.wait_for_function(_HAS_KERNEL_JS, arg=path, timeout=60000)
-        state = _run_all_from_the_menu(page)
         try:
+            page.wait_for_function(_KERNEL_IDLE_JS, arg=path, timeout=60000)
+            state = _run_all_from_the_menu(page)
             views = _check_lab_outputs(page, name, state)
-        except AssertionError:
+        except Exception:
             page.screenshot(path=str(shots / f"{Path(name).stem}.failed.png"))
             raise
         page.screenshot(path=str(shots / f"{Path(name).stem}.png"))
