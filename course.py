@@ -30,7 +30,7 @@ STAMP = VENV / ".labkit-install"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 COMMANDS = ("run", "test", "lint")
-OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev")
+OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser")
 LINTERS = (
     ("ruff", "check", "."),
     ("ruff", "format", "--check", "."),

@@ -37,6 +37,7 @@ from labkit.canonical import (
 )
 from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
 from labkit.paths import atomic_write, project_root, recorded_runs_dir
+from labkit.tables import text_table
 
 SCHEMA_VERSION: Literal[2] = 2
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
@@ -530,4 +531,4 @@ def bindings_table(run: RecordedRun) -> Any:
                 "latency_s": binding.latency_s,
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))

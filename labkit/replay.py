@@ -27,6 +27,7 @@ import httpx2
 from labkit.canonical import canonical_json
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import CHAT_PATH, Binding, RecordedRun, request_body, request_key
+from labkit.tables import text_table
 
 #: What a refusal says when the nearest request holds the same values written as other text.
 SAME_JSON = "same JSON, different text: key order / whitespace"
@@ -226,7 +227,7 @@ def diff_table(diff: list[FieldDiff] | list[dict[str, Any]], *, width: int = 60)
         recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
         rows.append({"field": d.path, "recorded": recorded, "this request": actual, "note": d.note})
     columns = ["field", "recorded", "this request"] + (["note"] if any(r["note"] for r in rows) else [])
-    return pd.DataFrame(rows, columns=columns)
+    return text_table(pd.DataFrame(rows, columns=columns))
 
 
 def replay_refusal(adapter: Any, question: str, messages: list[dict[str, Any]]) -> ReplayRequestMismatch | None:

@@ -132,6 +132,25 @@ def run_identity(adapter: Any) -> dict[str, Any]:
     }
 
 
+def expand_json_strings(value: Any) -> Any:
+    """Return ``value`` with every string that holds a JSON object or array replaced by what it holds, at any depth.
+
+    A model request or reply often carries JSON inside a string; shown as JSON,
+    it reads as a nested object instead of a line of ``\\"`` escapes.
+    """
+    if isinstance(value, dict):
+        return {key: expand_json_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_json_strings(item) for item in value]
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return expand_json_strings(parsed) if isinstance(parsed, dict | list) else value
+    return value
+
+
 def dumps_event_data(event: TraceEvent) -> str:
-    """Return an event's data as indented JSON for display."""
-    return json.dumps(event.data, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    """Return an event's data as indented JSON for display, JSON held in strings shown as JSON."""
+    return json.dumps(expand_json_strings(event.data), indent=2, ensure_ascii=False, sort_keys=True, default=str)

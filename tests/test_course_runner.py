@@ -1,4 +1,5 @@
 import json
+import re
 
 import nbformat
 import pytest
@@ -113,3 +114,93 @@ def test_no_kernel_process_outlives_its_notebook(course):
     run_notebook(_notebook(course / "02_bad.ipynb", "1/0"))
     kernels = [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
     assert kernels == []
+
+
+_VIEWER = (
+    "from labkit.traces import Trace\nfrom labkit.widgets import TraceViewer\n"
+    "t = Trace()\nt.emit('request_accepted', question='q')\nt.emit('replay_refused', error='no reply')\n"
+    "TraceViewer(t)"
+)
+
+
+def _widget_views(nb):
+    return [
+        out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+    ]
+
+
+def _stale(path):
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {"state": {"stale": {}}, "version_major": 2, "version_minor": 0}
+    }
+    nbformat.write(nb, path)
+    return path
+
+
+def test_update_saves_the_widget_state_of_this_run_and_drops_stale_models(course):
+    path = _stale(_notebook(course / "01_viewer.ipynb", _VIEWER, _VIEWER))
+    assert run_notebook(path, write_back=True).status == "passed"
+    nb = nbformat.read(path, as_version=4)
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    views = _widget_views(nb)
+    assert len(views) == 2 and all(view in state for view in views)
+    assert "stale" not in state
+
+
+def test_update_of_a_run_without_widgets_keeps_no_widget_state(course):
+    path = _stale(_notebook(course / "01_plain.ipynb", "1 + 1"))
+    assert run_notebook(path, write_back=True).status == "passed"
+    assert "widgets" not in nbformat.read(path, as_version=4).metadata
+
+
+def _remote_references(page: str) -> list[str]:
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.extend(v for k, v in attrs if k in ("src", "href", "data", "srcset", "action") and v)
+
+    Links().feed(page)
+    found += re.findall(r"url\(\s*['\"]?([^'\")]+)", page) + re.findall(r"@import\s+['\"]([^'\"]+)", page)
+    return [ref for ref in found if re.match(r"(?i)([a-z][a-z0-9+.-]*:)?//", ref) and not ref.startswith("file:")]
+
+
+def test_html_export_shows_the_trace_viewer_and_plots_and_loads_nothing_from_another_host(course, tmp_path):
+    plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()"
+    path = _notebook(course / "01_viewer.ipynb", _VIEWER, plot, "print('$0.5 (limit $1)')")
+    assert run_notebook(path, html_dir=tmp_path / "html").status == "passed"
+    page = (tmp_path / "html" / "01_viewer.html").read_text(encoding="utf-8")
+    assert len(re.findall(r"<details class=.lk-ev", page)) == 2 and "show all" in page
+    assert re.search(r"<img [^>]*src=.data:image/png;base64,", page)
+    assert "widget-view+json" not in page and "MathJax" not in page and "require.js" not in page
+    assert _remote_references(page) == []
+
+
+def test_remote_reference_finder_sees_scripts_styles_and_protocol_relative_urls():
+    page = (
+        '<script src="https://cdn.example/x.js"></script><link href="//cdn.example/a.css">'
+        "<style>@import 'http://h/b.css'; div { background: url(https://h/i.png) }</style>"
+        '<a href="#local"></a><img src="data:image/png;base64,AA">'
+    )
+    assert _remote_references(page) == [
+        "https://cdn.example/x.js",
+        "//cdn.example/a.css",
+        "https://h/i.png",
+        "http://h/b.css",
+    ]
+
+
+@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.stem)
+def test_committed_notebook_saves_the_model_of_every_widget_view_and_no_other_run(path):
+    nb = nbformat.read(path, as_version=4)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    views = _widget_views(nb)
+    assert [view for view in views if view not in state] == [], "regenerate with `labkit run NN --update`"
+    if not views:
+        assert not state, "widget models saved by an earlier run: regenerate with `labkit run NN --update`"

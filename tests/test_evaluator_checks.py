@@ -73,3 +73,9 @@ def test_cost_over_the_limit_fails_the_cost_check():
     limit = RUBRIC.limits.max_cost_usd
     assert run_checks(_reply("light " * 30), PRODUCTS["p07"], RUBRIC, cost_usd=limit).status("cost") == "pass"
     assert run_checks(_reply("light " * 30), PRODUCTS["p07"], RUBRIC, cost_usd=limit * 1.01).status("cost") == "fail"
+
+
+def test_cost_detail_names_usd_without_dollar_signs_that_mathjax_would_read_as_math():
+    report = run_checks(_reply("light " * 30), PRODUCTS["p07"], RUBRIC, cost_usd=0.000061)
+    detail = next(r.detail for r in report.results if r.name == "cost")
+    assert detail == f"0.000061 USD (limit {RUBRIC.limits.max_cost_usd:.6f} USD)"

@@ -197,9 +197,10 @@ def test_route_slices_show_the_urgent_slice_carrying_the_penalty(gate):
     slices = route_slices(gate.report())
     assert list(slices.index) == list(ROUTES)
     urgent = slices.loc["urgent_support"]
-    assert (urgent["cases"], urgent["baseline_accuracy"], urgent["candidate_accuracy"]) == (2, 1.0, 0.5)
-    assert (urgent["baseline_penalty"], urgent["candidate_penalty"]) == (0, 20)
-    assert slices["baseline_penalty"].sum() == 2 and slices["candidate_penalty"].sum() == 20
+    assert list(slices.columns) == ["cases", "baseline_acc", "candidate_acc", "baseline_pen", "candidate_pen"]
+    assert (urgent["cases"], urgent["baseline_acc"], urgent["candidate_acc"]) == (2, 1.0, 0.5)
+    assert (urgent["baseline_pen"], urgent["candidate_pen"]) == (0, 20)
+    assert slices["baseline_pen"].sum() == 2 and slices["candidate_pen"].sum() == 20
 
 
 def test_confusion_matrix_puts_the_checkout_outage_in_the_billing_column(gate):

@@ -42,3 +42,22 @@ def test_summary_names_status_and_reasons():
     trace.emit("model_skipped", reason="empty_context")
     trace.emit("request_completed", status="not_in_docs")
     assert trace.summary() == "#1 model_skipped reason=empty_context\n#2 request_completed status=not_in_docs"
+
+
+def test_json_held_in_strings_is_expanded_at_any_depth_and_other_text_is_kept():
+    from labkit.traces import expand_json_strings
+
+    value = {"reply": '{"a": ["[1, 2]", "x"]}', "note": "[not json", "n": "42", "list": ['{"b": null}']}
+    assert expand_json_strings(value) == {
+        "reply": {"a": [[1, 2], "x"]},
+        "note": "[not json",
+        "n": "42",
+        "list": [{"b": None}],
+    }
+
+
+def test_event_data_dump_has_no_escaped_quotes_for_nested_json():
+    from labkit.traces import dumps_event_data
+
+    event = Trace().emit("generate", raw='{"kind": "answer"}')
+    assert dumps_event_data(event) == '{\n  "raw": {\n    "kind": "answer"\n  }\n}'

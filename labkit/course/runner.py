@@ -58,14 +58,49 @@ def kernel_manager(folder: Path) -> Any:
     return KernelManager(kernel_name="python3")
 
 
+#: nbconvert's lab page without the scripts it would fetch from public CDNs (require.js, the
+#: widget manager, MathJax, Mermaid): an exported page must open with the network off.
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
 def export_html(nb: Any, path: Path) -> Path:
-    """Write an executed notebook as a standalone HTML page (for sharing a run with a room)."""
+    """Write an executed notebook as a standalone HTML page that needs no network (for sharing a run with a room).
+
+    Widgets are shown by the static HTML form each output carries beside its widget
+    view (`labkit.widgets.TraceViewer` has one), so the page needs no widget manager;
+    images are embedded; no script or style sheet comes from another host.
+    """
+    import copy
+
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    body, _ = HTMLExporter().from_notebook_node(nb)
+    page = copy.deepcopy(nb)
+    page.metadata.pop("widgets", None)  # without widget state nbconvert shows each output's text/html form
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"labkit_offline.html.j2": OFFLINE_TEMPLATE})],
+        template_file="labkit_offline.html.j2",
+        embed_images=True,
+    )
+    body, _ = exporter.from_notebook_node(page)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body, encoding="utf-8")
     return path
+
+
+def save_widget_state(client: Any) -> None:
+    """Replace the notebook's saved widget state with this run's, so every widget view in its outputs has a model.
+
+    Models saved by earlier runs are dropped; a run that made no widget leaves no state.
+    """
+    client.nb.metadata.pop("widgets", None)
+    client.set_widgets_metadata()
 
 
 def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_errors: bool = False) -> float:
@@ -98,6 +133,7 @@ def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_error
                 start = time.perf_counter()
                 for index, cell in enumerate(nb.cells):
                     client.execute_cell(cell, index)
+                save_widget_state(client)
         except Exception as exc:
             exc.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
             raise

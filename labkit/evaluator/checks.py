@@ -172,7 +172,7 @@ def run_checks(text: str, product: Product, rubric: Rubric, *, cost_usd: float) 
         CheckResult(
             name="cost",
             status="pass" if cost_usd <= limits.max_cost_usd else "fail",
-            detail=f"${cost_usd:.6f} (limit ${limits.max_cost_usd:.6f})",
+            detail=f"{cost_usd:.6f} USD (limit {limits.max_cost_usd:.6f} USD)",
         )
     )
     claims = find_claims(output.title + "\n" + output.description if output else text, product)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import InvalidJSON, LabkitError, validation_problems
+from labkit.tables import text_table
 
 if TYPE_CHECKING:
     from labkit.evaluator.report import EvaluationReport
@@ -105,7 +106,7 @@ def experiments_table(experiments: list[Experiment]) -> Any:
         }
         for e in experiments
     ]
-    return pd.DataFrame(rows, columns=["id", "variable", "baseline", "changed_to", "outcome", "evidence"])
+    return text_table(pd.DataFrame(rows, columns=["id", "variable", "baseline", "changed_to", "outcome", "evidence"]))
 
 
 def _conditions(report: EvaluationReport, **extra: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from labkit.evaluator.checks import CheckReport, parse_description, run_checks
 from labkit.evaluator.lesson import SETTINGS, LessonInputs, LessonRuns, load_inputs, make_requests
 from labkit.evaluator.record import EvaluationRecord, build_record
 from labkit.evaluator.rubric import ensure_same_rubric
+from labkit.tables import text_table
 
 
 @dataclass
@@ -58,7 +59,7 @@ class EvaluationReport:
                     "latency_s": None if g.call.latency_s is None else round(g.call.latency_s, 2),
                 }
             )
-        return pd.DataFrame(rows).astype({"words": "Int64"})
+        return text_table(pd.DataFrame(rows).astype({"words": "Int64"}))
 
     def agreement_table(self) -> Any:
         """Return the agreement evidence: one row per criterion and arrangement, human-human beside it."""
@@ -79,13 +80,13 @@ class EvaluationReport:
                     "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})",
                 }
             )
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
     def routing_table(self) -> Any:
         """Return who scores each criterion in release, and why."""
         import pandas as pd
 
-        return pd.DataFrame([r.model_dump() for r in self.routing.values()])
+        return text_table(pd.DataFrame([r.model_dump() for r in self.routing.values()]))
 
     def judge_table(self, product_id: str, *, source: str = "labeled") -> Any:
         """Return the judge's labels for one description: arrangement, criterion, explanation, verdict, or rejection."""
@@ -113,7 +114,7 @@ class EvaluationReport:
                         "verdict": label.verdict,
                     }
                 )
-        return pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"])
+        return text_table(pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"]))
 
     def release_table(self) -> Any:
         """Return the release summary: per product, each criterion's label (or who must give it) and the decision."""
@@ -126,20 +127,20 @@ class EvaluationReport:
                 row[result.criterion] = result.label if result.label else result.scorer
             row.update({"cost_usd": round(record.cost_usd, 7), "release": record.release})
             rows.append(row)
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
     def checks_table(self, product_id: str) -> Any:
         """Return the programmatic checks of one generated description."""
         import pandas as pd
 
-        return pd.DataFrame([r.model_dump() for r in self.checks[product_id].results])
+        return text_table(pd.DataFrame([r.model_dump() for r in self.checks[product_id].results]))
 
     def claims_table(self, product_id: str) -> Any:
         """Return every number-with-unit found in one description, with the supplied fact beside it."""
         import pandas as pd
 
         columns = ["quantity", "text", "claimed", "fact", "status"]
-        return pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns)
+        return text_table(pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns))
 
     def record_table(self, product_id: str) -> Any:
         """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence."""
@@ -155,24 +156,26 @@ class EvaluationReport:
             }
             for r in self.records[product_id].criteria
         ]
-        return pd.DataFrame(rows)
+        return text_table(pd.DataFrame(rows))
 
 
 def rubric_table(rubric: Any) -> Any:
     """Return the rubric's criteria as a table: labels, passing labels, who scores, which checks gate it."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [
-            {
-                "criterion": c.id,
-                "allowed_labels": ", ".join(c.allowed_labels),
-                "pass_labels": ", ".join(c.pass_labels),
-                "scored_by": c.scored_by,
-                "gated_by_checks": ", ".join(c.checks) or "-",
-            }
-            for c in rubric.criteria
-        ]
+    return text_table(
+        pd.DataFrame(
+            [
+                {
+                    "criterion": c.id,
+                    "allowed_labels": ", ".join(c.allowed_labels),
+                    "pass_labels": ", ".join(c.pass_labels),
+                    "scored_by": c.scored_by,
+                    "gated_by_checks": ", ".join(c.checks) or "-",
+                }
+                for c in rubric.criteria
+            ]
+        )
     )
 
 

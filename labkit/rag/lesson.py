@@ -14,6 +14,7 @@ from labkit.paths import scratch_dir
 from labkit.rag.index import ALT_CHUNKING, CHUNKING, FilingsIndex, index_folder, load_filings, open_index
 from labkit.rag.metrics import Experiment, grade, page_hit, summary
 from labkit.rag.questions import FilingQuestion
+from labkit.tables import shorten, text_table
 
 #: The k values of the k experiment.
 KS = (1, 3, 5, 8)
@@ -36,7 +37,7 @@ def candidates_table(record: dict[str, Any]) -> Any:
     import pandas as pd
 
     chosen = {item["citation_id"]: (rank, item["reranker_score"]) for rank, item in enumerate(record["retrieved"], 1)}
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [
             {
                 "search_rank": n,
@@ -48,6 +49,7 @@ def candidates_table(record: dict[str, Any]) -> Any:
             for n, c in enumerate(record["candidates"], 1)
         ]
     ).astype({"selected_rank": "Int64"})
+    return text_table(frame)
 
 
 def compare_paths(questions: list[FilingQuestion], run: Any) -> Any:
@@ -73,15 +75,15 @@ def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
 
 
 def failures(run: Any) -> Any:
-    """Return the failed trials of a run (path, question id, error), sorted."""
+    """Return the failed trials of a run (path, question id, error cut at a word with an ellipsis), sorted."""
     import pandas as pd
 
     rows = [
-        {"path": path, "id": qid.removeprefix("labkit_filings_"), "error": error[:110]}
+        {"path": path, "id": qid.removeprefix("labkit_filings_"), "error": shorten(error)}
         for path, errors in run.errors.items()
         for qid, error in sorted(errors.items())
     ]
-    return pd.DataFrame(rows, columns=["path", "id", "error"])
+    return text_table(pd.DataFrame(rows, columns=["path", "id", "error"]))
 
 
 def experiment_grid(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.rag.questions import FilingQuestion
+from labkit.tables import text_table
 
 #: Relative tolerance of a numeric answer, and the smallest absolute one.
 TOLERANCE = (0.005, 0.005)
@@ -150,7 +151,7 @@ def grade(
                 "note": (errors or {}).get(q.financebench_id, ""),
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))
 
 
 def kind(question: FilingQuestion) -> str:
@@ -183,7 +184,7 @@ def summary(table: Any) -> Any:
                 "mrr": _mean(part["reciprocal_rank"]),
             }
         )
-    return pd.DataFrame(rows)
+    return text_table(pd.DataFrame(rows))
 
 
 def _mean(column: Any) -> float | str:
@@ -215,16 +216,18 @@ def experiments_table(experiments: list[Experiment]) -> Any:
     """Return one row per experiment: its settings and page-hit@k."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [
-            {
-                "experiment": e.name,
-                "k": e.settings["k"],
-                "chunk_size": e.settings["chunk_size"],
-                "rerank": e.settings["rerank"],
-                "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
-                "page_hit@k": e.page_hit_rate,
-            }
-            for e in experiments
-        ]
+    return text_table(
+        pd.DataFrame(
+            [
+                {
+                    "experiment": e.name,
+                    "k": e.settings["k"],
+                    "chunk_size": e.settings["chunk_size"],
+                    "rerank": e.settings["rerank"],
+                    "hits": f"{sum(e.hits.values())}/{len(e.hits)}",
+                    "page_hit@k": e.page_hit_rate,
+                }
+                for e in experiments
+            ]
+        )
     )

@@ -436,17 +436,23 @@ def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) 
 
 
 def route_slices(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Return accuracy and penalty points per expected route for both runs, one row per route."""
+    """Return accuracy and penalty points per expected route, baseline beside candidate, one row per route.
+
+    Columns: ``cases``, ``baseline_acc``, ``candidate_acc``, ``baseline_pen``, ``candidate_pen``
+    (short, so the table fits a notebook's column; correct answers are accuracy times cases).
+    """
     import pandas as pd
 
     rows = []
     for route in ROUTES:
         row: dict[str, Any] = {"route": route, "cases": report["baseline"]["by_route"][route]["cases"]}
-        for side in ("baseline", "candidate"):
-            part = report[side]["by_route"][route]
-            row[f"{side}_correct"] = part["correct"]
-            row[f"{side}_accuracy"] = round(part["correct"] / part["cases"], 3) if part["cases"] else None
-            row[f"{side}_penalty"] = part["penalty_points"]
+        for measure in ("acc", "pen"):
+            for side in ("baseline", "candidate"):
+                part = report[side]["by_route"][route]
+                if measure == "acc":
+                    row[f"{side}_acc"] = round(part["correct"] / part["cases"], 3) if part["cases"] else None
+                else:
+                    row[f"{side}_pen"] = part["penalty_points"]
         rows.append(row)
     return pd.DataFrame(rows).set_index("route")
 

@@ -16,6 +16,7 @@ from typing import Any
 from labkit.system.contract import SETTINGS
 from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
 from labkit.system.policy import embeddings_path, policy_path
+from labkit.tables import text_table
 
 #: Re-exported: `labkit.course.lessons` reads a lesson's settings from its run module.
 SETTINGS = SETTINGS
@@ -110,7 +111,7 @@ def failure_table(rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list
             }
         )
     columns = ["question", "check status", "final status", "why it failed", "raw reply", "tool observation"]
-    return pd.DataFrame(records, columns=columns).set_index("question")
+    return text_table(pd.DataFrame(records, columns=columns).set_index("question"))
 
 
 def _why(case: Any, result: dict[str, Any]) -> str:
@@ -157,4 +158,6 @@ def latency_table(lines: list[dict[str, Any]], run: Any) -> Any:
                     output_tokens=binding.usage.completion_tokens,
                 )
         rows.append(row)
-    return pd.DataFrame(rows).set_index("question").astype({"input_tokens": "Int64", "output_tokens": "Int64"})
+    return text_table(
+        pd.DataFrame(rows).set_index("question").astype({"input_tokens": "Int64", "output_tokens": "Int64"})
+    )
