@@ -85,11 +85,13 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
 
 
 #: Modules beyond `RECORDABLE` whose runs a lesson holds (lesson 02 part B records its own).
-EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {"02": ("labkit.rag.runs",)}
+#: Lesson -> further modules whose requests its runs hold: lesson 02 part B, and lesson 06's first captured run
+#: (ids echoed by the model), kept beside the two-prompt run that `labkit record 06` now makes.
+EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {"02": ("labkit.rag.runs",), "06": ("labkit.routing.runs",)}
 
 
 def run_modules(lesson: str) -> list[ModuleType]:
-    """Return every module that makes a lesson's recorded requests (two for lesson 02: parts A and B)."""
+    """Return every module that makes a lesson's recorded requests (two for lessons 02 and 06)."""
     lesson = lesson.zfill(2)
     names = ([RECORDABLE[lesson][0]] if lesson in RECORDABLE else []) + list(EXTRA_RUN_MODULES.get(lesson, ()))
     return [importlib.import_module(name) for name in names]
