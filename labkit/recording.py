@@ -16,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from labkit.canonical import canonical_sha256, file_sha256, load_strict, pretty_json
 from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
-from labkit.paths import project_root, recorded_runs_dir
+from labkit.paths import atomic_write, project_root, recorded_runs_dir
 
 SCHEMA_VERSION = 1
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
 MAX_RUN_BYTES = 20_000_000
 RUN_FILE = "run.json"
+#: A run id is a folder name: lower-case letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
+RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 Origin = Literal["captured", "authored"]
 
@@ -90,7 +92,7 @@ class RecordedRun(_Strict):
     """One recorded run: its provenance, the fixtures it depends on, and its bindings."""
 
     schema_version: Literal[1] = Field(description="Version of this file format.")
-    run_id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Folder name under recorded_runs/.")
+    run_id: str = Field(pattern=RUN_ID_PATTERN, description="Folder name under recorded_runs/.")
     origin: Origin = Field(description="`captured` from a real model call, or `authored` by the course.")
     created_at: str = Field(description="ISO 8601 time the run was made.")
     lesson: str = Field(pattern=r"^0[1-6]$", description="The notebook number this run serves.")
@@ -194,15 +196,22 @@ def fixture_hashes(paths: list[str | Path], *, root: Path | None = None) -> dict
     return {p.relative_to(root).as_posix(): file_sha256(p) for p in absolute}
 
 
-def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
-    """Write a new run as canonical, diff-friendly JSON; never overwrite an existing run."""
+def save_run(run: RecordedRun, *, runs_dir: Path | None = None, replace: bool = False) -> Path:
+    """Write a new run as canonical, diff-friendly JSON, atomically; never overwrite an existing run.
+
+    A run holding a secret is refused before anything is written. ``replace`` (for
+    authored runs only, see `labkit.authored`) swaps in the new ``run.json`` and leaves
+    every other file in the run's folder as it is.
+    """
+    from labkit.secret_scan import refuse_secrets
+
+    data = run.model_dump(mode="json")
+    refuse_secrets(data, run_id=run.run_id)
     folder = (runs_dir or recorded_runs_dir()) / run.run_id
-    if folder.exists():
+    if folder.exists() and not replace:
         raise RecordedRunError(f"{folder} already exists; a recorded run is never overwritten. Choose a new run id.")
-    folder.mkdir(parents=True)
-    path = folder / RUN_FILE
-    path.write_text(pretty_json(run.model_dump(mode="json")), encoding="utf-8")
-    return path
+    folder.mkdir(parents=True, exist_ok=replace)
+    return atomic_write(folder / RUN_FILE, pretty_json(data))
 
 
 def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:

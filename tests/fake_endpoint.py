@@ -8,10 +8,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeEndpoint:
-    """Serve chat completions on loopback; `fail_first` makes the first N attempts answer 429."""
+    """Serve chat completions on loopback; `fail_first` makes the first N attempts answer 429.
 
-    def __init__(self, fail_first: int = 0) -> None:
+    With `echo_headers`, each reply also repeats the request's Authorization header, as a
+    misbehaving endpoint might.
+    """
+
+    def __init__(self, fail_first: int = 0, *, echo_headers: bool = False) -> None:
         self.fail_first = fail_first
+        self.echo_headers = echo_headers
         self.attempts = 0
         self.headers_seen: list[dict[str, str]] = []
         endpoint = self
@@ -28,6 +33,8 @@ class FakeEndpoint:
                     payload, status = {"error": {"message": "rate limited", "type": "rate_limit"}}, 429
                 else:
                     text = "echo: " + body["messages"][-1]["content"]
+                    if endpoint.echo_headers:
+                        text += " (sent with Authorization: " + self.headers.get("Authorization", "") + ")"
                     payload, status = (
                         {
                             "id": f"fake-{endpoint.attempts}",

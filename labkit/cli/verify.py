@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from labkit.paths import relative_to_root
-
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser = subparsers.add_parser(
@@ -13,7 +11,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         help="check every recorded run: loadable, fixtures unchanged, honest origin, no secrets",
         description="Load every run under recorded_runs/, refusing a changed fixture, a missing or dishonest "
         "origin (an authored run that claims latency or usage, a captured run without them), and scan the "
-        "folder for key-like strings. Exits 1 on any problem.",
+        "folder for secrets with detect-secrets. Exits 1 on any problem.",
         epilog="example:\n  labkit verify",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -37,10 +35,10 @@ def run(args: argparse.Namespace) -> int:
             )
     findings = scan_for_secrets(recorded_runs_dir())
     for finding in findings:
-        print(f"SECRET: {relative_to_root(finding.path)}:{finding.line}: {finding.kind}; remove it and rotate the key")
+        print(f"SECRET: {finding.place}: {finding.kind}; remove it and rotate the key")
     failed = sum(loaded is None for _, loaded, _ in results) + len(findings)
     print(
         f"{len(results) - sum(loaded is None for _, loaded, _ in results)} of {len(results)} runs verified, "
-        f"{len(findings)} key-like strings found"
+        f"{len(findings)} secrets found (detect-secrets)"
     )
     return 0 if results and not failed else 1

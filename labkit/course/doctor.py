@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.paths import project_root, recorded_runs_dir, relative_to_root
+from labkit.paths import project_root, recorded_runs_dir
 
 #: Below this much free disk a workshop laptop gets a warning-level failure.
 MIN_FREE_BYTES = 1_000_000_000
@@ -128,7 +128,7 @@ def check_notebooks() -> list[Check]:
 
 
 def check_recorded_runs() -> list[Check]:
-    """Every recorded run loads, matches its fixtures, states its origin; no key-like strings."""
+    """Every recorded run loads, matches its fixtures, states its origin; no secrets (detect-secrets)."""
     from labkit.recording import verify_runs
     from labkit.secret_scan import scan_for_secrets
 
@@ -145,10 +145,9 @@ def check_recorded_runs() -> list[Check]:
         Check(
             "secret scan",
             not findings,
-            "no key-like strings in recorded_runs/"
+            "no secrets in recorded_runs/ (detect-secrets)"
             if not findings
-            else "; ".join(f"{relative_to_root(f.path)}:{f.line} {f.kind}" for f in findings)
-            + ": remove them and rotate the keys",
+            else "; ".join(f"{f.place} {f.kind}" for f in findings) + ": remove them and rotate the keys",
         )
     )
     return checks
