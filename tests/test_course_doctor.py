@@ -65,3 +65,18 @@ def test_absent_extra_is_reported_not_failed(monkeypatch):
     monkeypatch.setattr(doctor.importlib.util, "find_spec", lambda name: None)
     checks = doctor.check_extras()
     assert all(c.ok for c in checks) and all('pip install -c constraints.txt -e ".[' in c.detail for c in checks)
+
+
+def test_doctor_with_constraints_missing_fails_that_line_and_says_how_to_restore_it(course, capsys):
+    (course / "constraints.txt").unlink()
+    assert main(["doctor", "--skip-notebooks"]) == 1
+    line = next(row for row in capsys.readouterr().out.splitlines() if "dependencies" in row)
+    assert line.startswith("FAIL") and "constraints.txt is missing" in line and "git checkout" in line
+
+
+def test_doctor_reports_the_offline_guard(course, capsys):
+    from labkit.offline import offline_guard
+
+    assert main(["doctor", "--skip-notebooks"]) == 0
+    line = next(row for row in capsys.readouterr().out.splitlines() if "offline guard" in row)
+    assert line.startswith("ok") and line.endswith(offline_guard())

@@ -58,3 +58,28 @@ def test_checker_reports_each_check_cell(tmp_path, capsys):
 def test_export_command_writes_the_course_notebooks(tmp_path, capsys):
     assert main(["workshop", "export", str(tmp_path / "copies")]) == 0
     assert "06_routing_gate.ipynb" in {p.name for p in (tmp_path / "copies").iterdir()}
+
+
+def test_checking_a_missing_notebook_is_a_one_line_error(tmp_path, capsys):
+    assert main(["workshop", "check", str(tmp_path / "nope.ipynb")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.ipynb: no such file" in err
+
+
+def test_export_into_a_folder_that_cannot_be_made_is_a_one_line_error_and_writes_nothing(tmp_path, capsys):
+    source = _notebook(tmp_path / "05_demo.ipynb", _cell("pass"))
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    from labkit.paths import FolderNotWritable
+
+    with pytest.raises(FolderNotWritable, match="cannot create the folder"):
+        export_workshop(tmp_path / "a-file" / "room", [source])
+
+
+def test_export_with_a_corrupt_notebook_writes_nothing(tmp_path):
+    from labkit.course.runner import NotebookUnreadable
+
+    good = _notebook(tmp_path / "01_good.ipynb", _cell("pass"))
+    (tmp_path / "02_bad.ipynb").write_text("{", encoding="utf-8")
+    with pytest.raises(NotebookUnreadable):
+        export_workshop(tmp_path / "room", [good, tmp_path / "02_bad.ipynb"])
+    assert not (tmp_path / "room").exists()

@@ -202,3 +202,20 @@ def test_a_malformed_trace_line_is_refused(tmp_path):
     path.write_text('{"session_id": "s1"}\n', encoding="utf-8")
     with pytest.raises(TraceFormatError, match="line 1"):
         read_trace_lines(path)
+
+
+def test_an_unknown_team_is_refused_before_anything_runs(make_system):
+    from labkit.system.tickets import UnknownTeam
+
+    system = make_system(tool_call("get_refund"))
+    with pytest.raises(UnknownTeam, match="unknown team 'team-zz': the known teams are team-a, team-b"):
+        system.ask(COUNT_Q, "team-zz", "s1")
+    assert system.saved_state("s1") == {}
+
+
+def test_a_reply_with_a_repeated_key_is_invalid_output_and_the_tool_never_runs(make_system):
+    raw = '{"kind": "insufficient_evidence", "kind": "tool_call", "tool_args": {"intent": "get_refund"}}'
+    system = make_system(raw)
+    result = system.ask(COUNT_Q, "team-a", "s1")
+    assert result["status"] == "invalid_output" and "repeated JSON key 'kind'" in result["reason"]
+    assert "tool" not in steps(system, "s1")

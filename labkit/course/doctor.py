@@ -67,7 +67,15 @@ def _core_requirements() -> list[str]:
 
 def check_dependencies(constraints: Path | None = None) -> Check:
     """Every core dependency is installed at the tested (pinned) version."""
-    pins = _pins(constraints or project_root() / "constraints.txt")
+    constraints = constraints or project_root() / "constraints.txt"
+    if not constraints.is_file():
+        return Check(
+            "dependencies",
+            False,
+            f"{constraints} is missing, so the tested versions are unknown; restore it with "
+            "`git checkout -- constraints.txt`",
+        )
+    pins = _pins(constraints)
     problems, count = [], 0
     for name in _core_requirements():
         count += 1
@@ -109,6 +117,13 @@ def check_kernel(timeout: float = 60) -> Check:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     return Check("kernel", True, f"python3 kernel ready in {seconds:.1f} s")
+
+
+def check_offline_guard() -> Check:
+    """Report which offline guard the notebooks' kernels run under; the Python block alone still passes."""
+    from labkit.offline import offline_guard
+
+    return Check("offline guard", True, offline_guard())
 
 
 def check_notebooks() -> list[Check]:
@@ -173,7 +188,7 @@ def check_disk(minimum: int = MIN_FREE_BYTES) -> Check:
 
 def run_checks(*, notebooks: bool = True) -> list[Check]:
     """Run every preflight check in report order."""
-    checks = [check_python(), check_dependencies(), check_kernel()]
+    checks = [check_python(), check_dependencies(), check_kernel(), check_offline_guard()]
     if notebooks:
         checks.extend(check_notebooks())
     checks.extend(check_recorded_runs())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.paths import FolderNotWritable
 
 SOLUTION_STUB = "# Your solution here. (The worked solution is not part of the student copy.)\n"
 
@@ -54,29 +55,39 @@ def student_copy(nb: Any) -> Any:
 
 
 def export_workshop(destination: Path, notebooks: list[Path]) -> list[Path]:
-    """Write student copies of ``notebooks`` into ``destination`` (which must be new or empty)."""
+    """Write student copies of ``notebooks`` into ``destination`` (which must be new or empty).
+
+    Every notebook is read and copied before the first file is written, and each file is
+    written atomically, so a bad notebook or an unwritable folder leaves nothing half-written.
+    """
     import nbformat
+
+    from labkit.course.runner import read_notebook
+    from labkit.paths import atomic_write, writable_folder
 
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise WorkshopExportRefused(
             f"{destination} already exists and is not an empty folder; an export never overwrites. Choose a new folder."
         )
-    destination.mkdir(parents=True, exist_ok=True)
+    copies = [(path.name, nbformat.writes(student_copy(read_notebook(path)))) for path in notebooks]
+    folder = writable_folder(destination)
     written = []
-    for path in notebooks:
-        target = destination / path.name
-        nbformat.write(student_copy(nbformat.read(path, as_version=4)), target)
-        written.append(target)
+    for name, text in copies:
+        try:
+            written.append(atomic_write(folder / name, text.rstrip("\n") + "\n"))
+        except OSError as exc:
+            raise FolderNotWritable(
+                f"cannot write {folder / name} ({exc.strerror}); choose a folder you can write to"
+            ) from None
     return written
 
 
 def check_exercises(path: Path) -> list[ExerciseCheck]:
     """Run a learner's notebook offline to the end and report each ``check`` cell."""
-    import nbformat
 
-    from labkit.course.runner import execute
+    from labkit.course.runner import execute, read_notebook
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     execute(nb, path.parent, allow_errors=True)
     code = [c for c in nb.cells if c.cell_type == "code"]
     results = []
