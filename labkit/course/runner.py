@@ -80,6 +80,8 @@ def notebook_lock(path: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is None or not path.is_file():  # a missing or special file is refused by `read_notebook`, unopened
         yield
         return
     busy = NotebookLocked(
