@@ -10,7 +10,6 @@ wants to show.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,7 @@ def authored_run(
 
 
 def write_authored_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
-    """Save an authored run, replacing an older authored run of the same id but never a captured one."""
+    """Save an authored run, replacing an older authored run's ``run.json`` (nothing else) but never a captured one."""
     runs_dir = runs_dir or recorded_runs_dir()
     if run.origin != "authored":
         raise RecordedRunError(f"write_authored_run writes authored runs only; {run.run_id!r} says {run.origin!r}")
@@ -94,8 +93,7 @@ def write_authored_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Pat
             raise RecordedRunError(
                 f"{folder} holds a run with origin {origin!r}; an authored run never replaces it. Choose another run id."
             )
-        shutil.rmtree(folder)
-    return save_run(run, runs_dir=runs_dir)
+    return save_run(run, runs_dir=runs_dir, replace=folder.exists())
 
 
 class _AuthoringTransport(httpx2.BaseTransport):

@@ -5,7 +5,9 @@ Lesson code asks `connect` for a `ModelBoundary` and calls its real
 
 ``LABKIT_MODE`` chooses:
 - ``replay`` (default): answers come from a recorded run, bound to exact requests; no key, no socket.
-- ``live``: a real OpenAI-compatible endpoint (``LABKIT_BASE_URL``, ``LABKIT_API_KEY``, ``LABKIT_MODEL``).
+- ``live``: a real OpenAI-compatible endpoint (``LABKIT_BASE_URL``, ``LABKIT_API_KEY``, ``LABKIT_MODEL``),
+  with a connect timeout of 5 s and a read timeout of 60 s (``LABKIT_CONNECT_TIMEOUT``,
+  ``LABKIT_READ_TIMEOUT``), three attempts in all.
 - ``record``: live, and every exchange is kept; `ModelBoundary.save` writes a new captured run.
 
 The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
@@ -32,6 +34,51 @@ MODES: tuple[Mode, ...] = ("replay", "live", "record")
 
 class BoundaryConfigError(LabkitError, ValueError):
     """The mode or endpoint settings in the environment are missing or invalid."""
+
+
+#: Seconds to wait for a live endpoint to accept a connection (``LABKIT_CONNECT_TIMEOUT``).
+CONNECT_TIMEOUT_S = 5.0
+#: Seconds to wait for a live endpoint's reply (``LABKIT_READ_TIMEOUT``).
+READ_TIMEOUT_S = 60.0
+#: Attempts after the first when a live call times out or is refused (the openai client's retries).
+MAX_RETRIES = 2
+
+
+class EndpointUnreachable(LabkitError, ConnectionError):
+    """A live endpoint refused the connection or did not answer within the timeouts."""
+
+    @classmethod
+    def for_endpoint(cls, base_url: str, exc: Exception) -> EndpointUnreachable:
+        """Return the error for ``base_url`` from the openai client's connection or timeout error."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            what = (
+                f"no reply within the timeouts (connect {timeout_from_env('LABKIT_CONNECT_TIMEOUT', CONNECT_TIMEOUT_S):g} s, "
+                f"read {timeout_from_env('LABKIT_READ_TIMEOUT', READ_TIMEOUT_S):g} s, {MAX_RETRIES + 1} attempts)"
+            )
+            fix = "check that it is serving, or raise LABKIT_READ_TIMEOUT for a slow model"
+        else:
+            cause = exc.__cause__ or exc.__context__
+            what = f"cannot connect ({cause or exc})"
+            fix = "start it (`labkit serve` for the bundled model) or fix LABKIT_BASE_URL"
+        return cls(f"model endpoint {base_url}: {what}; {fix}")
+
+
+def timeout_from_env(name: str, default: float) -> float:
+    """Return a timeout in seconds from the environment variable ``name`` (a positive number), else ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise BoundaryConfigError(
+            f"{name}={text!r} is not a number of seconds; use a positive number such as {default:g}"
+        )
+    return value
 
 
 def current_mode() -> Mode:
@@ -103,16 +150,27 @@ class ModelBoundary:
         return self.endpoint.kind if self.endpoint is not None else "replay"
 
     def chat(self, messages: list[dict[str, Any]], *, question: str | None = None, **settings: Any) -> Any:
-        """Send one chat-completion request with this boundary's model and settings; return the ChatCompletion."""
+        """Send one chat-completion request with this boundary's model and settings; return the ChatCompletion.
+
+        In live and record modes an endpoint that refuses the connection or stays silent
+        past the timeouts raises `EndpointUnreachable`, naming the base URL.
+        """
+        import openai
+
         request = {"model": self.model, "messages": messages, **self.settings, **settings}
         if self.recorder is not None and question is not None:
             self.recorder.note_question(request, question)
-        if self.observer is None:
-            return self.client.chat.completions.create(**request)
-        started = time.perf_counter()
-        completion = self.client.chat.completions.create(**request)
-        self.observer(time.perf_counter() - started)
-        return completion
+        try:
+            if self.observer is None:
+                return self.client.chat.completions.create(**request)
+            started = time.perf_counter()
+            completion = self.client.chat.completions.create(**request)
+            self.observer(time.perf_counter() - started)
+            return completion
+        except openai.APIConnectionError as exc:
+            if self.endpoint is None:
+                raise
+            raise EndpointUnreachable.for_endpoint(self.endpoint.base_url, exc) from None
 
     def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
         """Send the messages built for ``question`` (plus any per-call settings); record mode keeps the question."""
@@ -173,13 +231,19 @@ def connect(
     endpoint = endpoint_from_env()
     from labkit.capture import LiveTransport, RecordingTransport
 
+    timeout = httpx2.Timeout(
+        timeout_from_env("LABKIT_READ_TIMEOUT", READ_TIMEOUT_S),
+        connect=timeout_from_env("LABKIT_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
+    )
     recorder = None
     if mode == "record":
         recorder = RecordingTransport()
-        http_client = httpx2.Client(transport=recorder, timeout=120)
+        http_client = httpx2.Client(transport=recorder, timeout=timeout)
     else:
-        http_client = httpx2.Client(transport=LiveTransport(), timeout=120)
-    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=2)
+        http_client = httpx2.Client(transport=LiveTransport(), timeout=timeout)
+    client = openai.OpenAI(
+        base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=MAX_RETRIES
+    )
     return ModelBoundary(
         mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings
     )

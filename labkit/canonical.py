@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,8 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
     ``source`` names the input in error messages (a file path, say).
     """
     try:
+        if isinstance(text, bytes):  # json.loads would guess UTF-16 or UTF-32 from bytes; UTF-8 is the only format
+            text = text.decode("utf-8")
         return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_float=_finite_float)
     except InvalidJSON as exc:
         raise InvalidJSON(f"{source}: {exc}") from None
@@ -110,12 +113,15 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
 
 
 def read_strict_bytes(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
-    """Read a file's bytes, refusing one larger than ``max_bytes``."""
+    """Read a regular file's bytes, refusing a pipe or device, and one larger than ``max_bytes``."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        status = path.stat()
     except FileNotFoundError:
         raise InvalidJSON(f"{path}: no such file; check the path") from None
+    if not stat.S_ISREG(status.st_mode):  # a FIFO would block and a device never end: refused before reading
+        raise InvalidJSON(f"{path}: not a regular file (a pipe, device or folder); pass the path of a JSON file")
+    size = status.st_size
     if size > max_bytes:
         raise InvalidJSON(f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit; refusing to read it")
     raw = path.read_bytes()

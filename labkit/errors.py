@@ -14,12 +14,16 @@ rest are defined beside the code that raises them.
     ├── RouteGradeError(ValueError)                  routing-gate inputs are invalid
     ├── FixtureOverwriteRefused(FileExistsError)     a fixture script would overwrite a captured run
     ├── MissingExtra(ImportError)                    an optional extra is not installed
+    ├── FolderNotWritable(OSError)                   paths.py: an output folder is a file or cannot be written
     │
     ├── model boundary, replay and recording
     │   ├── BoundaryConfigError(ValueError)          boundary.py: LABKIT_MODE or the endpoint settings
+    │   ├── EndpointUnreachable(ConnectionError)     boundary.py: a live endpoint refused or stayed silent
     │   ├── ReplayRequestMismatch(ValueError)        replay.py: no reply is recorded for this exact request
     │   ├── ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
     │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline
+    │   ├── NamespaceUnavailable(OSError)            offline.py: the system refused a network namespace
+    │   ├── SecretFound(ValueError)                  secret_scan.py: a run about to be saved holds a credential
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
     │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
     │   └── ListingTooLong(ValueError)               listing.py: a source listing longer than a notebook page
@@ -44,6 +48,7 @@ rest are defined beside the code that raises them.
     │   ├── DatasetError(ValueError)                 dataset.py
     │   ├── ScopeRefused(PermissionError)            identity.py: the caller may not read that scope
     │   ├── SessionOwnerMismatch(PermissionError)    sessions.py: a session restores only for its own user
+    │   ├── SessionStoreCorrupt(ValueError)          sessions.py: the session file is not a database
     │   ├── RowRefRefused(LookupError)               tools.py: a stale, foreign or forged row_ref
     │   ├── BudgetError, InvalidCount, UnknownRoute (ValueError)             trace.py
     │   ├── BudgetExhausted, StaleResult (RuntimeError)                      trace.py
@@ -51,6 +56,7 @@ rest are defined beside the code that raises them.
     ├── lesson 05, system/
     │   ├── PolicyDocumentError(ValueError)          policy.py
     │   ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
+    │   ├── UnknownTeam(LookupError)                 tickets.py: a team the application does not know
     │   └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
     ├── lesson 06, routing/: RouteGradeError (above)
     │
@@ -58,6 +64,9 @@ rest are defined beside the code that raises them.
         ├── UnknownLesson(LookupError)               course/lessons.py: that lesson records no model runs
         ├── UnknownVariant(LookupError)              course/variants.py: no failure variant by that name
         ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
+        ├── NotebookUnreadable(ValueError)           course/runner.py: missing, not a file, or not a notebook
+        ├── NotebookLocked(BlockingIOError)          course/runner.py: another --update holds the notebook
+        ├── KernelDied(RuntimeError)                 course/runner.py: the kernel process ended mid-cell
         ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
         ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
         └── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check

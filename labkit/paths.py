@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from labkit.errors import LabkitError
+
+
+class FolderNotWritable(LabkitError, OSError):
+    """An output folder is a file, or cannot be created or written."""
+
 
 def project_root() -> Path:
     """Return the course checkout: ``$LABKIT_ROOT`` if set, else the folder that holds the ``labkit`` package."""
@@ -76,4 +82,20 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return path
+
+
+def writable_folder(path: str | Path) -> Path:
+    """Return ``path`` as a folder that exists and can be written, creating it; refuse a file or a folder it cannot write."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FolderNotWritable(f"{path} is a file, not a folder; choose a folder for the output")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FolderNotWritable(
+            f"cannot create the folder {path} ({exc.strerror}); choose a folder you can write to"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise FolderNotWritable(f"cannot write into {path} (permission denied); choose a folder you can write to")
     return path

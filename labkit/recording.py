@@ -50,6 +50,8 @@ CHAT_PATH = "/v1/chat/completions"
 AUTHORED_MODEL = "authored-by-course"
 #: An authored response's id starts with this; a captured one carries the id the endpoint returned.
 AUTHORED_ID_PREFIX = "authored-"
+#: A run id is a folder name: lower-case letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
+RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 Origin = Literal["captured", "authored"]
 
@@ -194,7 +196,7 @@ class RecordedRun(_Strict):
     content_sha256: str = Field(
         description="SHA-256 of this run's JSON without this field (keys in file order); see `run_content_sha256`."
     )
-    run_id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Folder name under recorded_runs/.")
+    run_id: str = Field(pattern=RUN_ID_PATTERN, description="Folder name under recorded_runs/.")
     origin: Origin = Field(description="`captured` from a real model call, or `authored` by the course.")
     created_at: str = Field(description="ISO 8601 time the run was made.")
     lesson: str = Field(pattern=r"^0[1-6]$", description="The notebook number this run serves.")
@@ -429,13 +431,17 @@ def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: b
     Only the run writers call this: `save_run` (new runs) and the authored-run
     writer or migration (``replace=True``). Key order is kept as recorded.
     """
+    from labkit.secret_scan import refuse_secrets
+
+    data = run.model_dump(mode="json")
+    refuse_secrets(data, run_id=run.run_id)  # a run holding a secret is refused before anything is written
     runs_dir = runs_dir or recorded_runs_dir()
     folder = runs_dir / run.run_id
     path = folder / RUN_FILE
     if path.exists() and not replace:
         raise RecordedRunError(f"{path} already exists; a recorded run is never overwritten. Choose a new run id.")
     folder.mkdir(parents=True, exist_ok=True)
-    text = ordered_pretty_json(run.model_dump(mode="json"))
+    text = ordered_pretty_json(data)
     atomic_write(path, text)
     runs = read_manifest(runs_dir)
     runs[run.run_id] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "origin": run.origin}
@@ -443,12 +449,17 @@ def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: b
     return path
 
 
-def save_run(run: RecordedRun, *, runs_dir: Path | None = None) -> Path:
-    """Write a new run as diff-friendly JSON and add it to the manifest; never overwrite an existing run."""
+def save_run(run: RecordedRun, *, runs_dir: Path | None = None, replace: bool = False) -> Path:
+    """Write a new run as diff-friendly JSON and add it to the manifest; never overwrite an existing run.
+
+    A run holding a secret is refused before anything is written. ``replace`` (for
+    authored runs only, see `labkit.authored`) swaps in the new ``run.json`` and leaves
+    every other file in the run's folder as it is.
+    """
     folder = (runs_dir or recorded_runs_dir()) / run.run_id
-    if folder.exists():
+    if folder.exists() and not replace:
         raise RecordedRunError(f"{folder} already exists; a recorded run is never overwritten. Choose a new run id.")
-    return write_run_file(run, runs_dir=runs_dir)
+    return write_run_file(run, runs_dir=runs_dir, replace=replace)
 
 
 def _manifest_problem(name: str, path: Path, entry: dict[str, str] | None) -> str:

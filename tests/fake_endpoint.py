@@ -14,6 +14,8 @@ class FakeEndpoint:
 
     ``answer`` turns a request body into the reply text (default: echo the last message);
     ``fail_after`` makes every attempt after the first N answered ones a 500, as a dying endpoint.
+    With `echo_headers`, each reply also repeats the request's Authorization header, as a
+    misbehaving endpoint might.
     """
 
     def __init__(
@@ -22,9 +24,11 @@ class FakeEndpoint:
         *,
         answer: Callable[[dict[str, Any]], str] | None = None,
         fail_after: int | None = None,
+        echo_headers: bool = False,
     ) -> None:
         self.fail_first = fail_first
         self.fail_after = fail_after
+        self.echo_headers = echo_headers
         self.answered = 0
         answer = answer or (lambda body: "echo: " + body["messages"][-1]["content"])
         self.attempts = 0
@@ -46,6 +50,8 @@ class FakeEndpoint:
                 else:
                     endpoint.answered += 1
                     text = answer(body)
+                    if endpoint.echo_headers:
+                        text += " (sent with Authorization: " + self.headers.get("Authorization", "") + ")"
                     payload, status = (
                         {
                             "id": f"fake-{endpoint.attempts}",

@@ -60,3 +60,20 @@ def test_scope_change_on_a_saved_session_is_refused(tmp_path):
 )
 def test_longest_intent_phrase_wins(question, intent):
     assert resolve_request(question, {}, default_rows=3)["intent"] == intent
+
+
+def test_a_corrupt_session_file_is_a_clear_error_naming_it(tmp_path):
+    from labkit.agent.sessions import SessionStoreCorrupt
+
+    db = tmp_path / "sessions.sqlite"
+    db.write_bytes(b"this is not a database, just text " * 100)
+    with pytest.raises(SessionStoreCorrupt, match=r"sessions\.sqlite: not a readable session file"):
+        DurableSessions(db)
+    assert db.read_bytes().startswith(b"this is not a database")
+
+
+def test_a_corrupt_session_file_from_the_command_line_is_a_one_line_error(tmp_path):
+    db = tmp_path / "sessions.sqlite"
+    db.write_bytes(b"garbage" * 200)
+    result = ask_in_new_process(db, "analyst-ana", "s-1", "Show three refund requests")
+    assert result["error"] == "SessionStoreCorrupt" and "sessions.sqlite" in result["message"]

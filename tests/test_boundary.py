@@ -37,3 +37,76 @@ def test_saving_outside_record_mode_is_refused(tmp_path, monkeypatch):
         assert boundary.chat([{"role": "user", "content": "hi"}]).choices[0].message.content == "echo: hi"
         with pytest.raises(BoundaryConfigError, match="record mode"):
             boundary.save(description="x", fixtures=[])
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _unreachable(monkeypatch, base_url):
+    """Call ``base_url`` in live mode and return the `EndpointUnreachable` message."""
+    from labkit.boundary import EndpointUnreachable
+
+    monkeypatch.setenv("LABKIT_BASE_URL", base_url)
+    monkeypatch.setenv("LABKIT_MODEL", "m")
+    boundary = connect("06-demo", lesson="06", mode="live")
+    with pytest.raises(EndpointUnreachable) as caught:
+        boundary.chat([{"role": "user", "content": "hi"}])
+    assert isinstance(caught.value, ConnectionError)
+    return str(caught.value)
+
+
+def test_a_closed_endpoint_is_one_error_naming_its_base_url(monkeypatch):
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    message = _unreachable(monkeypatch, base_url)
+    assert base_url in message and "cannot connect" in message and "labkit serve" in message
+    assert "\n" not in message
+
+
+def test_record_against_a_closed_endpoint_exits_1_with_one_line_and_writes_nothing(course, monkeypatch, capsys):
+    from labkit.cli import main
+
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    monkeypatch.setenv("LABKIT_BASE_URL", base_url)
+    monkeypatch.setenv("LABKIT_MODEL", "m")
+    before = sorted(p.name for p in (course / "recorded_runs").iterdir())
+    assert main(["record", "06", "--run-id", "06-closed"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and base_url in err
+    assert sorted(p.name for p in (course / "recorded_runs").iterdir()) == before
+
+
+def test_a_silent_endpoint_times_out_with_the_stated_read_timeout(monkeypatch):
+    import socket
+
+    with socket.socket() as server:  # accepts connections, never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        base_url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        monkeypatch.setenv("LABKIT_READ_TIMEOUT", "0.2")
+        message = _unreachable(monkeypatch, base_url)
+    assert base_url in message and "read 0.2 s" in message and "LABKIT_READ_TIMEOUT" in message
+
+
+def test_live_timeouts_default_to_a_few_seconds_to_connect(monkeypatch):
+    from labkit.boundary import CONNECT_TIMEOUT_S
+
+    monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LABKIT_MODEL", "m")
+    monkeypatch.delenv("LABKIT_CONNECT_TIMEOUT", raising=False)
+    monkeypatch.setenv("LABKIT_READ_TIMEOUT", "7")
+    timeout = connect("06-demo", lesson="06", mode="live").client._client.timeout
+    assert (timeout.connect, timeout.read) == (CONNECT_TIMEOUT_S, 7.0) and CONNECT_TIMEOUT_S <= 10
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "inf"])
+def test_a_bad_timeout_setting_is_refused(monkeypatch, value):
+    monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LABKIT_MODEL", "m")
+    monkeypatch.setenv("LABKIT_CONNECT_TIMEOUT", value)
+    with pytest.raises(BoundaryConfigError, match="LABKIT_CONNECT_TIMEOUT"):
+        connect("06-demo", lesson="06", mode="live")

@@ -107,3 +107,24 @@ def test_canonical_round_trip_preserves_value(value):
 def test_arbitrary_bytes_never_raise_a_bare_exception(raw):
     with contextlib.suppress(LabkitError):
         loads_strict(raw)
+
+
+def test_a_fifo_is_refused_before_reading(tmp_path):
+    import os
+
+    fifo = tmp_path / "suite.json"
+    os.mkfifo(fifo)  # reading it would block forever
+    with pytest.raises(InvalidJSON, match="not a regular file"):
+        load_strict(fifo)
+
+
+def test_a_device_is_refused_before_reading():
+    with pytest.raises(InvalidJSON, match="not a regular file"):
+        load_strict("/dev/zero")
+
+
+def test_utf16_json_is_refused_as_not_utf8(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text('{"cases": []}', encoding="utf-16")
+    with pytest.raises(InvalidJSON, match="not UTF-8"):
+        load_strict(path)

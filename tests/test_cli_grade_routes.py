@@ -98,7 +98,7 @@ def nan_text(folder, name):
         (lambda f, n: write_candidate(f, n, add_field), 'unexpected field(s) "notes"'),
         (nan_text, "non-finite number NaN"),
         (lambda f, n: None, "no such file"),
-        (lambda f, n: (f / n).mkdir(), "cannot read it"),
+        (lambda f, n: (f / n).mkdir(), "not a regular file"),
     ],
     ids=["missing-id", "unexpected-field", "nan", "missing-file", "folder"],
 )
@@ -261,3 +261,26 @@ def test_suite_with_an_unknown_schema_version_is_refused(tmp_path, capsys):
     captured = capsys.readouterr()
     assert (code, captured.out) == (1, "")
     assert "not a schema this gate knows" in captured.err and "maple-routing-v1 (cases carry 'input')" in captured.err
+
+
+def test_a_utf16_suite_is_refused_with_exit_1(folder, capsys):
+    suite = folder / "suite.json"
+    suite.write_text(suite.read_text(encoding="utf-8"), encoding="utf-16")
+    assert grade(folder) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "suite.json: not UTF-8 text" in captured.err and captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_pipe_or_device_as_input_is_refused_before_reading(folder, capsys, kind):
+    import os
+
+    if kind == "fifo":
+        (folder / "candidate.fifo").unlink(missing_ok=True)
+        os.mkfifo(folder / "candidate.fifo")
+        code = grade(folder, "candidate.fifo")
+    else:
+        code = main(["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), "/dev/zero"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "not a regular file" in err and err.count("\n") == 1

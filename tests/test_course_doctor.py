@@ -75,3 +75,18 @@ def test_doctor_fails_on_an_edited_reply_alone_naming_the_run_and_the_field(cour
     assert main(["doctor", "--skip-notebooks"]) == 1
     line = next(row for row in capsys.readouterr().out.splitlines() if "run 06-routing-smollm2" in row)
     assert line.startswith("FAIL") and "bindings.0" in line and "field 'response' was edited" in line
+
+
+def test_doctor_with_constraints_missing_fails_that_line_and_says_how_to_restore_it(course, capsys):
+    (course / "constraints.txt").unlink()
+    assert main(["doctor", "--skip-notebooks"]) == 1
+    line = next(row for row in capsys.readouterr().out.splitlines() if "dependencies" in row)
+    assert line.startswith("FAIL") and "constraints.txt is missing" in line and "git checkout" in line
+
+
+def test_doctor_reports_the_offline_guard(course, capsys):
+    from labkit.offline import offline_guard
+
+    assert main(["doctor", "--skip-notebooks"]) == 0
+    line = next(row for row in capsys.readouterr().out.splitlines() if "offline guard" in row)
+    assert line.startswith("ok") and line.endswith(offline_guard())

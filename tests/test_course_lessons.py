@@ -71,3 +71,34 @@ def test_cells_showing_a_run_are_found_by_constant_or_id(tmp_path):
     ]
     nbformat.write(nb, tmp_path / "n.ipynb")
     assert cells_showing_runs(tmp_path / "n.ipynb", ["RUN_CAPTURED", "06-a"]) == [2, 3]
+
+
+@pytest.mark.parametrize("run_id", ["../x", "06-routing-smollm2", "Upper"])
+def test_a_bad_or_taken_run_id_is_refused_before_any_request(course, monkeypatch, capsys, run_id):
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-echo")
+        assert main(["record", "06", "--run-id", run_id]) == 1
+    assert endpoint.attempts == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and repr(run_id).strip("'") in err
+    assert not (course / "x").exists()
+
+
+def test_rewriting_an_authored_run_keeps_other_files_in_its_folder(course):
+    folder = course / "recorded_runs" / "02-rag-authored"
+    (folder / "NOTES.md").write_text("kept\n", encoding="utf-8")
+    write_authored("02")
+    assert (folder / "NOTES.md").read_text(encoding="utf-8") == "kept\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["NOTES.md", "run.json"]
+
+
+def test_record_refuses_a_run_whose_endpoint_echoes_the_key(course, monkeypatch, capsys):
+    with FakeEndpoint(echo_headers=True) as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-echo")
+        monkeypatch.setenv("LABKIT_API_KEY", "s" + "k-proj-" + "Ab3" * 12)
+        assert main(["record", "06", "--run-id", "06-routing-echo"]) == 1
+    err = capsys.readouterr().err
+    assert "was not saved" in err and "binding 1 (" in err and "Bearer token" in err and "Ab3Ab3" not in err
+    assert not (course / "recorded_runs" / "06-routing-echo").exists()

@@ -165,3 +165,30 @@ def test_the_readme_states_each_notebooks_exercise_count():
     stated = dict(re.findall(r"^\| `(\d\d_\w+\.ipynb)` \| (\d+) \|", section, flags=re.MULTILINE))
     actual = {p.name: str(len(find_exercises(nbformat.read(p, as_version=4), name=p.name))) for p in course_notebooks()}
     assert stated == actual
+
+
+def test_checking_a_missing_notebook_is_a_one_line_error(tmp_path, capsys):
+    assert main(["workshop", "check", str(tmp_path / "nope.ipynb")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.ipynb: no such file" in err
+
+
+def test_export_into_a_folder_that_cannot_be_made_is_a_one_line_error_and_writes_nothing(tmp_path, capsys):
+    source = tmp_path / "05_demo.ipynb"
+    _notebook(_code("pass"), path=source)
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    from labkit.paths import FolderNotWritable
+
+    with pytest.raises(FolderNotWritable, match="cannot create the folder"):
+        export_workshop(tmp_path / "a-file" / "room", [source])
+
+
+def test_export_with_a_corrupt_notebook_writes_nothing(tmp_path):
+    from labkit.course.runner import NotebookUnreadable
+
+    good = tmp_path / "01_good.ipynb"
+    _notebook(_code("pass"), path=good)
+    (tmp_path / "02_bad.ipynb").write_text("{", encoding="utf-8")
+    with pytest.raises(NotebookUnreadable):
+        export_workshop(tmp_path / "room", [good, tmp_path / "02_bad.ipynb"])
+    assert not (tmp_path / "room").exists()

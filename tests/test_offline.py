@@ -51,3 +51,59 @@ def test_a_kernel_started_with_that_environment_refuses_the_network(tmp_path):
         manager.shutdown_kernel(now=True)
     assert reply["content"]["status"] == "ok"
     assert "NetworkBlocked" in "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+
+
+def test_a_raw_socket_connection_is_refused():
+    import _socket
+
+    raw = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        with pytest.raises(NetworkBlocked, match=r"192\.0\.2\.1"):
+            raw.connect(("192.0.2.1", 443))
+    finally:
+        raw.close()
+
+
+def test_a_udp_datagram_to_another_machine_is_refused():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock, pytest.raises(NetworkBlocked):
+        sock.sendto(b"x", ("192.0.2.1", 53))
+
+
+def test_a_command_run_in_the_namespace_has_no_route_out_but_has_loopback():
+    import subprocess
+    import sys
+
+    from labkit.offline import network_namespace_available
+
+    if not network_namespace_available():
+        pytest.skip("this system allows no network namespace; the Python block is the guard")
+    probe = (
+        "import socket\n"
+        "for host in ('192.0.2.1', '127.0.0.1'):\n"
+        "    try:\n"
+        "        socket.create_connection((host, 9), timeout=5)\n"
+        "    except OSError as exc:\n"
+        "        print(host, exc.errno)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "labkit.offline", sys.executable, "-I", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    import errno
+
+    assert done.stdout.split("\n")[:2] == [f"192.0.2.1 {errno.ENETUNREACH}", f"127.0.0.1 {errno.ECONNREFUSED}"]
+
+
+def test_without_a_namespace_the_guard_says_python_block_only(monkeypatch):
+    from labkit import offline
+
+    monkeypatch.setenv("LABKIT_NETNS", "0")
+    offline.network_namespace_available.cache_clear()
+    try:
+        assert offline.offline_guard() == offline.GUARD_PYTHON
+        env = offline_kernel_env({"PATH": "/bin"}, ipython_dir=None)
+        assert env["LABKIT_OFFLINE_GUARD"] == offline.GUARD_PYTHON and "JUPYTER_PATH" not in env
+    finally:
+        offline.network_namespace_available.cache_clear()

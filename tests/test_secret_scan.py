@@ -1,26 +1,108 @@
+"""The secret scan finds each kind of credential, in JSON values, base64 and non-UTF-8 files.
+
+Every test secret is assembled at run time from pieces, so no key-shaped string sits in the repository.
+"""
+
+import base64
+import json
+import string
+
 import pytest
 
-from labkit.secret_scan import scan_for_secrets
+from labkit.secret_scan import SecretFound, refuse_secrets, scan_file, scan_for_secrets, secret_kinds
 
 
-@pytest.mark.parametrize(
-    "line,kind",
-    [
-        ('"key": "sk-abcdefghijklmnop1234"', "OpenAI-style key"),
-        ('"Authorization": "x"', "authorization header"),
-        ("token Bearer abcdefghijklmnopqrstuv", "bearer token"),
-        ('"api_key": "x"', "api-key header or field"),
-        ("hf_abcdefghijklmnopqrstuvwx", "Hugging Face token"),
-    ],
-)
-def test_key_like_strings_are_found_with_file_and_line(tmp_path, line, kind):
-    (tmp_path / "run.json").write_text("{\n" + line + "\n}\n", encoding="utf-8")
-    (finding,) = scan_for_secrets(tmp_path)
-    assert (finding.path.name, finding.line, finding.kind) == ("run.json", 2, kind)
+def _body(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
+    """Return ``n`` characters that look random enough for a detector (not a real key)."""
+    return "".join(alphabet[(i * 7 + 3) % len(alphabet)] for i in range(n))
+
+
+def _jwt() -> str:
+    part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")  # noqa: E731
+    return ".".join([part({"alg": "HS256", "typ": "JWT"}), part({"sub": "learner"}), _body(43)])
+
+
+KINDS = {
+    "GitHub token": ("gh" + "p_" + _body(36), "GitHub Token"),
+    "PEM private key": ("-----BEGIN " + "RSA PRIVATE KEY-----\n" + _body(64), "Private Key"),
+    "JWT": (_jwt(), "JSON Web Token"),
+    "Slack token": ("xo" + "xb-" + "123456789012-1234567890123-" + _body(24).lower(), "Slack Token"),
+    "Google API key": ("AI" + "za" + _body(35), "Google API key"),
+    "Stripe key": ("sk" + "_live_" + _body(24), "Stripe Access Key"),
+    "AWS access key": ("AK" + "IA" + _body(16, string.ascii_uppercase + string.digits), "AWS Access Key"),
+    "AWS secret key": ("aws_secret_access_key = " + _body(40), "AWS secret access key"),
+    "OpenAI key": ("s" + "k-" + _body(40), "OpenAI-style key"),
+    "OpenAI project key": ("s" + "k-proj-" + _body(20) + "_" + _body(20) + "-" + _body(8), "OpenAI-style key"),
+    "Anthropic key": ("s" + "k-ant-api03-" + _body(30) + "-" + _body(10), "OpenAI-style key"),
+    "Hugging Face token": ("h" + "f_" + _body(34), "Hugging Face token"),
+    "Bearer token": ("Authorization: Bear" + "er " + _body(30), "Bearer token"),
+    "password in a URL": ("https://learner:" + "hunter2" + _body(6) + "@example.com/v1", "Basic Auth Credentials"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_each_kind_of_secret_is_found(name):
+    secret, kind = KINDS[name]
+    assert kind in secret_kinds(f"the reply said: {secret} and more")
+
+
+@pytest.mark.parametrize("name", ["OpenAI key", "GitHub token", "AWS access key"])
+def test_a_key_inside_base64_is_found(name):
+    secret, kind = KINDS[name]
+    wrapped = base64.b64encode(f"token={secret}".encode()).decode()
+    assert f"{kind} (inside base64)" in secret_kinds(f"data: {wrapped}")
+
+
+def test_a_key_written_with_a_json_unicode_escape_is_found_in_a_run_file(tmp_path):
+    secret = KINDS["OpenAI key"][0]
+    escaped = "\\u0073" + secret[1:]  # the raw text holds no "sk-": only the decoded JSON value does
+    (tmp_path / "run.json").write_text('{"bindings": [{"reply": "' + escaped + '"}]}\n', encoding="utf-8")
+    assert "sk-" not in (tmp_path / "run.json").read_text(encoding="utf-8")
+    findings = scan_for_secrets(tmp_path)
+    assert [(f.kind, f.where) for f in findings] == [("OpenAI-style key", "bindings[0].reply")]
+
+
+def test_a_file_that_is_not_utf8_is_scanned_byte_by_byte(tmp_path):
+    secret = KINDS["Hugging Face token"][0]
+    (tmp_path / "notes.txt").write_bytes(b"\xff\xfe caf\xe9 " + secret.encode("ascii") + b"\n")
+    (tmp_path / "utf16.txt").write_bytes(("key " + KINDS["GitHub token"][0]).encode("utf-16"))
+    kinds = {(f.path.name, f.kind) for f in scan_for_secrets(tmp_path)}
+    assert kinds == {("notes.txt", "Hugging Face token"), ("utf16.txt", "GitHub Token")}
+
+
+def test_a_finding_names_file_and_line(tmp_path):
+    (tmp_path / "run.txt").write_text("first\nkey " + KINDS["Stripe key"][0] + "\n", encoding="utf-8")
+    (finding,) = scan_file(tmp_path / "run.txt")
+    assert (finding.path.name, finding.line, finding.kind) == ("run.txt", 2, "Stripe Access Key")
+
+
+def test_a_header_field_in_a_run_is_found():
+    assert "authorization or api-key header" in secret_kinds('{"Authorization": "x"}')
+    assert "authorization or api-key header" in secret_kinds('{"api_key": "x"}')
 
 
 def test_ordinary_run_text_is_not_flagged(tmp_path):
     (tmp_path / "run.json").write_text(
-        '{"model": "SmolLM2-135M-Instruct", "task": "ask-for-a-skeleton"}\n', encoding="utf-8"
+        '{"model": "SmolLM2-135M-Instruct", "task": "ask-for-a-skeleton", "key": "'
+        + "ab" * 32
+        + '", "note": "ask a skeptic"}\n',
+        encoding="utf-8",
     )
     assert scan_for_secrets(tmp_path) == []
+
+
+def test_a_run_with_a_secret_is_refused_naming_binding_and_kind_but_not_the_secret():
+    secret = KINDS["GitHub token"][0]
+    run = {
+        "run_id": "demo",
+        "bindings": [
+            {"key": "a" * 64, "question": "first?", "response": {"content": "fine"}},
+            {"key": "b" * 64, "question": "second?", "response": {"content": f"here: {secret}"}},
+        ],
+    }
+    with pytest.raises(SecretFound) as caught:
+        refuse_secrets(run, run_id="demo")
+    message = str(caught.value)
+    assert "binding 2 (second?) response.content: GitHub Token" in message
+    assert secret not in message and secret[:10] not in message
+    refuse_secrets({"run_id": "demo", "bindings": [run["bindings"][0]]}, run_id="demo")

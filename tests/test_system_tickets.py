@@ -39,3 +39,10 @@ def test_the_illustrative_tickets_are_the_books_four():
         ("team-a", "track_order"),
         ("team-b", "get_refund"),
     ]
+
+
+def test_counting_for_an_unknown_team_is_refused_not_zero():
+    from labkit.system.tickets import UnknownTeam
+
+    with pytest.raises(UnknownTeam, match="team-zz"):
+        count_tickets(CountTickets(intent="get_refund"), team="team-zz")

@@ -215,3 +215,20 @@ def test_each_trace_line_names_the_replayed_run_and_its_file_sha256(index, tmp_p
     (line,) = read_trace_lines(system.trace_path)
     assert line["run"] == {"run_id": RUN_AUTHORED, "run_sha256": read_manifest()[RUN_AUTHORED]["sha256"]}
     assert request_trace(line).events[0].data["run_sha256"] == line["run"]["run_sha256"]
+
+
+def test_an_unknown_team_is_refused_before_anything_runs(make_system):
+    from labkit.system.tickets import UnknownTeam
+
+    system = make_system(tool_call("get_refund"))
+    with pytest.raises(UnknownTeam, match="unknown team 'team-zz': the known teams are team-a, team-b"):
+        system.ask(COUNT_Q, "team-zz", "s1")
+    assert system.saved_state("s1") == {}
+
+
+def test_a_reply_with_a_repeated_key_is_invalid_output_and_the_tool_never_runs(make_system):
+    raw = '{"kind": "insufficient_evidence", "kind": "tool_call", "tool_args": {"intent": "get_refund"}}'
+    system = make_system(raw)
+    result = system.ask(COUNT_Q, "team-a", "s1")
+    assert result["status"] == "invalid_output" and "repeated JSON key 'kind'" in result["reason"]
+    assert "tool" not in steps(system, "s1")

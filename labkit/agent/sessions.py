@@ -46,6 +46,10 @@ class SessionOwnerMismatch(LabkitError, PermissionError):
     """A saved session belongs to another user or scope; it is not restored."""
 
 
+class SessionStoreCorrupt(LabkitError, ValueError):
+    """The SQLite file that holds the sessions is not a database (corrupt, or some other file)."""
+
+
 class BrowseState(TypedDict, total=False):
     """What a session checkpoint holds; ``turns`` is appended to, every other key is replaced."""
 
@@ -93,6 +97,13 @@ class DurableSessions:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         self.conn = sqlite3.connect(str(db_path), check_same_thread=False)
+        try:
+            self.conn.execute("PRAGMA schema_version").fetchone()  # a corrupt file fails here, not mid-graph
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise SessionStoreCorrupt(
+                f"{db_path}: not a readable session file ({exc}); move it aside, and new sessions start in a fresh file"
+            ) from None
         self.saver = SqliteSaver(self.conn)
         self.data = data or SupportData()
         self.profile = profile

@@ -53,9 +53,13 @@ def _select(names: list[str]) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from labkit.course.runner import results_json, results_table, run_notebook
+    from labkit.paths import writable_folder
 
+    chosen = _select(args.notebooks)
+    if args.html is not None:
+        writable_folder(args.html)  # before any notebook runs: a file or an unwritable folder is refused now
     results = []
-    for path in _select(args.notebooks):
+    for path in chosen:
         if not args.json:
             print(f"running {path.name} ...", flush=True)
         results.append(run_notebook(path, html_dir=args.html, write_back=args.update))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from labkit.paths import relative_to_root
-
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser = subparsers.add_parser(
@@ -15,7 +13,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         "SHA-256 hashes), a run missing from or added outside recorded_runs/manifest.json, a changed or "
         "unlisted fixture, a fixture outside the checkout, a missing or dishonest origin (an authored run "
         "that claims latency, usage or endpoint ids, a captured run without them), and scan the folder for "
-        "key-like strings. Exits 1 on any problem, naming the run and the field.",
+        "secrets with detect-secrets. Exits 1 on any problem, naming the run and the field.",
         epilog="example:\n  labkit verify",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -39,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
             )
     findings = scan_for_secrets(recorded_runs_dir())
     for finding in findings:
-        print(f"SECRET: {relative_to_root(finding.path)}:{finding.line}: {finding.kind}; remove it and rotate the key")
+        print(f"SECRET: {finding.place}: {finding.kind}; remove it and rotate the key")
     failed = sum(loaded is None for _, loaded, _ in results) + len(findings)
     print(
         f"{len(results) - sum(loaded is None for _, loaded, _ in results)} of {len(results)} runs verified, "
-        f"{len(findings)} key-like strings found"
+        f"{len(findings)} secrets found (detect-secrets)"
     )
     return 0 if results and not failed else 1

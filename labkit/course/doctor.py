@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.paths import project_root, recorded_runs_dir, relative_to_root
+from labkit.paths import project_root, recorded_runs_dir
 
 #: Below this much free disk a workshop laptop gets a warning-level failure.
 MIN_FREE_BYTES = 1_000_000_000
@@ -67,7 +67,15 @@ def _core_requirements() -> list[str]:
 
 def check_dependencies(constraints: Path | None = None) -> Check:
     """Every core dependency is installed at the tested (pinned) version."""
-    pins = _pins(constraints or project_root() / "constraints.txt")
+    constraints = constraints or project_root() / "constraints.txt"
+    if not constraints.is_file():
+        return Check(
+            "dependencies",
+            False,
+            f"{constraints} is missing, so the tested versions are unknown; restore it with "
+            "`git checkout -- constraints.txt`",
+        )
+    pins = _pins(constraints)
     problems, count = [], 0
     for name in _core_requirements():
         count += 1
@@ -111,6 +119,13 @@ def check_kernel(timeout: float = 60) -> Check:
     return Check("kernel", True, f"python3 kernel ready in {seconds:.1f} s")
 
 
+def check_offline_guard() -> Check:
+    """Report which offline guard the notebooks' kernels run under; the Python block alone still passes."""
+    from labkit.offline import offline_guard
+
+    return Check("offline guard", True, offline_guard())
+
+
 def check_notebooks() -> list[Check]:
     """Every notebook executes in replay mode with the network blocked."""
     from labkit.course.runner import course_notebooks, run_notebook
@@ -128,7 +143,7 @@ def check_notebooks() -> list[Check]:
 
 
 def check_recorded_runs() -> list[Check]:
-    """Every recorded run loads unedited, is in the manifest, matches its fixtures, states its origin; no keys."""
+    """Every recorded run loads unedited, is in the manifest, matches its fixtures, states its origin; no secrets."""
     from labkit.course.lessons import verify_course_runs
     from labkit.secret_scan import scan_for_secrets
 
@@ -145,10 +160,9 @@ def check_recorded_runs() -> list[Check]:
         Check(
             "secret scan",
             not findings,
-            "no key-like strings in recorded_runs/"
+            "no secrets in recorded_runs/ (detect-secrets)"
             if not findings
-            else "; ".join(f"{relative_to_root(f.path)}:{f.line} {f.kind}" for f in findings)
-            + ": remove them and rotate the keys",
+            else "; ".join(f"{f.place} {f.kind}" for f in findings) + ": remove them and rotate the keys",
         )
     )
     return checks
@@ -174,7 +188,7 @@ def check_disk(minimum: int = MIN_FREE_BYTES) -> Check:
 
 def run_checks(*, notebooks: bool = True) -> list[Check]:
     """Run every preflight check in report order."""
-    checks = [check_python(), check_dependencies(), check_kernel()]
+    checks = [check_python(), check_dependencies(), check_kernel(), check_offline_guard()]
     if notebooks:
         checks.extend(check_notebooks())
     checks.extend(check_recorded_runs())

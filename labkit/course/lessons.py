@@ -73,18 +73,19 @@ def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | 
     from labkit.boundary import connect
 
     module = lesson_module(lesson)
+    stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
+    run_id = run_id or f"{module.RUN_CAPTURED}-{stamp}"
+    check_new_run_id(run_id, runs_dir=runs_dir)  # before any request is made
     boundary = connect(module.RUN_CAPTURED, lesson=lesson.zfill(2), settings=module.SETTINGS, mode="record")
     module.make_requests(boundary)
-    stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     return boundary.save(
         description=module.CAPTURED_DESCRIPTION + f" Model {boundary.model} at {boundary.endpoint_kind}.",
         fixtures=module.run_fixtures(),
-        run_id=run_id or f"{module.RUN_CAPTURED}-{stamp}",
+        run_id=run_id,
         runs_dir=runs_dir,
     )
 
 
-#: Modules beyond `RECORDABLE` whose runs a lesson holds (lesson 02 part B records its own).
 #: Lesson -> further modules whose requests its runs hold: lesson 02 part B, and lesson 06's first captured run
 #: (ids echoed by the model), kept beside the two-prompt run that `labkit record 06` now makes.
 EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {"02": ("labkit.rag.runs",), "06": ("labkit.routing.runs",)}
@@ -133,6 +134,25 @@ def verify_course_runs(runs_dir: Path | None = None) -> list[tuple[str, Recorded
             loaded = None
         results.append((name, loaded, problem))
     return results
+
+
+def check_new_run_id(run_id: str, *, runs_dir: Path | None = None) -> None:
+    """Refuse a run id that is not a plain folder name, or whose folder already exists, before recording."""
+    import re
+
+    from labkit.errors import RecordedRunError
+    from labkit.paths import recorded_runs_dir
+    from labkit.recording import RUN_ID_PATTERN
+
+    if not re.fullmatch(RUN_ID_PATTERN, run_id):
+        raise RecordedRunError(
+            f"run id {run_id!r} is not a folder name under recorded_runs/: use lower-case letters, digits, "
+            "'.', '_' and '-', starting with a letter or digit (for example 06-routing-mymodel)"
+        )
+    if ((runs_dir or recorded_runs_dir()) / run_id).exists():
+        raise RecordedRunError(
+            f"recorded_runs/{run_id} already exists; a run is never overwritten. Choose a new --run-id."
+        )
 
 
 def cells_showing_runs(notebook: Path, names: list[str]) -> list[int]:

@@ -25,6 +25,24 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.clear()
     os.environ.update(offline_kernel_env(ipython_dir=folder))
     block_network()
+    _nbval_kernels_over_ipc(folder)
+
+
+def _nbval_kernels_over_ipc(folder: Path) -> None:
+    """Start nbval's kernels over Unix sockets, so that they can run inside the offline network namespace."""
+    if os.name != "posix":
+        return
+    try:
+        import nbval.kernel
+        from jupyter_client.manager import KernelManager
+    except ImportError:
+        return
+
+    class IpcKernelManager(KernelManager):
+        def __init__(self, **kwargs: object) -> None:
+            super().__init__(transport="ipc", ip=str(folder / "kernel"), **kwargs)
+
+    nbval.kernel.KernelManager = IpcKernelManager  # nbval takes no transport option
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from labkit.paths import notebooks_dir
+from labkit.errors import LabkitError
+from labkit.paths import atomic_write, notebooks_dir, writable_folder
 
 #: Seconds one cell may run before the notebook counts as failed.
 CELL_TIMEOUT_S = 300
+
+
+class NotebookUnreadable(LabkitError, ValueError):
+    """A notebook file is missing, not a regular file, or not a valid notebook."""
+
+
+class NotebookLocked(LabkitError, BlockingIOError):
+    """Another ``labkit run --update`` is rewriting the same notebook right now."""
+
+
+class KernelDied(LabkitError, RuntimeError):
+    """The notebook's kernel process ended while a cell ran (``os._exit``, out of memory, a crash)."""
 
 
 @dataclass(frozen=True)
@@ -29,12 +43,58 @@ class NotebookResult:
     """Seconds spent executing cells, kernel start excluded."""
     error: str = ""
     """The first error's name and message, for a failed notebook."""
+    offline_guard: str = ""
+    """Which offline guard the kernel ran under (see `labkit.offline.offline_guard`)."""
 
 
 def course_notebooks(folder: Path | None = None) -> list[Path]:
     """Return the numbered notebooks in teaching order."""
     folder = folder or notebooks_dir()
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def read_notebook(path: Path) -> Any:
+    """Read a notebook, refusing with one line a missing or special file (FIFO, device) or a corrupt one."""
+    import nbformat
+
+    if not path.is_file():
+        what = "no such file" if not path.exists() else "not a regular file"
+        raise NotebookUnreadable(f"{path}: {what}; give the path of a .ipynb notebook file")
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as exc:  # nbformat raises JSON, Unicode and schema errors of several kinds
+        reason = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise NotebookUnreadable(
+            f"{path}: not a readable notebook ({type(exc).__name__}: {reason[:200]}); "
+            f"restore it with `git checkout -- {path.name}` or open and re-save it in Jupyter"
+        ) from None
+
+
+@contextmanager
+def notebook_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a notebook while it is re-executed and saved; a second holder fails at once.
+
+    The lock is taken on the notebook file itself (``flock``), so no lock file is left
+    behind. Where ``fcntl`` is missing (Windows) no lock is taken.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is None or not path.is_file():  # a missing or special file is refused by `read_notebook`, unopened
+        yield
+        return
+    busy = NotebookLocked(
+        f"{path.name} is being updated by another `labkit run --update`; wait for it to finish, then run again"
+    )
+    with open(path, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy from None
+        if os.fstat(handle.fileno()).st_ino != os.stat(path).st_ino:  # replaced by the holder we waited behind
+            raise busy
+        yield
 
 
 @contextmanager
@@ -49,13 +109,18 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def kernel_manager(folder: Path) -> Any:
-    """Return a python3 kernel manager; on POSIX over Unix sockets in ``folder`` (no TCP port, no warning)."""
-    from jupyter_client.manager import KernelManager
+def kernel_manager(folder: Path, *, asynchronous: bool = False) -> Any:
+    """Return a python3 kernel manager; on POSIX over Unix sockets in ``folder`` (no TCP port, no warning).
 
+    The runner uses the asynchronous manager: with it nbclient polls the kernel
+    process while a cell runs, so a kernel that dies ends the cell within seconds.
+    """
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+    cls = AsyncKernelManager if asynchronous else KernelManager
     if os.name == "posix":
-        return KernelManager(kernel_name="python3", transport="ipc", ip=str(folder / "kernel"))
-    return KernelManager(kernel_name="python3")
+        return cls(kernel_name="python3", transport="ipc", ip=str(folder / "kernel"))
+    return cls(kernel_name="python3")
 
 
 #: nbconvert's lab page without the scripts it would fetch from public CDNs (require.js, the
@@ -89,9 +154,19 @@ def export_html(nb: Any, path: Path) -> Path:
         embed_images=True,
     )
     body, _ = exporter.from_notebook_node(page)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body, encoding="utf-8")
-    return path
+    return atomic_write(writable_folder(path.parent) / path.name, body)
+
+
+def _exit_reason(manager: Any) -> str:
+    process = getattr(getattr(manager, "provisioner", None), "process", None)
+    code = process.poll() if process is not None else None
+    if code is None:
+        return "the kernel stopped answering"
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exit code {code}"
 
 
 def save_widget_state(client: Any) -> None:
@@ -106,41 +181,54 @@ def save_widget_state(client: Any) -> None:
 def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_errors: bool = False) -> float:
     """Execute a notebook node in place in a fresh offline kernel started in ``folder``; return the seconds.
 
-    Kernel start is not counted. Without ``allow_errors`` the first failing cell raises
-    nbclient's error (which carries the seconds so far as ``labkit_seconds``); with it,
-    every cell runs and errors stay in the cells' outputs.
+    Kernel start is not counted. Each run has its own scratch folder (``LABKIT_SCRATCH``),
+    removed afterwards. Without ``allow_errors`` the first failing cell raises
+    nbclient's error; with it, every cell runs and errors stay in the cells' outputs. A
+    kernel that dies raises `KernelDied` (naming the code cell and exit reason) in
+    either case. The error carries the seconds so far as ``labkit_seconds``.
     """
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
 
     from labkit.offline import offline_kernel_env
 
-    with (
-        tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp,
-        _environment(offline_kernel_env(ipython_dir=Path(tmp))),
-    ):
-        manager = kernel_manager(Path(tmp))
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            km=manager,
-            record_timing=False,
-            allow_errors=allow_errors,
-            resources={"metadata": {"path": str(folder)}},
-        )
-        start = None
-        try:
-            with client.setup_kernel():
-                start = time.perf_counter()
-                for index, cell in enumerate(nb.cells):
-                    client.execute_cell(cell, index)
-                save_widget_state(client)
-        except Exception as exc:
-            exc.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
-            raise
-        finally:
-            if manager.has_kernel:  # the client shuts down only kernels it started itself
-                manager.shutdown_kernel(now=True)
-        return time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="labkit-run-") as tmp:
+        env = offline_kernel_env(ipython_dir=Path(tmp))
+        env["LABKIT_SCRATCH"] = str(Path(tmp) / "scratch")
+        with _environment(env):
+            manager = kernel_manager(Path(tmp), asynchronous=True)
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                km=manager,
+                record_timing=False,
+                allow_errors=allow_errors,
+                resources={"metadata": {"path": str(folder)}},
+            )
+            start = None
+            code_cell = 0
+            try:
+                with client.setup_kernel():
+                    start = time.perf_counter()
+                    for index, cell in enumerate(nb.cells):
+                        code_cell += cell.cell_type == "code"
+                        client.execute_cell(cell, index)
+                    save_widget_state(client)
+            except DeadKernelError:
+                died = KernelDied(
+                    f"the kernel died in code cell {code_cell} ({_exit_reason(manager)}); "
+                    "the notebook stopped there. Look for os._exit, a crash or a cell that uses too much memory"
+                )
+                died.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
+                raise died from None
+            except Exception as exc:
+                exc.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
+                raise
+            finally:
+                if manager.has_kernel:  # the client shuts down only kernels it started itself
+                    run_sync(manager.shutdown_kernel)(now=True)
+            return time.perf_counter() - start
 
 
 def run_notebook(
@@ -149,37 +237,49 @@ def run_notebook(
     """Execute one notebook in a fresh offline kernel; the notebook file is left as it is unless asked.
 
     With ``html_dir``, the executed notebook (failed ones included, up to the failing cell) is
-    also written there as ``<name>.html``. With ``write_back``, a notebook that passed is saved
-    in place with its new outputs (each cell's stream output merged into one piece, no timings),
-    which is how a lesson's committed outputs are refreshed.
+    also written there as ``<name>.html``. With ``write_back``, the notebook is locked for the
+    whole run (a second ``--update`` of it fails at once) and, if it passed, saved in place
+    atomically with its new outputs (each cell's stream output merged into one piece, no
+    timings), which is how a lesson's committed outputs are refreshed. A missing or corrupt
+    notebook, or a locked one, is a failed result, never an exception, so the others still run.
     """
     import nbformat
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    nb = nbformat.read(path, as_version=4)
+    from labkit.offline import offline_guard
+
+    guard = offline_guard()
     try:
-        seconds = execute(nb, path.parent, timeout=timeout)
-    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-        first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        detail = getattr(exc, "ename", type(exc).__name__)
-        message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
-        result = NotebookResult(path.name, "failed", round(getattr(exc, "labkit_seconds", 0.0), 2), message[:300])
-    else:
-        result = NotebookResult(path.name, "passed", round(seconds, 2))
-    if html_dir is not None:
-        export_html(nb, html_dir / f"{path.stem}.html")
-    if write_back and result.status == "passed":
-        from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+        with notebook_lock(path) if write_back else nullcontext():
+            nb = read_notebook(path)
+            try:
+                seconds = execute(nb, path.parent, timeout=timeout)
+            except (CellExecutionError, CellTimeoutError, KernelDied) as exc:
+                first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                detail = getattr(exc, "ename", type(exc).__name__)
+                message = f"{detail}: {getattr(exc, 'evalue', first_line)}"
+                seconds_so_far = round(getattr(exc, "labkit_seconds", 0.0), 2)
+                result = NotebookResult(path.name, "failed", seconds_so_far, message[:300], guard)
+            else:
+                result = NotebookResult(path.name, "passed", round(seconds, 2), offline_guard=guard)
+            if html_dir is not None:
+                export_html(nb, html_dir / f"{path.stem}.html")
+            if write_back and result.status == "passed":
+                from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-        nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
-        nbformat.write(nb, path)
+                nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+                atomic_write(path, nbformat.writes(nb).rstrip("\n") + "\n")
+    except (NotebookUnreadable, NotebookLocked) as exc:
+        result = NotebookResult(path.name, "failed", 0.0, f"{type(exc).__name__}: {exc}", guard)
     return result
 
 
 def results_table(results: list[NotebookResult]) -> str:
     """Return a plain-text table of notebook, status and seconds."""
     width = max([len("notebook")] + [len(r.notebook) for r in results])
-    lines = [f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}"]
+    guards = sorted({r.offline_guard for r in results if r.offline_guard})
+    lines = [f"offline guard: {', '.join(guards)}"] if guards else []
+    lines.append(f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
     for r in results:
         lines.append(f"{r.notebook:<{width}}  {r.status:<6}  {r.seconds:>7.2f}")
         if r.error:

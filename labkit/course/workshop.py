@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from labkit.errors import LabkitError
+from labkit.paths import FolderNotWritable
 
 #: The three roles of an exercise's cells, in the order they appear.
 ROLES = ("exercise", "solution", "check")
@@ -155,19 +156,30 @@ def student_copy(nb: Any, *, name: str = "notebook") -> Any:
 
 
 def export_workshop(destination: Path, notebooks: list[Path]) -> list[Path]:
-    """Write student copies of ``notebooks`` into ``destination`` (which must be new or empty)."""
+    """Write student copies of ``notebooks`` into ``destination`` (which must be new or empty).
+
+    Every notebook is read and copied before the first file is written, and each file is
+    written atomically, so a bad notebook or an unwritable folder leaves nothing half-written.
+    """
     import nbformat
+
+    from labkit.course.runner import read_notebook
+    from labkit.paths import atomic_write, writable_folder
 
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise WorkshopExportRefused(
             f"{destination} already exists and is not an empty folder; an export never overwrites. Choose a new folder."
         )
-    copies = [(path.name, student_copy(nbformat.read(path, as_version=4), name=path.name)) for path in notebooks]
-    destination.mkdir(parents=True, exist_ok=True)
+    copies = [(path.name, nbformat.writes(student_copy(read_notebook(path), name=path.name))) for path in notebooks]
+    folder = writable_folder(destination)
     written = []
-    for file_name, nb in copies:
-        nbformat.write(nb, destination / file_name)
-        written.append(destination / file_name)
+    for name, text in copies:
+        try:
+            written.append(atomic_write(folder / name, text.rstrip("\n") + "\n"))
+        except OSError as exc:
+            raise FolderNotWritable(
+                f"cannot write {folder / name} ({exc.strerror}); choose a folder you can write to"
+            ) from None
     return written
 
 
@@ -197,11 +209,10 @@ def exercise_result(nb: Any, exercise: Exercise) -> ExerciseResult:
 
 def check_exercises(path: Path) -> list[ExerciseResult]:
     """Run a learner's notebook offline to the end (past errors) and report each exercise."""
-    import nbformat
 
-    from labkit.course.runner import execute
+    from labkit.course.runner import execute, read_notebook
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     exercises = find_exercises(nb, name=path.name)
     if not exercises:
         return []

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labkit.errors import LabkitError
+
 #: The intents a count may ask about; the tool's input schema allows no other.
 Intent = Literal["get_refund", "track_order", "cancel_order"]
 
@@ -21,6 +23,19 @@ TICKETS: tuple[dict[str, str | int], ...] = (
     {"id": 3, "team": "team-a", "intent": "track_order"},
     {"id": 4, "team": "team-b", "intent": "get_refund"},
 )
+#: The teams the application knows; a count for any other team is refused, not answered with 0.
+TEAMS: tuple[str, ...] = tuple(sorted({str(t["team"]) for t in TICKETS}))
+
+
+class UnknownTeam(LabkitError, LookupError):
+    """A request names a team the application does not know."""
+
+
+def check_team(team: str) -> str:
+    """Return ``team`` if the application knows it; else raise `UnknownTeam` naming the known teams."""
+    if team not in TEAMS:
+        raise UnknownTeam(f"unknown team {team!r}: the known teams are {', '.join(TEAMS)}; pass one of them")
+    return team
 
 
 class CountTickets(BaseModel):
@@ -34,5 +49,6 @@ def count_tickets(args: CountTickets, team: str) -> dict[str, str | int]:
     """Count the caller's team's tickets with the requested intent; ``team`` comes from the application, never the model."""
     if not isinstance(args, CountTickets):
         raise TypeError(f"count_tickets takes validated CountTickets arguments, not {type(args).__name__}")
+    check_team(team)
     rows = [t for t in TICKETS if t["team"] == team and t["intent"] == args.intent]
     return {"intent": args.intent, "team": team, "count": len(rows)}

@@ -25,10 +25,10 @@ from typing import Annotated, Any, TypedDict
 from pydantic import ValidationError
 
 from labkit.canonical import canonical_json, loads_strict
-from labkit.errors import LabkitError
+from labkit.errors import InvalidJSON, LabkitError
 from labkit.system.contract import ModelReply, call_model
 from labkit.system.policy import K, PolicyIndex, load_policy_index
-from labkit.system.tickets import CountTickets, count_tickets
+from labkit.system.tickets import CountTickets, check_team, count_tickets
 from labkit.traces import Trace, TraceFormatError, run_identity
 
 #: The system prompt, sent with every request.
@@ -105,10 +105,13 @@ def check(state: State) -> dict[str, Any]:
     result: dict[str, Any]
     try:
         reply = ModelReply.model_validate_json(state["reply"])
+        loads_strict(state["reply"], source="model reply")  # valid JSON may still repeat a key: refused, as elsewhere
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         result = {"status": "invalid_output", "reason": f"{where + ': ' if where else ''}{first['msg']}"}
+    except InvalidJSON as exc:
+        result = {"status": "invalid_output", "reason": str(exc)}
     else:
         allowed = {e["citation_id"] for e in state["evidence"]}
         if reply.kind == "answer" and set(reply.citation_ids) <= allowed:
@@ -203,6 +206,7 @@ class MinimalSystem:
         for name, value in (("question", question), ("team", team), ("session_id", session_id)):
             if not isinstance(value, str) or not value.strip():
                 raise InvalidRequest(f"{name} must be non-empty text, not {value!r}")
+        check_team(team)  # before anything runs: an unknown team is refused, never counted as 0 tickets
         config = self._config(session_id)
         previous = self.saved_state(session_id)
         if previous and previous.get("team") != team:
