@@ -122,7 +122,9 @@ class SecretFinding:
 @cache
 def plugins() -> tuple[BasePlugin, ...]:
     """Return every detector used: detect-secrets' regex plugins and labkit's own plugin classes."""
-    mapping: dict[str, type[BasePlugin]] = get_mapping_from_secret_type_to_class()
+    mapping: dict[str, Any] = (
+        get_mapping_from_secret_type_to_class()
+    )  # plugin classes; secret_type is a class attribute
     shipped = [cls for kind, cls in mapping.items() if kind not in _SKIPPED]
     return tuple(cls() for cls in sorted(shipped, key=lambda c: c.secret_type)) + tuple(cls() for cls in _OWN_PLUGINS)
 
