@@ -63,6 +63,8 @@ rest are defined beside the code that raises them.
     └── course tooling, course/ and cli/
         ├── UnknownLesson(LookupError)               course/lessons.py: that lesson records no model runs
         ├── UnknownVariant(LookupError)              course/variants.py: no failure variant by that name
+        ├── UnknownCardLesson(LookupError)           course/evaluate.py: no report card for that lesson
+        ├── EndpointFailed(RuntimeError)             course/evaluate.py: the endpoint died mid-lesson; partial run kept
         ├── NoSuchNotebook(FileNotFoundError)        cli/run.py: no notebook by that name
         ├── NotebookUnreadable(ValueError)           course/runner.py: missing, not a file, or not a notebook
         ├── NotebookLocked(BlockingIOError)          course/runner.py: another --update holds the notebook
