@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from labkit.agent.dataset import APPROVED_SCOPE
+from labkit.agent.dataset import APPROVED_SCOPE, RESTRICTED_SCOPE
 from labkit.agent.identity import ScopeRefused, authorize
 from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SummarizeRequests, SupportData, SupportTools
 
@@ -73,9 +73,34 @@ def test_stale_row_ref_is_refused_after_a_new_dataset_version(data):
     assert data.audit[-1]["outcome"] == "refused:stale"
 
 
+def test_row_ref_from_the_same_user_in_another_scope_is_refused(data):
+    # lead-lee may read both scopes: a ref filtered in the restricted scope must not be counted while working
+    # in the approved one (the user matches, only the scope differs).
+    restricted = SupportTools(authorize("lead-lee", "s9", RESTRICTED_SCOPE), data)
+    ref = restricted.filter_by_intent(IntentFilter(intent="get_refund"))["row_ref"]
+    approved = SupportTools(authorize("lead-lee", "s9", APPROVED_SCOPE), data)
+    with pytest.raises(RowRefRefused, match="another caller or scope") as info:
+        approved.count_rows(CountRows(rows=ref))
+    assert info.value.reason == "foreign"
+    assert data.audit[-1]["outcome"] == "refused:foreign" and data.audit[-1]["scope_read"] is None
+
+
+def test_row_ref_counts_in_its_own_scope_for_a_user_of_two_scopes(data):
+    restricted = SupportTools(authorize("lead-lee", "s9", RESTRICTED_SCOPE), data)
+    ref = restricted.filter_by_intent(IntentFilter(intent="get_refund"))["row_ref"]
+    assert restricted.count_rows(CountRows(rows=ref))["count"] == 11
+    assert data.audit[-1]["scope_read"] == RESTRICTED_SCOPE
+
+
 def test_tool_outside_the_callers_permissions_is_refused(data):
-    with pytest.raises(ScopeRefused):
+    with pytest.raises(ScopeRefused, match="may not call export_rows"):
         tools_for(data).export_rows(IntentFilter(intent="get_refund"))
+    assert data.audit[-1]["outcome"] == "refused:tool_not_allowed" and data.audit[-1]["scope_read"] is None
+
+
+def test_unknown_tool_name_is_refused(data):
+    with pytest.raises(ScopeRefused, match="not one of the agent's tools"):
+        tools_for(data).call("delete_rows", {})
 
 
 def test_summary_uses_only_retrieved_requests(data):

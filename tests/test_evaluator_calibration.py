@@ -8,6 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from labkit.evaluator.calibration import (
     REJECTED,
+    Agreement,
     _kappa_many,
     agreement,
     base_rate,
@@ -89,3 +90,50 @@ def test_rejected_marker_never_collides_with_a_rubric_label():
     from labkit.evaluator.rubric import load_rubric
 
     assert all(REJECTED not in c.allowed_labels for c in load_rubric().criteria)
+
+
+def evidence(kappa_value, agreement_value):
+    return Agreement(
+        criterion="tone",
+        arrangement="per_criterion",
+        items=10,
+        rejected=0,
+        percent_agreement=agreement_value,
+        kappa=kappa_value,
+        base_rate_label="pass",
+        base_rate=0.7,
+        agreement_low=0.5,
+        agreement_high=1.0,
+        kappa_low=0.2,
+        kappa_high=0.9,
+        kappa_undefined=0,
+    )
+
+
+@pytest.mark.parametrize(
+    "kappa_value,agreement_value,scorer",
+    [
+        (0.6, 0.8, "judge"),  # exactly on both thresholds: the rule says "at least"
+        (0.6, 0.95, "judge"),  # kappa exactly on its threshold
+        (0.9, 0.8, "judge"),  # agreement exactly on its threshold
+        (0.5999, 0.95, "human_review"),
+        (0.9, 0.7999, "human_review"),
+        (None, 1.0, "human_review"),
+    ],
+)
+def test_the_agreement_rule_admits_a_criterion_exactly_on_its_thresholds(kappa_value, agreement_value, scorer):
+    routed = route_criterion(evidence(kappa_value, agreement_value), RULE)
+    assert routed.scorer == scorer
+    assert routed.reason.startswith("meets the rule: " if scorer == "judge" else "below the rule: ")
+
+
+def test_routing_reason_states_the_evidence_and_the_thresholds():
+    routed = route_criterion(evidence(0.6, 0.8), RULE)
+    assert routed.reason == "meets the rule: kappa 0.60 (needs 0.60), agreement 80% (needs 80%) on 10 held-out items"
+    assert "kappa undefined (needs 0.60)" in route_criterion(evidence(None, 0.9), RULE).reason
+
+
+def test_programmatic_criteria_are_routed_to_code_without_evidence():
+    routed = route_criterion(None, RULE, scored_by="programmatic")
+    assert (routed.criterion, routed.scorer) == ("?", "programmatic")
+    assert route_criterion(evidence(0.1, 0.1), RULE, scored_by="programmatic").criterion == "tone"
