@@ -52,6 +52,8 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # The folders a unit test may read besides the package and the tests themselves.
 _DATA = ("fixtures", "recorded_runs")
+# "no tests": no selected unit test reaches the mutated function, so nothing would catch the change either.
+_SURVIVED = ("survived", "no tests")
 _STATUS = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 
 
@@ -137,9 +139,9 @@ def run_module(name: str, *, equivalents: dict[str, str], workdir: Path, verbose
         mutant, status = match["name"], match["status"].strip()
         if status == "killed" or status == "timeout":
             result.killed.append(mutant)
-        elif status == "survived" and mutant in equivalents:
+        elif status in _SURVIVED and mutant in equivalents:
             result.equivalent.append(mutant)
-        elif status == "survived":
+        elif status in _SURVIVED:
             result.survived.append(mutant)
         else:
             result.other[mutant] = status
