@@ -69,3 +69,24 @@ def test_malformed_callers_file_is_refused(tmp_path):
     (tmp_path / "callers.json").write_text('{"dataset_version": "x", "callers": {"ana": {"scopes": []}}}')
     with pytest.raises(DatasetError, match="scopes' and 'tools'"):
         authorize("ana", "s1", APPROVED_SCOPE, folder=tmp_path)
+
+
+def test_refusal_messages_say_what_is_wrong_and_what_to_do(tmp_path):
+    from labkit.agent.dataset import DatasetError
+
+    with pytest.raises(ScopeRefused) as info:
+        authorize("lead-lee", "s1", "billing")
+    assert str(info.value) == (
+        f"user 'lead-lee' may not read scope 'billing' (allowed: {APPROVED_SCOPE}, {RESTRICTED_SCOPE}); "
+        "no tool was run. Ask for access or choose an allowed scope."
+    )
+    with pytest.raises(ScopeRefused) as info:
+        authorize("analyst-ana", "", APPROVED_SCOPE)
+    assert str(info.value) == "a request needs a session id from the application; start a session first"
+    (tmp_path / "callers.json").write_text('{"dataset_version": "x"}')
+    with pytest.raises(DatasetError) as info:
+        authorize("ana", "s1", APPROVED_SCOPE, folder=tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / 'callers.json'}: expected an object with dataset_version and callers; "
+        "regenerate it with `python -m labkit.agent.dataset`"
+    )
