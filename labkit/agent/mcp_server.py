@@ -114,7 +114,10 @@ def count_over_mcp(user_id: str, intent: str, *, scope: str = APPROVED_SCOPE) ->
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    calls = [("filter_by_intent", {"intent": intent, "limit": 1}), ("count_rows", {"rows": "$row_ref"})]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("filter_by_intent", {"intent": intent, "limit": 1}),
+        ("count_rows", {"rows": "$row_ref"}),
+    ]
     with ThreadPoolExecutor(max_workers=1) as pool:
         session = pool.submit(asyncio.run, client_session_demo(user_id, calls, scope=scope)).result()
     filtered, counted = session["calls"]
