@@ -137,3 +137,47 @@ def test_programmatic_criteria_are_routed_to_code_without_evidence():
     routed = route_criterion(None, RULE, scored_by="programmatic")
     assert (routed.criterion, routed.scorer) == ("?", "programmatic")
     assert route_criterion(evidence(0.1, 0.1), RULE, scored_by="programmatic").criterion == "tone"
+
+
+@pytest.mark.parametrize("a,b", [([], []), (["pass"], ["pass", "fail"]), (["pass", "fail"], ["pass"])])
+def test_percent_agreement_refuses_empty_or_unequal_lists(a, b):
+    with pytest.raises(ValueError, match=r"^compare two non-empty label lists of the same length$"):
+        percent_agreement(a, b)
+
+
+def test_base_rate_breaks_a_tie_by_the_label_not_by_the_order_seen():
+    assert base_rate(["pass", "fail"]) == ("fail", 0.5)
+    assert base_rate(["pass", "fail", "pass", "fail", "maybe"]) == ("fail", 0.4)
+
+
+def test_vectorised_kappa_is_computed_per_resample_row():
+    a = np.array([[0, 0, 1, 1], [0, 1, 0, 1]])
+    b = np.array([[0, 0, 1, 1], [1, 0, 1, 0]])
+    assert _kappa_many(a, b, 2).tolist() == [1.0, -1.0]
+
+
+def test_bootstrap_interval_is_the_percentile_interval_of_seeded_resamples():
+    # The same resamples drawn independently here: indices 0..n-1, a 95 % two-sided percentile interval.
+    ai = np.array([1 if x == "pass" else 0 for x in HUMAN])
+    bi = np.array([1 if x == "pass" else 0 for x in JUDGE])
+    picks = np.random.default_rng(7).integers(0, len(HUMAN), size=(300, len(HUMAN)))
+    agree = (ai[picks] == bi[picks]).mean(axis=1)
+    interval = bootstrap_interval(HUMAN, JUDGE, seed=7, resamples=300)
+    assert interval["agreement_low"] == pytest.approx(np.percentile(agree, 2.5))
+    assert interval["agreement_high"] == pytest.approx(np.percentile(agree, 97.5))
+    narrow = bootstrap_interval(HUMAN, JUDGE, seed=7, resamples=300, level=0.5)
+    assert narrow["agreement_low"] == pytest.approx(np.percentile(agree, 25))
+    assert narrow["agreement_high"] == pytest.approx(np.percentile(agree, 75))
+
+
+def test_bootstrap_kappa_interval_is_none_when_kappa_is_never_defined():
+    interval = bootstrap_interval(["pass"] * 3, ["pass"] * 3, resamples=50)
+    assert interval["kappa_low"] is None and interval["kappa_high"] is None
+    assert interval["kappa_undefined"] == 50
+    assert interval["agreement_low"] == interval["agreement_high"] == 1.0
+
+
+def test_programmatic_routing_says_code_scores_it():
+    assert route_criterion(None, RULE, scored_by="programmatic").reason == (
+        "scored by code (schema and length checks), not by the judge"
+    )
