@@ -5,7 +5,15 @@ from pydantic import ValidationError
 
 from labkit.agent.dataset import APPROVED_SCOPE, RESTRICTED_SCOPE
 from labkit.agent.identity import ScopeRefused, authorize
-from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SummarizeRequests, SupportData, SupportTools
+from labkit.agent.tools import (
+    CountRows,
+    IntentFilter,
+    RowRefRefused,
+    SummarizeRequests,
+    SupportData,
+    SupportTools,
+    make_row_ref,
+)
 
 
 @pytest.fixture()
@@ -109,3 +117,100 @@ def test_summary_uses_only_retrieved_requests(data):
     assert len(summary["retrieved_rows"]) == 4 and all(
         rows[n].intent == "get_refund" for n in summary["retrieved_rows"]
     )
+
+
+def test_the_audit_log_records_every_call_with_its_arguments_outcome_and_scope_read(data):
+    tools = tools_for(data)
+    ref = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=2))["row_ref"]
+    tools.count_rows(CountRows(rows=ref))
+    with pytest.raises(RowRefRefused):
+        tools.count_rows(CountRows(rows="rows-0123456789abcdef"))
+    with pytest.raises(ScopeRefused):
+        tools.export_rows(IntentFilter(intent="get_refund", limit=1))
+    who = {"user_id": "analyst-ana", "caller_scope": APPROVED_SCOPE}
+    assert data.audit == [
+        {
+            "tool": "filter_by_intent",
+            **who,
+            "scope_read": APPROVED_SCOPE,
+            "arguments": {"intent": "get_refund", "limit": 2, "offset": 0},
+            "outcome": "ok",
+        },
+        {"tool": "count_rows", **who, "scope_read": APPROVED_SCOPE, "arguments": {"rows": ref}, "outcome": "ok"},
+        {
+            "tool": "count_rows",
+            **who,
+            "scope_read": None,
+            "arguments": {"rows": "rows-0123456789abcdef"},
+            "outcome": "refused:forged",
+        },
+        {
+            "tool": "export_rows",
+            **who,
+            "scope_read": None,
+            "arguments": {"intent": "get_refund", "limit": 1, "offset": 0},
+            "outcome": "refused:tool_not_allowed",
+        },
+    ]
+
+
+def test_the_preview_shows_row_flags_and_instruction_of_the_first_matches(data):
+    filtered = tools_for(data).filter_by_intent(IntentFilter(intent="get_refund", limit=2))
+    rows = data.scopes[APPROVED_SCOPE]
+    matches = [n for n, row in enumerate(rows) if row.intent == "get_refund"][:2]
+    assert filtered["preview"] == [
+        {"row": n, "flags": rows[n].flags, "instruction": rows[n].instruction} for n in matches
+    ]
+
+
+def test_a_row_ref_is_the_hash_of_who_asked_what_and_when():
+    import hashlib
+
+    seed = "analyst-ana|approved_support_dataset|v1|get_refund|3"
+    assert make_row_ref("analyst-ana", APPROVED_SCOPE, "v1", "get_refund", 3) == (
+        "rows-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
+    )
+
+
+def test_issued_refs_differ_by_user_scope_version_intent_and_number(data):
+    lee = authorize("lead-lee", "s1", APPROVED_SCOPE)
+    ana = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    issued = data.issue(ana, "get_refund", (1,))
+    assert issued.row_ref == make_row_ref("analyst-ana", APPROVED_SCOPE, data.dataset_version, "get_refund", 0)
+    assert data.issue(lee, "get_refund", (1,)).row_ref == make_row_ref(
+        "lead-lee", APPROVED_SCOPE, data.dataset_version, "get_refund", 1
+    )
+
+
+def test_fresh_data_keeps_rows_folder_and_version_but_no_refs_or_audit(data):
+    tools_for(data).filter_by_intent(IntentFilter(intent="get_refund"))
+    data.publish("support-2026-09-02")
+    fresh = data.fresh()
+    assert (fresh.folder, fresh.scopes, fresh.dataset_version) == (data.folder, data.scopes, "support-2026-09-02")
+    assert fresh.row_sets == {} and fresh.audit == []
+    assert fresh.scopes is not data.scopes
+
+
+def test_support_data_reads_the_scopes_from_the_given_folder(tmp_path):
+    from labkit.agent.dataset import write_support_fixtures
+
+    write_support_fixtures(tmp_path)
+    loaded = SupportData(tmp_path)
+    assert loaded.folder == tmp_path and set(loaded.scopes) == {APPROVED_SCOPE, RESTRICTED_SCOPE}
+
+
+def test_the_summary_counts_flags_and_common_words_of_the_retrieved_rows_only(data):
+    from collections import Counter
+
+    summary = tools_for(data).summarize_requests(SummarizeRequests(intent="get_refund", limit=4))
+    rows = [data.scopes[APPROVED_SCOPE][n] for n in summary["retrieved_rows"]]
+    flags = Counter(flag for row in rows for flag in row.flags)
+    assert (summary["polite"], summary["colloquial"], summary["with_typos"]) == (flags["P"], flags["Q"], flags["Z"])
+    words = Counter(
+        w.strip("?.,!").lower()
+        for row in rows
+        for w in row.instruction.split()
+        if len(w.strip("?.,!")) > 4 and "{" not in w
+    )
+    assert summary["common_words"] == [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
+    assert all(w == w.lower() for w in summary["common_words"])
