@@ -181,3 +181,21 @@ def test_programmatic_routing_says_code_scores_it():
     assert route_criterion(None, RULE, scored_by="programmatic").reason == (
         "scored by code (schema and length checks), not by the judge"
     )
+
+
+def test_bootstrap_resamples_draw_every_item_including_the_first():
+    # Only the first item disagrees: resamples that never draw it agree fully, the others do not.
+    interval = bootstrap_interval(["fail"] + ["pass"] * 9, ["pass"] * 10, resamples=400)
+    assert interval["agreement_low"] < 1.0 and interval["agreement_high"] == 1.0
+
+
+def test_bootstrap_percentiles_are_exact_on_many_distinct_agreement_values():
+    rng = np.random.default_rng(3)
+    a = [str(x) for x in rng.integers(0, 2, size=400)]
+    b = [x if keep else ("1" if x == "0" else "0") for x, keep in zip(a, rng.random(400) < 0.8, strict=True)]
+    ai, bi = np.array([int(x) for x in a]), np.array([int(x) for x in b])
+    picks = np.random.default_rng(11).integers(0, 400, size=(400, 400))
+    agree = (ai[picks] == bi[picks]).mean(axis=1)
+    interval = bootstrap_interval(a, b, seed=11, resamples=400)
+    assert interval["agreement_low"] == pytest.approx(np.percentile(agree, 2.5), rel=1e-12)
+    assert interval["agreement_high"] == pytest.approx(np.percentile(agree, 97.5), rel=1e-12)
