@@ -214,3 +214,69 @@ def test_the_summary_counts_flags_and_common_words_of_the_retrieved_rows_only(da
     )
     assert summary["common_words"] == [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
     assert all(w == w.lower() for w in summary["common_words"])
+
+
+def test_a_lead_exports_full_rows_of_one_intent_from_the_offset(data):
+    lee = SupportTools(authorize("lead-lee", "s1", RESTRICTED_SCOPE), data)
+    rows = data.scopes[RESTRICTED_SCOPE]
+    matches = [n for n, row in enumerate(rows) if row.intent == "get_refund"]
+    exported = lee.export_rows(IntentFilter(intent="get_refund", limit=2, offset=1))
+    assert exported == {
+        "caller_scope": RESTRICTED_SCOPE,
+        "rows": [{"row": n, **rows[n].model_dump()} for n in matches[1:3]],
+    }
+    assert data.audit[-1] == {
+        "tool": "export_rows",
+        "user_id": "lead-lee",
+        "caller_scope": RESTRICTED_SCOPE,
+        "scope_read": RESTRICTED_SCOPE,
+        "arguments": {"intent": "get_refund", "limit": 2, "offset": 1},
+        "outcome": "ok",
+    }
+
+
+def test_call_validates_the_arguments_against_the_tools_model_then_runs_it(data):
+    tools = tools_for(data)
+    ref = tools.call("filter_by_intent", {"intent": "get_refund", "limit": 1})["row_ref"]
+    assert tools.call("count_rows", {"rows": ref})["count"] == 27
+    with pytest.raises(ValidationError):
+        tools.call("filter_by_intent", {"intent": "get_refund", "limit": 99})
+
+
+def test_unauthorized_calls_counts_reads_of_scopes_the_user_may_not_read():
+    from labkit.agent.tools import unauthorized_calls
+
+    audit = [
+        {"user_id": "ana", "scope_read": "open"},
+        {"user_id": "ana", "scope_read": "secret"},
+        {"user_id": "ana", "scope_read": None},
+        {"user_id": "bob", "scope_read": "open"},
+    ]
+    assert unauthorized_calls(audit, allowed_scopes={"ana": ["open"]}) == 2
+    assert unauthorized_calls(audit, allowed_scopes={"ana": ["open", "secret"], "bob": ["open"]}) == 0
+
+
+def test_the_summary_names_its_intent_category_scope_version_and_rows(data):
+    from labkit.agent.dataset import CATEGORY_OF
+
+    summary = tools_for(data).summarize_requests(SummarizeRequests(intent="get_refund", limit=3))
+    rows = data.scopes[APPROVED_SCOPE]
+    assert {k: summary[k] for k in ("intent", "category", "caller_scope", "dataset_version", "retrieved_rows")} == {
+        "intent": "get_refund",
+        "category": CATEGORY_OF["get_refund"],
+        "caller_scope": APPROVED_SCOPE,
+        "dataset_version": "support-2026-09-01",
+        "retrieved_rows": [n for n, row in enumerate(rows) if row.intent == "get_refund"][:3],
+    }
+    assert set(summary) == {
+        "intent",
+        "category",
+        "caller_scope",
+        "dataset_version",
+        "retrieved_rows",
+        "polite",
+        "colloquial",
+        "with_typos",
+        "common_words",
+    }
+    assert data.audit[-1]["tool"] == "summarize_requests" and data.audit[-1]["scope_read"] == APPROVED_SCOPE
