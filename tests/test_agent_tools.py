@@ -202,8 +202,10 @@ def test_support_data_reads_the_scopes_from_the_given_folder(tmp_path):
 def test_the_summary_counts_flags_and_common_words_of_the_retrieved_rows_only(data):
     from collections import Counter
 
-    summary = tools_for(data).summarize_requests(SummarizeRequests(intent="get_refund", limit=4))
+    summary = tools_for(data).summarize_requests(SummarizeRequests(intent="get_refund", limit=20))
     rows = [data.scopes[APPROVED_SCOPE][n] for n in summary["retrieved_rows"]]
+    assert len(rows) == 20 and min(summary["polite"], summary["colloquial"], summary["with_typos"]) > 0
+    assert len(summary["common_words"]) == 5 and summary["common_words"] != sorted(summary["common_words"])
     flags = Counter(flag for row in rows for flag in row.flags)
     assert (summary["polite"], summary["colloquial"], summary["with_typos"]) == (flags["P"], flags["Q"], flags["Z"])
     words = Counter(
@@ -280,3 +282,19 @@ def test_the_summary_names_its_intent_category_scope_version_and_rows(data):
         "common_words",
     }
     assert data.audit[-1]["tool"] == "summarize_requests" and data.audit[-1]["scope_read"] == APPROVED_SCOPE
+
+
+def test_a_refused_tool_call_is_logged_with_its_arguments(data):
+    from labkit.agent.identity import Caller
+
+    nobody = SupportTools(Caller("ana", "s1", APPROVED_SCOPE, data.dataset_version, ()), data)
+    calls = [
+        (nobody.filter_by_intent, IntentFilter(intent="get_refund", limit=2)),
+        (nobody.count_rows, CountRows(rows="rows-0123456789abcdef")),
+        (nobody.summarize_requests, SummarizeRequests(intent="get_refund", limit=2)),
+    ]
+    for method, args in calls:
+        with pytest.raises(ScopeRefused, match=f"may not call {method.__name__}"):
+            method(args)
+        assert data.audit[-1]["arguments"] == args.model_dump()
+        assert data.audit[-1]["outcome"] == "refused:tool_not_allowed"
