@@ -52,7 +52,8 @@ rest are defined beside the code that raises them.
     │   ├── RowRefRefused(LookupError)               tools.py: a stale, foreign or forged row_ref
     │   ├── BudgetError, InvalidCount, UnknownRoute (ValueError)             trace.py
     │   ├── BudgetExhausted, StaleResult (RuntimeError)                      trace.py
-    │   └── AnswerRejected(ValueError)               validator.py
+    │   ├── AnswerRejected(ValueError)               validator.py
+    │   └── ToolCallFailed(RuntimeError)             mcp_server.py: a tool called over MCP returned an error
     ├── lesson 05, system/
     │   ├── PolicyDocumentError(ValueError)          policy.py
     │   ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py

@@ -25,6 +25,10 @@ from typing import Any
 from labkit.errors import LabkitError
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+# What an offline kernel's environment loses: keys and where a model endpoint is; everything else
+# (PATH, HOME, PYTHONPATH, LABKIT_ROOT, ...) is kept so the kernel runs the same code as its parent.
+_REMOVED_NAMES = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "LABKIT_API_KEY"}
+_REMOVED_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN", "_SECRET_KEY", "_BASE_URL", "_API_BASE", "_ENDPOINT")
 _STARTUP = """\
 # Written by labkit: keeps this IPython kernel offline (see labkit/offline.py).
 try:
@@ -184,9 +188,15 @@ def offline_kernel_env(base: dict[str, str] | None = None, *, ipython_dir: Path 
         env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_kernel_spec(folder)), env.get("JUPYTER_PATH")]))
     env["LABKIT_MODE"] = "replay"
     env["LABKIT_OFFLINE"] = "1"
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LABKIT_API_KEY"):
-        env.pop(name, None)
+    for name in [name for name in env if is_credential_or_endpoint(name)]:
+        del env[name]
     return env
+
+
+def is_credential_or_endpoint(name: str) -> bool:
+    """Tell whether an environment variable holds a key or an endpoint URL, which an offline kernel must not see."""
+    upper = name.upper()
+    return upper in _REMOVED_NAMES or upper.endswith(_REMOVED_SUFFIXES)
 
 
 def _connection_transport(argv: list[str]) -> str | None:

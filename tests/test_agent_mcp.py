@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("mcp")
-
-from labkit.agent.mcp_server import client_session_demo
+from labkit.agent.dataset import APPROVED_SCOPE, RESTRICTED_SCOPE
+from labkit.agent.mcp_server import ToolCallFailed, client_session_demo, count_over_mcp
+from labkit.agent.tools import make_row_ref
 
 
 def test_client_lists_and_invokes_an_allowed_tool_over_stdio():
@@ -44,3 +44,26 @@ def test_tool_outside_the_callers_permissions_is_neither_listed_nor_callable():
 def test_a_lead_is_served_the_export_tool():
     result = asyncio.run(client_session_demo("lead-lee", [("export_rows", {"intent": "get_refund", "limit": 1})]))
     assert "export_rows" in result["tools"] and set(result["calls"][0]["content"]["rows"][0]) >= {"flags", "intent"}
+
+
+def test_count_over_mcp_lists_the_tools_and_counts_through_a_real_client():
+    assert count_over_mcp("analyst-ana", "get_refund") == {
+        "tools_listed": ["count_rows", "filter_by_intent", "summarize_requests"],
+        "row_ref": make_row_ref("analyst-ana", APPROVED_SCOPE, "support-2026-09-01", "get_refund", 0),
+        "count": 27,
+        "dataset_version": "support-2026-09-01",
+        "caller_scope": APPROVED_SCOPE,
+        "intent": "get_refund",
+    }
+
+
+def test_count_over_mcp_works_where_an_event_loop_is_already_running():
+    async def inside_a_running_loop():
+        return count_over_mcp("lead-lee", "get_refund", scope=RESTRICTED_SCOPE)
+
+    assert asyncio.run(inside_a_running_loop())["count"] == 11
+
+
+def test_count_over_mcp_reports_a_refused_tool_call():
+    with pytest.raises(ToolCallFailed, match="filter_by_intent failed over MCP"):
+        count_over_mcp("analyst-ana", "not_an_intent")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from labkit.agent.validator import AnswerRejected, format_answer, verify_final
+from labkit.agent.validator import AnswerRejected, VerifiedAnswer, format_answer, intent_noun, verify_final
 
 RESULT = {
     "count": 27,
@@ -44,3 +44,61 @@ def test_count_of_another_intent_is_rejected_for_a_refund_question():
             expected_intent="get_refund",
         )
     assert info.value.reason == "wrong_intent"
+
+
+def test_the_verified_answer_carries_the_result_it_was_checked_against():
+    verified = verify_final("  27 refund requests in approved_support_dataset.  ", result=RESULT)
+    assert verified == VerifiedAnswer(
+        "27 refund requests in approved_support_dataset.",
+        27,
+        "approved_support_dataset",
+        "get_refund",
+        "support-2026-09-01",
+    )
+
+
+def test_other_intents_are_named_by_their_words():
+    assert intent_noun("track_order") == "track order"
+    assert (
+        format_answer(6, "track_order", "approved_support_dataset")
+        == "6 track order requests in approved_support_dataset"
+    )
+    result = {**RESULT, "count": 6, "intent": "track_order"}
+    assert verify_final("6 track order requests in approved_support_dataset", result=result).intent == "track_order"
+
+
+@pytest.mark.parametrize(
+    "answer,result,expected_intent,message",
+    [
+        (
+            "About 20 refund requests",
+            RESULT,
+            None,
+            "'About 20 refund requests' is not the checkable claim '<count> <intent> requests in <scope>'; "
+            "an explanation the tools did not observe cannot be verified",
+        ),
+        ("26 refund requests in approved_support_dataset", RESULT, None, "the answer says 26, the tool counted 27"),
+        (
+            "27 refund requests in escalations_restricted",
+            RESULT,
+            None,
+            "the answer names 'escalations_restricted', the tool read 'approved_support_dataset'",
+        ),
+        (
+            "27 refund requests in approved_support_dataset",
+            {**RESULT, "intent": "complaint"},
+            "get_refund",
+            "the tool counted 'complaint', the question asked about 'get_refund'",
+        ),
+        (
+            "27 complaint requests in approved_support_dataset",
+            RESULT,
+            None,
+            "the answer speaks of 'complaint' requests, the tool counted 'get_refund' ('refund')",
+        ),
+    ],
+)
+def test_a_rejection_says_exactly_what_differs(answer, result, expected_intent, message):
+    with pytest.raises(AnswerRejected) as info:
+        verify_final(answer, result=result, expected_intent=expected_intent)
+    assert str(info.value) == message

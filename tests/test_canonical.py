@@ -1,4 +1,3 @@
-import contextlib
 import hashlib
 import json
 
@@ -100,13 +99,26 @@ json_values = st.recursive(
 
 @given(json_values)
 def test_canonical_round_trip_preserves_value(value):
-    assert loads_strict(canonical_json(value)) == json.loads(canonical_json(value))
+    text = canonical_json(value)
+    assert loads_strict(text) == value
+    assert json.loads(text) == value
+    assert canonical_json(loads_strict(text)) == text
 
 
-@given(st.binary(max_size=200))
+def test_canonical_json_keeps_case_and_non_ascii_text_exactly():
+    value = {"b": "Ab Ç ü", "B": ["MiXeD", 1.5, None, True]}
+    assert canonical_json(value) == '{"B":["MiXeD",1.5,null,true],"b":"Ab Ç ü"}'
+
+
+@given(st.binary(max_size=200) | st.builds(lambda v: canonical_json(v).encode("utf-8"), json_values))
 def test_arbitrary_bytes_never_raise_a_bare_exception(raw):
-    with contextlib.suppress(LabkitError):
-        loads_strict(raw)
+    try:
+        value = loads_strict(raw)
+    except LabkitError as exc:
+        assert isinstance(exc, ValueError) and str(exc)
+    else:
+        # What the strict loader accepts, it reads exactly as json does.
+        assert value == json.loads(raw)
 
 
 def test_a_fifo_is_refused_before_reading(tmp_path):

@@ -8,6 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from labkit.evaluator.calibration import (
     REJECTED,
+    Agreement,
     _kappa_many,
     agreement,
     base_rate,
@@ -89,3 +90,112 @@ def test_rejected_marker_never_collides_with_a_rubric_label():
     from labkit.evaluator.rubric import load_rubric
 
     assert all(REJECTED not in c.allowed_labels for c in load_rubric().criteria)
+
+
+def evidence(kappa_value, agreement_value):
+    return Agreement(
+        criterion="tone",
+        arrangement="per_criterion",
+        items=10,
+        rejected=0,
+        percent_agreement=agreement_value,
+        kappa=kappa_value,
+        base_rate_label="pass",
+        base_rate=0.7,
+        agreement_low=0.5,
+        agreement_high=1.0,
+        kappa_low=0.2,
+        kappa_high=0.9,
+        kappa_undefined=0,
+    )
+
+
+@pytest.mark.parametrize(
+    "kappa_value,agreement_value,scorer",
+    [
+        (0.6, 0.8, "judge"),  # exactly on both thresholds: the rule says "at least"
+        (0.6, 0.95, "judge"),  # kappa exactly on its threshold
+        (0.9, 0.8, "judge"),  # agreement exactly on its threshold
+        (0.5999, 0.95, "human_review"),
+        (0.9, 0.7999, "human_review"),
+        (None, 1.0, "human_review"),
+    ],
+)
+def test_the_agreement_rule_admits_a_criterion_exactly_on_its_thresholds(kappa_value, agreement_value, scorer):
+    routed = route_criterion(evidence(kappa_value, agreement_value), RULE)
+    assert routed.scorer == scorer
+    assert routed.reason.startswith("meets the rule: " if scorer == "judge" else "below the rule: ")
+
+
+def test_routing_reason_states_the_evidence_and_the_thresholds():
+    routed = route_criterion(evidence(0.6, 0.8), RULE)
+    assert routed.reason == "meets the rule: kappa 0.60 (needs 0.60), agreement 80% (needs 80%) on 10 held-out items"
+    assert "kappa undefined (needs 0.60)" in route_criterion(evidence(None, 0.9), RULE).reason
+
+
+def test_programmatic_criteria_are_routed_to_code_without_evidence():
+    routed = route_criterion(None, RULE, scored_by="programmatic")
+    assert (routed.criterion, routed.scorer) == ("?", "programmatic")
+    assert route_criterion(evidence(0.1, 0.1), RULE, scored_by="programmatic").criterion == "tone"
+
+
+@pytest.mark.parametrize("a,b", [([], []), (["pass"], ["pass", "fail"]), (["pass", "fail"], ["pass"])])
+def test_percent_agreement_refuses_empty_or_unequal_lists(a, b):
+    with pytest.raises(ValueError, match=r"^compare two non-empty label lists of the same length$"):
+        percent_agreement(a, b)
+
+
+def test_base_rate_breaks_a_tie_by_the_label_not_by_the_order_seen():
+    assert base_rate(["pass", "fail"]) == ("fail", 0.5)
+    assert base_rate(["pass", "fail", "pass", "fail", "maybe"]) == ("fail", 0.4)
+
+
+def test_vectorised_kappa_is_computed_per_resample_row():
+    a = np.array([[0, 0, 1, 1], [0, 1, 0, 1]])
+    b = np.array([[0, 0, 1, 1], [1, 0, 1, 0]])
+    assert _kappa_many(a, b, 2).tolist() == [1.0, -1.0]
+
+
+def test_bootstrap_interval_is_the_percentile_interval_of_seeded_resamples():
+    # The same resamples drawn independently here: indices 0..n-1, a 95 % two-sided percentile interval.
+    ai = np.array([1 if x == "pass" else 0 for x in HUMAN])
+    bi = np.array([1 if x == "pass" else 0 for x in JUDGE])
+    picks = np.random.default_rng(7).integers(0, len(HUMAN), size=(300, len(HUMAN)))
+    agree = (ai[picks] == bi[picks]).mean(axis=1)
+    interval = bootstrap_interval(HUMAN, JUDGE, seed=7, resamples=300)
+    assert interval["agreement_low"] == pytest.approx(np.percentile(agree, 2.5))
+    assert interval["agreement_high"] == pytest.approx(np.percentile(agree, 97.5))
+    narrow = bootstrap_interval(HUMAN, JUDGE, seed=7, resamples=300, level=0.5)
+    assert narrow["agreement_low"] == pytest.approx(np.percentile(agree, 25))
+    assert narrow["agreement_high"] == pytest.approx(np.percentile(agree, 75))
+
+
+def test_bootstrap_kappa_interval_is_none_when_kappa_is_never_defined():
+    interval = bootstrap_interval(["pass"] * 3, ["pass"] * 3, resamples=50)
+    assert interval["kappa_low"] is None and interval["kappa_high"] is None
+    assert interval["kappa_undefined"] == 50
+    assert interval["agreement_low"] == interval["agreement_high"] == 1.0
+
+
+def test_programmatic_routing_says_code_scores_it():
+    assert route_criterion(None, RULE, scored_by="programmatic").reason == (
+        "scored by code (schema and length checks), not by the judge"
+    )
+
+
+def test_bootstrap_resamples_draw_every_item_including_the_first():
+    # Only the first item disagrees: resamples that never draw it agree fully, the others do not.
+    interval = bootstrap_interval(["fail"] + ["pass"] * 9, ["pass"] * 10, resamples=400)
+    assert interval["agreement_low"] < 1.0 and interval["agreement_high"] == 1.0
+
+
+def test_bootstrap_percentiles_are_exact_on_many_distinct_agreement_values():
+    rng = np.random.default_rng(3)
+    a = [str(x) for x in rng.integers(0, 2, size=400)]
+    b = [x if keep else ("1" if x == "0" else "0") for x, keep in zip(a, rng.random(400) < 0.8, strict=True)]
+    ai, bi = np.array([int(x) for x in a]), np.array([int(x) for x in b])
+    picks = np.random.default_rng(11).integers(0, 400, size=(400, 400))
+    agree = (ai[picks] == bi[picks]).mean(axis=1)
+    interval = bootstrap_interval(a, b, seed=11, resamples=400)
+    assert interval["agreement_low"] == pytest.approx(np.percentile(agree, 2.5), rel=1e-12)
+    assert interval["agreement_high"] == pytest.approx(np.percentile(agree, 97.5), rel=1e-12)

@@ -117,3 +117,36 @@ def test_model_without_a_price_has_no_cost_instead_of_a_guess():
 def test_authored_run_measures_no_latency_and_labels_its_tokens_estimated(authored):
     calls = [g.call for g in authored.runs.generation.generations]
     assert all(c.latency_s is None and c.usage_source == "estimated" and c.origin == "authored" for c in calls)
+
+
+def test_release_rule_blocks_on_any_failure_releases_on_all_passes_and_otherwise_waits(authored):
+    releases = set()
+    for record in authored.records.values():
+        passed = [r.passed for r in record.criteria]
+        if any(p is False for p in passed):
+            expected = "blocked"
+        elif all(p is True for p in passed):
+            expected = "release"
+        else:
+            expected = "awaiting_human_review"
+        assert record.release == expected, record.product_id
+        releases.add(record.release)
+    assert {"blocked", "awaiting_human_review"} <= releases  # the authored run releases no product
+
+
+def test_each_criterion_result_follows_its_scorer(authored):
+    criteria = {c.id: c for c in INPUTS.rubric.criteria}
+    scorers = set()
+    for record in authored.records.values():
+        for result in record.criteria:
+            criterion = criteria[result.criterion]
+            scorers.add(result.scorer)
+            assert result.agreement is None or result.agreement.criterion == result.criterion
+            if result.scorer == "judge":
+                assert result.label in criterion.allowed_labels and result.explanation and result.agreement
+                assert result.passed is (result.label in criterion.pass_labels)
+            elif result.scorer == "human_review":
+                assert (result.label, result.passed) == (None, None)
+            elif result.scorer == "programmatic":
+                assert result.passed is (result.label in criterion.pass_labels)
+    assert {"judge", "human_review", "programmatic"} <= scorers

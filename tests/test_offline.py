@@ -24,8 +24,12 @@ def test_loopback_connection_is_allowed():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
-        with socket.create_connection(server.getsockname(), timeout=5):
-            pass
+        with socket.create_connection(server.getsockname(), timeout=5) as client:
+            accepted, peer = server.accept()
+            with accepted:
+                client.sendall(b"ping")
+                assert accepted.recv(4) == b"ping"
+            assert peer[0] == "127.0.0.1"
 
 
 def test_kernel_environment_is_offline_replay_without_key(tmp_path):

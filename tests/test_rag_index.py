@@ -153,3 +153,49 @@ def test_every_chunk_at_both_sizes_and_every_question_has_a_saved_vector():
     assert path.name == "embeddings.json"
     assert [t for t in texts if t not in saved] == []
     assert len(saved) == len(texts)  # and nothing stale is kept
+
+
+def test_open_index_keys_its_cache_by_settings_documents_and_code(scratch_in_tmp):
+    from labkit.rag.index import cache_key, cached_index_is_current, index_folder
+
+    first = open_index(DOCS)
+    folder = index_folder(800, 100)
+    expected = first.descriptor.settings()
+    assert cached_index_is_current(folder, expected)
+    assert (folder / "cache-key.txt").read_text().strip() == cache_key(expected)
+    assert not cached_index_is_current(folder, expected | {"chunk_overlap": 99})
+
+
+def test_a_cached_index_built_by_other_code_is_built_again(scratch_in_tmp, monkeypatch):
+    from labkit.rag import index as index_module
+
+    open_index(DOCS)
+    folder = index_module.index_folder(800, 100)
+    chunks = json.loads((folder / "chunks.json").read_text())
+    for chunk in chunks:  # what a zero-based page bug would have cached
+        chunk["metadata"]["source_page"] -= 1
+    (folder / "chunks.json").write_text(json.dumps(chunks))
+    monkeypatch.setattr(index_module, "builder_sha256", lambda: "0" * 64)  # the code has changed since
+    rebuilt = open_index(DOCS)
+    assert rebuilt.chunks[0].metadata["source_page"] == 1
+    assert json.loads((folder / "chunks.json").read_text())[0]["metadata"]["source_page"] == 1
+
+
+def test_a_cache_without_a_key_is_not_trusted(scratch_in_tmp):
+    from labkit.rag.index import cached_index_is_current, index_folder
+
+    index = open_index(DOCS)
+    (index_folder(800, 100) / "cache-key.txt").unlink()
+    assert not cached_index_is_current(index_folder(800, 100), index.descriptor.settings())
+
+
+def test_the_builder_hash_follows_the_source_of_the_index_code(tmp_path, monkeypatch):
+    from labkit.paths import project_root
+    from labkit.rag import index as index_module
+
+    shutil.copytree(project_root() / "labkit", tmp_path / "labkit", ignore=shutil.ignore_patterns("__pycache__"))
+    copy = tmp_path / "labkit" / "rag" / "index.py"
+    monkeypatch.setattr(index_module, "__file__", str(copy))
+    before = index_module.builder_sha256()
+    copy.write_text(copy.read_text().replace('"source_page": zero_based + 1', '"source_page": zero_based'))
+    assert index_module.builder_sha256() != before

@@ -548,6 +548,10 @@ def test_arbitrary_file_bytes_raise_only_labkit_errors(gate, tmp_path, raw):
     path.write_bytes(raw)
     try:
         candidate, _ = load(path)
-        compare(gate.suite, gate.sha, gate.baseline, candidate)
-    except LabkitError:
+        report = compare(gate.suite, gate.sha, gate.baseline, candidate)
+    except LabkitError as exc:
+        assert str(exc)
         return
+    # An accepted file yields a complete, JSON-safe report.
+    assert isinstance(report["pass"], bool)
+    json.dumps(report, allow_nan=False)

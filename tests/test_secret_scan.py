@@ -106,3 +106,17 @@ def test_a_run_with_a_secret_is_refused_naming_binding_and_kind_but_not_the_secr
     assert "binding 2 (second?) response.content: GitHub Token" in message
     assert secret not in message and secret[:10] not in message
     refuse_secrets({"run_id": "demo", "bindings": [run["bindings"][0]]}, run_id="demo")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        # No run of 16 letters or digits: only a pattern that allows `_` and `-` inside the key finds these.
+        "sk-proj_Ab3dE-fGh1_iJk2-LmN3_oPq4",
+        "sk-svcacct-X9y8_Z7w6-V5u4_T3s2-R1q0",
+    ],
+)
+def test_openai_keys_with_underscores_and_dashes_are_found(tmp_path, key):
+    (tmp_path / "run.json").write_text('{\n"note": "' + key + '"\n}\n', encoding="utf-8")
+    findings = scan_for_secrets(tmp_path)
+    assert {(finding.path.name, finding.line) for finding in findings} == {("run.json", 2)}

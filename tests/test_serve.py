@@ -123,8 +123,10 @@ def test_serve_command_without_the_extra_exits_1_with_the_pip_command(monkeypatc
 
 def test_free_port_can_be_bound_on_loopback():
     port = free_port()
+    assert 1024 <= port <= 65535
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+        assert sock.getsockname() == ("127.0.0.1", port)
 
 
 def test_server_is_ready_when_models_answers_and_leaves_no_process_behind(fake_llama_server):

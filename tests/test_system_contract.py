@@ -136,3 +136,26 @@ def test_a_scripted_model_says_so_and_answers_only_what_was_scripted():
     assert text == "{}" and record.model == "scripted-by-caller" and record.latency_source == "none"
     with pytest.raises(UnscriptedRequest):
         scripted.generate("other", [])
+
+
+def test_scripted_model_answers_with_the_callers_text_as_a_chat_completion_and_keeps_the_request():
+    from labkit.system.contract import ScriptedModel, UnscriptedRequest
+
+    single = ScriptedModel("the one reply")
+    messages = [{"role": "user", "content": "q"}]
+    completion = single.generate("k1", messages)
+    assert completion.model_dump(exclude_none=True, include={"id", "created", "model", "choices"}) == {
+        "id": "scripted-1",
+        "created": 0,
+        "model": "scripted-by-caller",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "the one reply"}}
+        ],
+    }
+    assert single.requests == [("k1", messages)]
+    keyed = ScriptedModel({"k1": "one"})
+    assert keyed.generate("k1", messages).choices[0].message.content == "one"
+    with pytest.raises(UnscriptedRequest) as info:
+        keyed.generate("k2", messages)
+    assert str(info.value) == "no scripted reply for 'k2'; script one or use a recorded run"
+    assert keyed.requests == [("k1", messages)]

@@ -50,6 +50,12 @@ def test_each_golden_case_runs_on_its_own_fresh_thread(index, tmp_path):
     assert len(set(sessions)) == 3
     assert all(len(system.saved_state(s)["trace"]) <= 4 for s in sessions)  # one request per thread
     assert [line["session_id"] for line in read_trace_lines(system.trace_path)] == sessions
+    assert all(s.startswith("golden-") for s in sessions)
+    assert all(s.startswith("demo-") for _, s, _, _ in run_golden(system, prefix="demo"))
+
+
+def test_an_answer_without_citation_ids_fails_a_case_that_needs_a_citation():
+    assert passed({"status": "answered", "text": GOLDEN[0].text}, GOLDEN[0]) is False
 
 
 COUNT = GOLDEN[1]

@@ -73,6 +73,37 @@ def test_unknown_citation_gives_invalid_citation(make_system):
     assert result["status"] == "invalid_citation" and "refund_policy.pdf#p9" in result["reason"]
 
 
+def test_every_cited_page_must_be_in_the_evidence_not_just_one(make_system):
+    # One retrieved page and one that was never retrieved: the answer is refused, naming only the unknown page.
+    raw = json.dumps(
+        {
+            "kind": "answer",
+            "text": "Within 30 days.",
+            "citation_ids": ["refund_policy.pdf#p1", "refund_policy.pdf#p9"],
+        }
+    )
+    result = make_system(raw).ask(POLICY_Q, "team-a", "s1")
+    assert result["status"] == "invalid_citation"
+    assert result["reason"].startswith("cites ['refund_policy.pdf#p9'], not among the evidence [")
+
+
+def test_check_judges_citations_against_this_requests_evidence_only():
+    evidence = [{"citation_id": "a.pdf#p1", "text": "x"}, {"citation_id": "a.pdf#p2", "text": "y"}]
+    both = json.dumps({"kind": "answer", "text": "t", "citation_ids": ["a.pdf#p2", "a.pdf#p1"]})
+    mixed = json.dumps({"kind": "answer", "text": "t", "citation_ids": ["a.pdf#p1", "b.pdf#p1"]})
+    assert check({"reply": both, "evidence": evidence})["result"] == {
+        "status": "answered",
+        "text": "t",
+        "citation_ids": ["a.pdf#p2", "a.pdf#p1"],
+    }
+    refused = check({"reply": mixed, "evidence": evidence})
+    assert refused["result"] == {
+        "status": "invalid_citation",
+        "reason": "cites ['b.pdf#p1'], not among the evidence ['a.pdf#p1', 'a.pdf#p2']",
+    }
+    assert refused["trace"] == [{"step": "check", "status": "invalid_citation", "reason": refused["result"]["reason"]}]
+
+
 def test_a_valid_answer_citing_retrieved_pages_is_answered(make_system):
     result = make_system(ANSWER).ask(POLICY_Q, "team-a", "s1")
     assert result == {

@@ -4,7 +4,8 @@ The launching application decides who the server acts for (``--user`` and
 ``--scope``; never the model or the client), and the server registers only
 the tools that user may call, each with a typed, discoverable input schema.
 A tool outside the caller's permissions is therefore neither listed nor
-callable. Needs the optional extra ``mcp``.
+callable. The ``mcp`` SDK is a core dependency; `count_over_mcp` is the
+notebook's one-call round trip through a real client.
 
     python -m labkit.agent.mcp_server --user analyst-ana --scope approved_support_dataset
 """
@@ -20,7 +21,7 @@ from pydantic import Field
 from labkit.agent.dataset import APPROVED_SCOPE, Intent
 from labkit.agent.identity import Caller, authorize
 from labkit.agent.tools import PREVIEW_CAP, CountRows, IntentFilter, SummarizeRequests, SupportData, SupportTools
-from labkit.errors import MissingExtra
+from labkit.errors import LabkitError, MissingExtra
 
 INSTRUCTIONS = (
     "Support-data tools for one caller and one dataset scope, both fixed when the server started. "
@@ -101,6 +102,37 @@ async def client_session_demo(
                 row_ref = content["row_ref"]
             results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
     return {"instructions": initialized.instructions, "tools": sorted(schemas), "schemas": schemas, "calls": results}
+
+
+def count_over_mcp(user_id: str, intent: str, *, scope: str = APPROVED_SCOPE) -> dict[str, Any]:
+    """Start the stdio server for ``user_id``, then count ``intent`` through a real MCP client; return what it saw.
+
+    The client lists the served tools, calls ``filter_by_intent`` and passes the
+    returned row_ref to ``count_rows``. It runs in a thread of its own, so it also
+    works inside a notebook, whose kernel already runs an event loop.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("filter_by_intent", {"intent": intent, "limit": 1}),
+        ("count_rows", {"rows": "$row_ref"}),
+    ]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        session = pool.submit(asyncio.run, client_session_demo(user_id, calls, scope=scope)).result()
+    filtered, counted = session["calls"]
+    for call in (filtered, counted):
+        if call["is_error"]:
+            raise ToolCallFailed(f"{call['tool']} failed over MCP: {call['content']}")
+    return {
+        "tools_listed": session["tools"],
+        "row_ref": filtered["content"]["row_ref"],
+        **counted["content"],
+    }
+
+
+class ToolCallFailed(LabkitError, RuntimeError):
+    """A tool called through the MCP client returned an error instead of a result."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ documents, a hash of the ordered chunk ids) under the scratch folder;
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ EMBEDDING_SET = "filings"
 CHUNKING = (800, 100)
 ALT_CHUNKING = (300, 50)
 INDEX_FORMAT = "labkit-filings-index/1"
+#: The files (under labkit/) whose code decides what a built index holds; a cached index is keyed by their hash.
+_BUILDER_SOURCES = ("rag/index.py", "embeddings.py", "canonical.py")
+_CACHE_KEY_FILE = "cache-key.txt"
 #: FAISS's flat L2 index returns squared Euclidean distances: smaller is closer.
 DISTANCE = "squared L2 (FAISS IndexFlatL2)"
 #: How many chunks are embedded per call (and per step of a progress bar).
@@ -332,6 +336,24 @@ def load_index(folder: Path, *, expected: dict[str, Any], embeddings: SavedEmbed
     return FilingsIndex(_faiss_store(embeddings, vectors, chunks, ids), chunks, descriptor)
 
 
+def builder_sha256() -> str:
+    """Return a SHA-256 of the source of the code that builds an index, so a code change invalidates a cached one."""
+    return canonical_sha256({name: file_sha256(Path(__file__).parent.parent / name) for name in _BUILDER_SOURCES})
+
+
+def cache_key(expected: dict[str, Any]) -> str:
+    """Return the key a cached index is stored under: its settings and documents, and the code that built it."""
+    return canonical_sha256({"settings": expected, "builder_sha256": builder_sha256()})
+
+
+def cached_index_is_current(folder: Path, expected: dict[str, Any]) -> bool:
+    """Tell whether ``folder`` holds an index saved by `open_index` for exactly these settings and this code."""
+    key_file = folder / _CACHE_KEY_FILE
+    if not (folder / "descriptor.json").is_file() or not key_file.is_file():
+        return False
+    return key_file.read_text(encoding="utf-8").strip() == cache_key(expected)
+
+
 def open_index(
     doc_names: list[str] | set[str],
     *,
@@ -340,16 +362,23 @@ def open_index(
     embeddings: SavedEmbeddings | None = None,
     pages: list[Any] | None = None,
 ) -> FilingsIndex:
-    """Load the saved index for these settings from the scratch folder, building and saving it the first time."""
+    """Load the cached index for these settings from the scratch folder, building and saving it when there is none.
+
+    The cache is keyed by the settings, the documents' hashes and a hash of the code that builds an
+    index (`cache_key`): an index saved by other code or for other settings is a stale cache, built again.
+    """
     embeddings = embeddings or saved_vectors()
     folder = index_folder(chunk_size, chunk_overlap)
-    if (folder / "descriptor.json").is_file():
-        expected = expected_settings(
-            doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding_model=embeddings.model
-        )
+    expected = expected_settings(
+        doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embedding_model=embeddings.model
+    )
+    if cached_index_is_current(folder, expected):
         return load_index(folder, expected=expected, embeddings=embeddings)
     index = build_index(
         doc_names, chunk_size=chunk_size, chunk_overlap=chunk_overlap, embeddings=embeddings, pages=pages
     )
+    if folder.exists():
+        shutil.rmtree(folder)
     save_index(index, folder)
+    (folder / _CACHE_KEY_FILE).write_text(cache_key(expected) + "\n", encoding="utf-8")
     return index

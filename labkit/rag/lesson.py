@@ -11,7 +11,16 @@ from typing import Any
 
 from labkit.canonical import pretty_json
 from labkit.paths import scratch_dir
-from labkit.rag.index import ALT_CHUNKING, CHUNKING, FilingsIndex, index_folder, load_filings, open_index
+from labkit.rag.index import (
+    ALT_CHUNKING,
+    CHUNKING,
+    FilingsIndex,
+    cached_index_is_current,
+    expected_settings,
+    index_folder,
+    load_filings,
+    open_index,
+)
 from labkit.rag.metrics import Experiment, grade, page_hit, summary
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import shorten, text_table
@@ -26,7 +35,8 @@ def open_indexes(questions: list[FilingQuestion], embeddings: Any) -> dict[int, 
     pages = None
     indexes = {}
     for size, overlap in (CHUNKING, ALT_CHUNKING):
-        if pages is None and not (index_folder(size, overlap) / "descriptor.json").is_file():
+        expected = expected_settings(docs, chunk_size=size, chunk_overlap=overlap, embedding_model=embeddings.model)
+        if pages is None and not cached_index_is_current(index_folder(size, overlap), expected):
             pages = load_filings(docs)
         indexes[size] = open_index(docs, chunk_size=size, chunk_overlap=overlap, embeddings=embeddings, pages=pages)
     return indexes
