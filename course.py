@@ -90,7 +90,8 @@ def uv_command(uv: str, extras: str, *, find_links: list[str]) -> list[str]:
     command = [uv, "pip", "install", "--python", str(PYTHON), "-c", "constraints.txt", "-e", f".[{extras}]"]
     for location in find_links:
         command += ["--find-links", location]
-    return [*command, *_wheelhouse_flags()]
+    offline = _wheelhouse_flags()
+    return [*command, *offline, *(["--offline"] if offline else [])]
 
 
 def pip_find_links() -> list[str]:
