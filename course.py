@@ -116,15 +116,14 @@ def _say(message: str) -> None:
 
 def _run_uv(command: list[str]) -> int:
     """Run uv and pass on its progress lines (resolved, building, prepared, installed), not one line per package."""
-    with subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-    ) as process:
+    try:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8", errors="replace"
+        )
+    except OSError as error:
+        _say(f"  {error}")
+        return 127
+    with process:
         assert process.stdout is not None
         for line in process.stdout:
             if not line.startswith((" + ", " - ", " ~ ")):

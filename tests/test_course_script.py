@@ -1,6 +1,5 @@
 """course.py, the two commands' bootstrap, is plain standard-library Python at the top of the checkout."""
 
-import contextlib
 import importlib.util
 import subprocess
 from types import SimpleNamespace
@@ -53,6 +52,14 @@ def test_the_install_stamp_changes_with_the_pins(course, tmp_path, monkeypatch):
     assert course._install_fingerprint("test") != before
 
 
+class FakeProcess(SimpleNamespace):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
+
+
 class FakeSubprocess:
     """Stands in for the subprocess module inside course.py: records every command, installs nothing."""
 
@@ -79,8 +86,10 @@ class FakeSubprocess:
 
     def Popen(self, command, **_):  # the name course.py calls
         self.commands.append(command)
+        if self.uv_code is None:
+            raise FileNotFoundError(2, "No such file or directory", command[0])
         lines = [" + attrs==26.1.0\n", "Installed 173 packages in 1.1s\n"] if self.uv_code == 0 else ["error: boom\n"]
-        return contextlib.nullcontext(SimpleNamespace(stdout=iter(lines), returncode=self.uv_code))
+        return FakeProcess(stdout=iter(lines), returncode=self.uv_code)
 
     def installers(self) -> list[str]:
         """Name each install command: the uv bootstrap, a uv install, or a pip install of labkit."""
@@ -146,6 +155,14 @@ def test_a_failing_uv_falls_back_to_pip_and_says_so_in_one_line(installing, monk
     assert recorder.installers() == ["bootstrap", "uv", "pip"]
     said = [line for line in capsys.readouterr().out.splitlines() if "installing with pip instead" in line]
     assert len(said) == 1 and "exit code 2" in said[0]
+
+
+def test_a_uv_that_cannot_be_started_falls_back_to_pip(installing, monkeypatch, capsys):
+    monkeypatch.setattr(installing.shutil, "which", lambda name: "/gone/uv")
+    recorder = fake(installing, monkeypatch, uv_code=None)
+    assert installing.install("test") == "pip"
+    assert recorder.installers() == ["uv", "pip"]
+    assert "exit code 127; installing with pip instead" in capsys.readouterr().out
 
 
 def test_a_uv_that_pip_cannot_install_falls_back_to_pip(installing, monkeypatch, capsys):
