@@ -115,6 +115,9 @@ def main() -> int:
         print(
             f"{installer:<10}" + "".join(f"{medians[p]:>{w}.1f}" for p, w in zip(medians, (8, 9, 11, 8), strict=True))
         )
+    for installer in INSTALLERS:
+        totals = ", ".join(f"{run['total']:.1f}" for run in times[installer])
+        print(f"each run's total with {installer}: {totals}")
     gone_astray = differences(sets["pip"], sets["uv"])
     cuda = sorted(name for packages in sets.values() for name in packages if name.startswith(CUDA))
     print(
