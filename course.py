@@ -4,6 +4,10 @@
     python3 course.py run     # execute every notebook headless and offline; table of status and seconds
     python3 course.py test    # unit tests plus every notebook under nbval in strict mode
 
+the learner's next step:
+
+    python3 course.py lab     # open JupyterLab on notebooks/ from the course environment
+
 and, for contributors and CI:
 
     python3 course.py lint    # ruff check, ruff format --check and mypy (installs the `dev` extra)
@@ -11,16 +15,23 @@ and, for contributors and CI:
 Each creates (or reuses) the virtual environment `.venv/` in this folder and installs
 labkit with the tested pins in `constraints.txt` before running. `--extras embed,local,mcp`
 right after the command also installs optional extras (their tests then run instead of
-skipping). Other arguments go to `labkit run` or to `pytest`. Only the standard library
-is used here.
+skipping). Other arguments go to `labkit run`, to `pytest` or to `jupyter lab`. Only the
+standard library is used here.
+
+The install uses `uv` (the one on PATH, or the pinned one, which pip puts into `.venv/`)
+and falls back to pip if uv cannot be had or fails; `LABKIT_INSTALLER=pip` uses pip only,
+`LABKIT_INSTALLER=uv` refuses the fallback.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -29,8 +40,10 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".labkit-install"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-COMMANDS = ("run", "test", "lint")
+UV = BIN / ("uv.exe" if os.name == "nt" else "uv")
+COMMANDS = ("run", "test", "lab", "lint")
 OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser")
+INSTALLERS = ("uv", "pip")
 LINTERS = (
     ("ruff", "check", "."),
     ("ruff", "format", "--check", "."),
@@ -45,40 +58,146 @@ def _install_fingerprint(extras: str) -> str:
     return digest.hexdigest()
 
 
-def pip_command(extras: str) -> list[str]:
-    """Return the pip install command; with a `wheelhouse/` folder (or $LABKIT_WHEELHOUSE) it stays offline."""
-    command = [
-        str(PYTHON),
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "-c",
-        "constraints.txt",
-        "-e",
-        f".[{extras}]",
-    ]
+def _wheelhouse_flags() -> list[str]:
+    """Return `--no-index --find-links DIR` when a `wheelhouse/` folder (or $LABKIT_WHEELHOUSE) exists, else nothing."""
     wheelhouse = Path(os.environ.get("LABKIT_WHEELHOUSE", ROOT / "wheelhouse"))
-    if wheelhouse.is_dir():
-        command += ["--no-index", "--find-links", str(wheelhouse)]
-    return command
+    return ["--no-index", "--find-links", str(wheelhouse)] if wheelhouse.is_dir() else []
+
+
+def pinned(name: str) -> str:
+    """Return the version `constraints.txt` pins for ``name``."""
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        package, _, version = line.partition("==")
+        if package.strip().lower() == name and version:
+            return version.strip()
+    sys.exit(f"constraints.txt pins no version of {name}; add a line {name}==VERSION")
+
+
+def pip_command(extras: str) -> list[str]:
+    """Return the pip install command; with a wheelhouse it stays offline."""
+    command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    return [*command, "-c", "constraints.txt", "-e", f".[{extras}]", *_wheelhouse_flags()]
+
+
+def uv_bootstrap_command() -> list[str]:
+    """Return the pip command that puts the pinned uv into `.venv`; with a wheelhouse it stays offline."""
+    command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    return [*command, f"uv=={pinned('uv')}", *_wheelhouse_flags()]
+
+
+def uv_command(uv: str, extras: str, *, find_links: list[str]) -> list[str]:
+    """Return the uv install command into `.venv`; pip's own find-links go along, since uv does not read pip's config."""
+    command = [uv, "pip", "install", "--python", str(PYTHON), "-c", "constraints.txt", "-e", f".[{extras}]"]
+    for location in find_links:
+        command += ["--find-links", location]
+    offline = _wheelhouse_flags()
+    return [*command, *offline, *(["--offline"] if offline else [])]
+
+
+def pip_find_links() -> list[str]:
+    """Return the find-links locations pip's configuration adds (files and $PIP_FIND_LINKS), in pip's order."""
+    listing = subprocess.run(
+        [str(PYTHON), "-m", "pip", "config", "list"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    locations: list[str] = []
+    for line in listing.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.rpartition(".")[2] == "find-links" and value:
+            try:
+                locations += [v for v in str(ast.literal_eval(value)).split() if v not in locations]
+            except (ValueError, SyntaxError):
+                continue
+    return locations
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _run_uv(command: list[str]) -> int:
+    """Run uv and pass on its progress lines (resolved, building, prepared, installed), not one line per package."""
+    try:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8", errors="replace"
+        )
+    except OSError as error:
+        _say(f"  {error}")
+        return 127
+    with process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if not line.startswith((" + ", " - ", " ~ ")):
+                _say(f"  {line.rstrip()}")
+    return process.returncode
+
+
+def _installer_choice() -> str:
+    choice = os.environ.get("LABKIT_INSTALLER", "").strip().lower()
+    if choice and choice not in INSTALLERS:
+        sys.exit(f"LABKIT_INSTALLER={choice!r} is not an installer; use one of {', '.join(INSTALLERS)}, or unset it")
+    return choice
+
+
+def find_uv() -> tuple[str | None, str]:
+    """Return the uv to install with (on PATH, already in `.venv`, or bootstrapped now) and how it was found."""
+    on_path = shutil.which("uv")
+    if on_path:
+        return on_path, f"uv on PATH ({on_path})"
+    if UV.exists():
+        return str(UV), f"uv in {VENV.name}/"
+    version, started = pinned("uv"), time.perf_counter()
+    _say(f"[installer] putting uv {version} into {VENV.name}/ with pip ...")
+    result = subprocess.run(uv_bootstrap_command(), capture_output=True, text=True, cwd=ROOT, check=False)
+    if result.returncode != 0 or not UV.exists():
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        return None, f"pip could not install uv=={version} ({lines[-1] if lines else 'no output'})"
+    return str(UV), f"uv {version} (put into {VENV.name}/ in {time.perf_counter() - started:.1f} s)"
+
+
+def install(extras: str) -> str:
+    """Install labkit[extras] into `.venv` with uv, else pip; return the installer that did it."""
+    choice = _installer_choice()
+    if choice != "pip":
+        uv, how = find_uv()
+        if uv is not None:
+            _say(f"[install] labkit[{extras}] with the tested pins, by {how} ...")
+            code = _run_uv(uv_command(uv, extras, find_links=pip_find_links()))
+            if code == 0:
+                return "uv"
+            how = f"uv stopped with exit code {code}"
+        if choice == "uv":
+            sys.exit(f"{how}; LABKIT_INSTALLER=uv allows no fallback (unset it to let pip install instead).")
+        _say(f"{how}; installing with pip instead (LABKIT_INSTALLER=pip skips uv).")
+    _say(f"[install] labkit[{extras}] with the tested pins, by pip (first time: a few minutes) ...")
+    if subprocess.call(pip_command(extras), cwd=ROOT) != 0:
+        sys.exit("Installing labkit failed; the pip output above says why. Fix it and run the command again.")
+    return "pip"
 
 
 def ensure_environment(extras: str) -> None:
     """Create `.venv` if needed and install labkit with the pinned versions unless already current."""
     if sys.version_info < (3, 11):  # noqa: UP036 -- course.py may be started by an older python3; this says so
         sys.exit(f"labkit needs Python 3.11 or newer; this is {sys.version.split()[0]}. Run with python3.11 or newer.")
+    started = time.perf_counter()
     if not PYTHON.exists():
-        print(f"Creating the virtual environment {VENV.relative_to(ROOT)}/ ...", flush=True)
+        _say(f"[venv] creating the virtual environment {VENV.name}/ ...")
         venv.EnvBuilder(with_pip=True).create(VENV)
+    created = time.perf_counter()
     wanted = _install_fingerprint(extras)
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
-    print(f"Installing labkit[{extras}] with the tested pins (first time: a few minutes) ...", flush=True)
-    if subprocess.call(pip_command(extras), cwd=ROOT) != 0:
-        sys.exit("Installing labkit failed; the pip output above says why. Fix it and run the command again.")
+    installer = install(extras)
     STAMP.write_text(wanted)
+    finished = time.perf_counter()
+    _say(
+        f"Set up {VENV.name}/ in {finished - started:.1f} s (venv {created - started:.1f} s, "
+        f"install with {installer} {finished - created:.1f} s)."
+    )
+
+
+def lab_command(rest: list[str]) -> list[str]:
+    """Return the command that opens JupyterLab on `notebooks/` with the course environment's Python."""
+    return [str(PYTHON), "-m", "jupyter", "lab", f"--notebook-dir={ROOT / 'notebooks'}", *rest]
 
 
 def lint(rest: list[str]) -> int:
@@ -118,6 +237,11 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(BIN / "labkit"), "run", *rest], cwd=ROOT, env=env)
     if command == "lint":
         return lint(rest)
+    if command == "lab":
+        try:
+            return subprocess.call(lab_command(rest), cwd=ROOT, env=env)
+        except KeyboardInterrupt:
+            return 0
     return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT, env=env)
 
 

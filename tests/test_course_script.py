@@ -1,18 +1,28 @@
 """course.py, the two commands' bootstrap, is plain standard-library Python at the top of the checkout."""
 
 import importlib.util
+import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from labkit.paths import project_root
 
 
-@pytest.fixture
-def course():
-    spec = importlib.util.spec_from_file_location("course_script", project_root() / "course.py")
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def benchmark_module(name):
+    return load(project_root() / "benchmarks" / f"{name}.py", f"benchmark_{name}")
+
+
+@pytest.fixture
+def course():
+    return load(project_root() / "course.py", "course_script")
 
 
 def test_install_uses_the_tested_pins(course):
@@ -40,3 +50,205 @@ def test_the_install_stamp_changes_with_the_pins(course, tmp_path, monkeypatch):
     before = course._install_fingerprint("test")
     (tmp_path / "constraints.txt").write_text("x==2\n")
     assert course._install_fingerprint("test") != before
+
+
+class FakeProcess(SimpleNamespace):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
+
+
+class FakeSubprocess:
+    """Stands in for the subprocess module inside course.py: records every command, installs nothing."""
+
+    PIPE = subprocess.PIPE
+    STDOUT = subprocess.STDOUT
+
+    def __init__(self, course, *, bootstrap_code=0, uv_code=0, pip_config="global.find-links='/opt/wheels'\n"):
+        self.course, self.bootstrap_code, self.uv_code, self.pip_config = course, bootstrap_code, uv_code, pip_config
+        self.commands: list[list[str]] = []
+
+    def run(self, command, **_):
+        self.commands.append(command)
+        if command[-2:] == ["config", "list"]:
+            return subprocess.CompletedProcess(command, 0, stdout=self.pip_config, stderr="")
+        if self.bootstrap_code == 0:
+            self.course.UV.parent.mkdir(parents=True, exist_ok=True)
+            self.course.UV.write_text("")
+            return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+        return subprocess.CompletedProcess(command, 1, stdout="", stderr="ERROR: No matching distribution found\n")
+
+    def call(self, command, **_):
+        self.commands.append(command)
+        return 0
+
+    def Popen(self, command, **_):  # the name course.py calls
+        self.commands.append(command)
+        if self.uv_code is None:
+            raise FileNotFoundError(2, "No such file or directory", command[0])
+        lines = [" + attrs==26.1.0\n", "Installed 173 packages in 1.1s\n"] if self.uv_code == 0 else ["error: boom\n"]
+        return FakeProcess(stdout=iter(lines), returncode=self.uv_code)
+
+    def installers(self) -> list[str]:
+        """Name each install command: the uv bootstrap, a uv install, or a pip install of labkit."""
+        names = []
+        for command in self.commands:
+            if command[1:3] == ["pip", "install"]:
+                names.append("uv")
+            elif any(part.startswith("uv==") for part in command):
+                names.append("bootstrap")
+            elif command[1:4] == ["-m", "pip", "install"]:
+                names.append("pip")
+        return names
+
+
+@pytest.fixture
+def installing(course, tmp_path, monkeypatch):
+    """course.py pointed at a throwaway checkout in tmp_path, with no uv on PATH, no wheelhouse and no choice set."""
+    (tmp_path / "constraints.txt").write_text("attrs==26.1.0\n# installer\nuv==0.13.8\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    bin_dir = tmp_path / ".venv" / "bin"
+    for name, value in {
+        "ROOT": tmp_path,
+        "VENV": tmp_path / ".venv",
+        "STAMP": tmp_path / ".venv" / ".labkit-install",
+        "BIN": bin_dir,
+        "PYTHON": bin_dir / "python",
+        "UV": bin_dir / "uv",
+    }.items():
+        monkeypatch.setattr(course, name, value)
+    monkeypatch.setattr(course.shutil, "which", lambda name: None)
+    for variable in ("LABKIT_INSTALLER", "LABKIT_WHEELHOUSE"):
+        monkeypatch.delenv(variable, raising=False)
+    return course
+
+
+def fake(course, monkeypatch, **behaviour) -> FakeSubprocess:
+    recorder = FakeSubprocess(course, **behaviour)
+    monkeypatch.setattr(course, "subprocess", recorder)
+    return recorder
+
+
+def test_uv_on_path_installs_without_bootstrapping_and_gets_pips_find_links(installing, monkeypatch):
+    monkeypatch.setattr(installing.shutil, "which", lambda name: "/opt/bin/uv" if name == "uv" else None)
+    recorder = fake(installing, monkeypatch)
+    assert installing.install("test") == "uv"
+    assert recorder.installers() == ["uv"]
+    uv = recorder.commands[-1]
+    assert uv[:6] == ["/opt/bin/uv", "pip", "install", "--python", str(installing.PYTHON), "-c"]
+    assert uv[uv.index("-e") + 1] == ".[test]" and uv[uv.index("--find-links") + 1] == "/opt/wheels"
+
+
+def test_without_uv_pip_puts_the_pinned_uv_into_the_venv_first(installing, monkeypatch):
+    recorder = fake(installing, monkeypatch)
+    assert installing.install("test") == "uv"
+    assert recorder.installers() == ["bootstrap", "uv"]
+    assert recorder.commands[0][:4] == [str(installing.PYTHON), "-m", "pip", "install"]
+    assert "uv==0.13.8" in recorder.commands[0] and recorder.commands[-1][0] == str(installing.UV)
+
+
+def test_a_failing_uv_falls_back_to_pip_and_says_so_in_one_line(installing, monkeypatch, capsys):
+    recorder = fake(installing, monkeypatch, uv_code=2)
+    assert installing.install("test") == "pip"
+    assert recorder.installers() == ["bootstrap", "uv", "pip"]
+    said = [line for line in capsys.readouterr().out.splitlines() if "installing with pip instead" in line]
+    assert len(said) == 1 and "exit code 2" in said[0]
+
+
+def test_a_uv_that_cannot_be_started_falls_back_to_pip(installing, monkeypatch, capsys):
+    monkeypatch.setattr(installing.shutil, "which", lambda name: "/gone/uv")
+    recorder = fake(installing, monkeypatch, uv_code=None)
+    assert installing.install("test") == "pip"
+    assert recorder.installers() == ["uv", "pip"]
+    assert "exit code 127; installing with pip instead" in capsys.readouterr().out
+
+
+def test_a_uv_that_pip_cannot_install_falls_back_to_pip(installing, monkeypatch, capsys):
+    recorder = fake(installing, monkeypatch, bootstrap_code=1)
+    assert installing.install("test") == "pip"
+    assert recorder.installers() == ["bootstrap", "pip"]
+    said = [line for line in capsys.readouterr().out.splitlines() if "installing with pip instead" in line]
+    assert len(said) == 1 and "No matching distribution" in said[0]
+
+
+def test_labkit_installer_pip_forces_pip_even_with_uv_on_path(installing, monkeypatch):
+    monkeypatch.setattr(installing.shutil, "which", lambda name: "/opt/bin/uv")
+    monkeypatch.setenv("LABKIT_INSTALLER", "pip")
+    recorder = fake(installing, monkeypatch)
+    assert installing.install("test") == "pip"
+    assert recorder.installers() == ["pip"]
+
+
+def test_labkit_installer_uv_refuses_the_fallback_and_unknown_installers_are_refused(installing, monkeypatch):
+    recorder = fake(installing, monkeypatch, uv_code=1)
+    monkeypatch.setenv("LABKIT_INSTALLER", "uv")
+    with pytest.raises(SystemExit, match="allows no fallback"):
+        installing.install("test")
+    assert "pip" not in recorder.installers()
+    monkeypatch.setenv("LABKIT_INSTALLER", "conda")
+    with pytest.raises(SystemExit, match="not an installer"):
+        installing.install("test")
+
+
+def test_uv_does_not_list_every_package_it_installs(installing, monkeypatch, capsys):
+    fake(installing, monkeypatch)
+    installing.install("test")
+    out = capsys.readouterr().out
+    assert "Installed 173 packages" in out and "attrs==26.1.0" not in out
+
+
+def test_a_wheelhouse_keeps_bootstrap_and_both_installers_offline(installing, tmp_path, monkeypatch):
+    wheelhouse = tmp_path / "wheels"
+    wheelhouse.mkdir()
+    monkeypatch.setenv("LABKIT_WHEELHOUSE", str(wheelhouse))
+    offline = ["--no-index", "--find-links", str(wheelhouse)]
+    assert installing.pip_command("test")[-3:] == offline
+    assert installing.uv_bootstrap_command()[-3:] == offline
+    assert installing.uv_command("uv", "test", find_links=["/opt/wheels"])[-4:] == [*offline, "--offline"]
+    recorder = fake(installing, monkeypatch, uv_code=1)
+    installing.install("test")
+    installs = [command for command in recorder.commands if command[-2:] != ["config", "list"]]
+    assert len(installs) == 3 and all(" ".join(offline) in " ".join(command) for command in installs)
+
+
+def test_pips_find_links_are_read_from_its_config_and_environment_once_each(installing, monkeypatch):
+    listing = "global.find-links='/opt/wheels'\n:env:.find-links='/opt/wheels /srv/more'\nglobal.cert='/etc/ca'\n"
+    fake(installing, monkeypatch, pip_config=listing)
+    assert installing.pip_find_links() == ["/opt/wheels", "/srv/more"]
+
+
+def test_the_pinned_uv_is_what_the_bootstrap_installs(course):
+    version = course.pinned("uv")
+    assert f"uv=={version}" in course.uv_bootstrap_command()
+
+
+def test_setup_says_each_phase_and_the_benchmark_reads_its_timing(installing, monkeypatch, capsys):
+    def create(self, folder):
+        installing.PYTHON.parent.mkdir(parents=True)
+        installing.PYTHON.write_text("")
+
+    monkeypatch.setattr(installing.venv.EnvBuilder, "create", create)
+    fake(installing, monkeypatch)
+    installing.ensure_environment("test")
+    out = capsys.readouterr().out
+    assert "[venv]" in out and "[installer]" in out and "[install]" in out
+    timing = benchmark_module("first_run").SETUP.search(out)
+    assert timing is not None and timing["installer"] == "uv"
+
+
+def test_lab_opens_jupyterlab_on_the_notebooks_with_the_course_python(installing, monkeypatch):
+    recorder = fake(installing, monkeypatch)
+    monkeypatch.setattr(installing, "ensure_environment", lambda extras: None)
+    assert installing.main(["lab", "--no-browser"]) == 0
+    assert recorder.commands == [
+        [
+            str(installing.PYTHON),
+            "-m",
+            "jupyter",
+            "lab",
+            f"--notebook-dir={installing.ROOT / 'notebooks'}",
+            "--no-browser",
+        ]
+    ]
