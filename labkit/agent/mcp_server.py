@@ -84,23 +84,26 @@ async def client_session_demo(
     except ImportError:
         raise MissingExtra("mcp", "The MCP client demo") from None
     import os
+    import tempfile
 
     command, args = server_command(user_id, scope)
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     results, row_ref = [], None
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        initialized = await session.initialize()
-        listed = await session.list_tools()
-        schemas = {tool.name: tool.input_schema for tool in listed.tools}
-        for name, arguments in calls:
-            arguments = {k: (row_ref if v == "$row_ref" else v) for k, v in arguments.items()}
-            reply = await session.call_tool(name, arguments)
-            content = reply.structured_content
-            if content is None:
-                content = " ".join(getattr(part, "text", "") for part in reply.content)
-            if isinstance(content, dict) and "row_ref" in content:
-                row_ref = content["row_ref"]
-            results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
+    # The server's stderr goes to a real file: a notebook kernel's sys.stderr has no file descriptor to hand on.
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            listed = await session.list_tools()
+            schemas = {tool.name: tool.input_schema for tool in listed.tools}
+            for name, arguments in calls:
+                arguments = {k: (row_ref if v == "$row_ref" else v) for k, v in arguments.items()}
+                reply = await session.call_tool(name, arguments)
+                content = reply.structured_content
+                if content is None:
+                    content = " ".join(getattr(part, "text", "") for part in reply.content)
+                if isinstance(content, dict) and "row_ref" in content:
+                    row_ref = content["row_ref"]
+                results.append({"tool": name, "is_error": bool(reply.is_error), "content": content})
     return {"instructions": initialized.instructions, "tools": sorted(schemas), "schemas": schemas, "calls": results}
 
 

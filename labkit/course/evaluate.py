@@ -98,7 +98,7 @@ def cards(lessons: list[str] | None = None) -> list[ModuleType]:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or "model"
 
 
 def replayed(card: ModuleType, run: str | Path) -> Card:
