@@ -327,7 +327,7 @@ def _plot(lesson: LessonCard) -> str:
 
     sides = [("candidate", lesson.candidate), ("baseline", lesson.baseline), ("authored ideal", lesson.ideal)]
     names = [m.name for m in (lesson.candidate or lesson.baseline or Card([])).measures if "/" in m.shown]
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * max(1, len(names))))
+    fig, ax = plt.subplots(figsize=(6.4, 1.4 + 0.45 * max(1, len(names))))
     height = 0.8 / len(sides)
     for i, (label, card) in enumerate(sides):
         values = [((card.value(n) if card else None) or 0.0) for n in names]
@@ -336,9 +336,9 @@ def _plot(lesson: LessonCard) -> str:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize="small")
+    fig.legend(loc="lower center", ncol=len(sides), fontsize="small", frameon=False)
     ax.set_title(f"{lesson.lesson} {lesson.title}")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))  # room for the legend below the axis label
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
     plt.close(fig)
