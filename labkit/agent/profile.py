@@ -15,7 +15,8 @@ from typing import Any
 
 #: Facts the profile may hold, with their defaults.
 DEFAULTS = {"preview_rows": 3}
-_NUMBERS = {
+#: Number words a user may write instead of digits ("show three more", "five rows").
+NUMBER_WORDS = {
     "one": 1,
     "two": 2,
     "three": 3,
@@ -27,7 +28,7 @@ _NUMBERS = {
     "nine": 9,
     "ten": 10,
 }
-_PREFERENCE = re.compile(r"\b(\d+|" + "|".join(_NUMBERS) + r")\s+(?:preview\s+)?rows\b", re.IGNORECASE)
+_PREFERENCE = re.compile(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\s+(?:preview\s+)?rows\b", re.IGNORECASE)
 
 
 def distill(text: str) -> tuple[str, Any] | None:
@@ -36,7 +37,7 @@ def distill(text: str) -> tuple[str, Any] | None:
     if match is None:
         return None
     word = match.group(1).lower()
-    value = int(word) if word.isdigit() else _NUMBERS[word]
+    value = int(word) if word.isdigit() else NUMBER_WORDS[word]
     return ("preview_rows", value) if 1 <= value <= 20 else None
 
 

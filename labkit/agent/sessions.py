@@ -22,22 +22,11 @@ from typing import Annotated, Any, TypedDict
 
 from labkit.agent.dataset import APPROVED_SCOPE, INTENTS
 from labkit.agent.identity import Caller, authorize
+from labkit.agent.profile import NUMBER_WORDS
 from labkit.agent.tools import IntentFilter, SupportData, SupportTools
 from labkit.agent.validator import intent_noun
 from labkit.errors import LabkitError
 
-_NUMBERS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
 #: Intents by the words a request uses for them, longest first (so "track refund" wins over "refund").
 _PHRASES = sorted(((intent_noun(i), i) for i in INTENTS), key=lambda p: -len(p[0]))
 
@@ -67,11 +56,11 @@ class BrowseState(TypedDict, total=False):
 
 
 def _number(text: str) -> int | None:
-    match = re.search(r"\b(\d+|" + "|".join(_NUMBERS) + r")\b", text)
+    match = re.search(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b", text)
     if match is None:
         return None
     word = match.group(1)
-    return int(word) if word.isdigit() else _NUMBERS[word]
+    return int(word) if word.isdigit() else NUMBER_WORDS[word]
 
 
 def resolve_request(question: str, state: BrowseState, *, default_rows: int) -> dict[str, Any]:
