@@ -66,14 +66,24 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` all at once: a temporary file beside it, then a rename over the target.
 
     A reader (or a crash) never sees a half-written file, and nothing but ``path``
-    and its own temporary file is touched. Text is written as UTF-8.
+    and its own temporary file is touched. Text is written as UTF-8. The file keeps
+    the permissions it had, or gets the ones a plain ``open`` would give it (the
+    temporary file alone would be readable by its owner only).
     """
+    import stat
     import tempfile
 
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(temporary, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()

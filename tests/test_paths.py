@@ -45,3 +45,22 @@ def test_atomic_write_that_fails_keeps_the_old_file_and_removes_its_temporary(tm
         atomic_write(target, "new")
     assert target.read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_atomic_write_gives_a_new_file_the_usual_permissions_and_keeps_an_old_files(tmp_path):
+    import os
+    import stat
+
+    from labkit.paths import atomic_write
+
+    umask = os.umask(0o022)
+    try:
+        new = atomic_write(tmp_path / "new.json", "{}")
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        old = tmp_path / "old.json"
+        old.write_text("x", encoding="utf-8")
+        old.chmod(0o640)
+        atomic_write(old, "y")
+        assert stat.S_IMODE(old.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)
