@@ -188,12 +188,11 @@ def evaluate(
     progress: bool = True,
 ) -> Evaluation:
     """Evaluate the candidate (a live endpoint, or the committed captured runs) lesson by lesson; see the module."""
-    import os
 
     from labkit.paths import scratch_dir
 
     chosen = cards(lessons)
-    model = os.environ.get("LABKIT_MODEL", "") if candidate == "endpoint" else "committed captured runs"
+    model = "committed captured runs"
     if candidate == "endpoint":
         from labkit.boundary import endpoint_from_env
 
