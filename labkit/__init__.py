@@ -17,7 +17,8 @@ The map, in three layers; an import only ever points down the list:
 - the foundation every lesson stands on, at the top level: ``errors``, ``paths``,
   ``canonical`` (canonical JSON and hashes), the model boundary (``boundary``,
   ``replay``, ``recording``, ``capture``, ``authored``, ``offline``, ``secret_scan``,
-  ``serve``, ``embeddings``), ``traces`` and the trace viewer (``widgets``), ``listing`` (``show_source``),
+  ``serve``, ``embeddings``), ``traces`` and the trace viewer (``widgets``), ``trials`` (repeated trials: one request, several seeds),
+  ``listing`` (``show_source``),
   ``fixtures`` (the guard every fixture script uses) and ``plots``.
 
 Public names are listed in ``__all__``, grouped by the module that implements
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "labkit.boundary": ("ModelBoundary", "connect", "current_mode"),
     "labkit.replay": ("BoundReplay", "ReplayRequestMismatch", "OrderedReplay"),
     "labkit.traces": ("Trace", "TraceEvent"),
+    "labkit.trials": ("Trials", "repeat_table"),
     "labkit.widgets": ("TraceViewer",),
     "labkit.listing": ("show_source",),
     "labkit.embeddings": ("SavedEmbeddings", "UnrecordedText"),

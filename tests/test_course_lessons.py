@@ -102,3 +102,56 @@ def test_record_refuses_a_run_whose_endpoint_echoes_the_key(course, monkeypatch,
     err = capsys.readouterr().err
     assert "was not saved" in err and "binding 1 (" in err and "Bearer token" in err and "Ab3Ab3" not in err
     assert not (course / "recorded_runs" / "06-routing-echo").exists()
+
+
+@pytest.fixture
+def repeats_lesson(monkeypatch):
+    """Lesson 06 given a repeated-trials module: one question sent with each of three seeds."""
+    import sys
+    import types
+
+    from labkit.course import lessons
+    from labkit.trials import Trials
+
+    module = types.ModuleType("fake_repeats")
+    module.RUN_CAPTURED = "06-routing-repeats"
+    module.TRIALS = Trials(n=3, temperature=0.8, first_seed=40)
+    module.SETTINGS = module.TRIALS.settings_for({"temperature": 0, "seed": 0, "max_tokens": 8}, 0)
+    module.CAPTURED_DESCRIPTION = "Three trials of one question. " + module.TRIALS.describe()
+    module.run_fixtures = list
+
+    def make_requests(adapter):
+        return [t.generate("ping?", [{"role": "user", "content": "ping?"}]) for t in module.TRIALS.each(adapter)]
+
+    module.make_requests = make_requests
+    monkeypatch.setitem(sys.modules, "fake_repeats", module)
+    monkeypatch.setitem(lessons.REPEAT_MODULES, "06", "fake_repeats")
+    return module
+
+
+def test_repeats_are_recorded_as_one_binding_per_seed_and_replay_exactly(course, monkeypatch, repeats_lesson):
+    from labkit.boundary import connect
+
+    with FakeEndpoint() as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-echo")
+        assert main(["record", "06", "--repeats", "--run-id", "06-routing-repeats"]) == 0
+    run = load_run("06-routing-repeats")
+    assert sorted(b.request["seed"] for b in run.bindings) == [40, 41, 42]
+    assert {b.request["temperature"] for b in run.bindings} == {0.8}
+    assert run.settings["temperature"] == 0.8 and "seeds 40..42" in run.description
+    replayed = repeats_lesson.make_requests(
+        connect("06-routing-repeats", lesson="06", settings=repeats_lesson.SETTINGS)
+    )
+    assert len(replayed) == 3
+
+
+def test_a_lesson_without_repeats_says_which_lessons_have_them(course, monkeypatch, repeats_lesson, capsys):
+    assert main(["record", "03", "--repeats"]) == 1
+    assert "lesson '03' has no repeated-trials run; lessons with one: 06" in capsys.readouterr().err
+
+
+def test_repeats_and_authored_cannot_be_asked_together(course, capsys):
+    with pytest.raises(SystemExit):
+        main(["record", "04", "--repeats", "--authored"])
+    assert "not allowed with argument" in capsys.readouterr().err

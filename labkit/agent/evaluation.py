@@ -9,12 +9,12 @@ the real SQLite checkpointer and store.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from labkit.agent.runs import CaseResult
 from labkit.agent.trace import ROUTES
+from labkit.trials import wilson
 
 #: The label a route gets when the router's reply was invalid.
 INVALID = "invalid"
@@ -92,16 +92,6 @@ def tool_use(results: list[CaseResult]) -> dict[str, Any]:
         "valid_arguments": valid,
         "argument_validity": round(valid / proposals, 3) if proposals else None,
     }
-
-
-def wilson(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Return the Wilson score interval for a success rate (95% by default)."""
-    if trials <= 0 or not 0 <= successes <= trials:
-        raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)
 
 
 def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:

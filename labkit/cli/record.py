@@ -17,26 +17,40 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         epilog="examples:\n"
         "  labkit serve &    # the bundled local model; prints its base URL\n"
         "  LABKIT_BASE_URL=http://127.0.0.1:PORT/v1 LABKIT_MODEL=SmolLM2-135M-Instruct labkit record 02\n"
-        "  labkit record 02 --authored",
+        "  labkit record 02 --authored\n"
+        "  labkit record 04 --repeats   # each case once per seed of the lesson's TRIALS",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("lesson", metavar="LESSON", help="the lesson number, such as 02")
-    parser.add_argument("--authored", action="store_true", help="rewrite the authored run instead of capturing")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--authored", action="store_true", help="rewrite the authored run instead of capturing")
+    which.add_argument(
+        "--repeats",
+        action="store_true",
+        help="record the lesson's repeated-trials run: each case sent once per seed of its TRIALS",
+    )
     parser.add_argument("--run-id", help="id of the new captured run (default: the lesson's id plus a timestamp)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.course.lessons import RECORDABLE, cells_showing_runs, lesson_module, record_captured, write_authored
+    from labkit.course.lessons import (
+        RECORDABLE,
+        cells_showing_runs,
+        lesson_module,
+        record_captured,
+        repeats_module,
+        write_authored,
+    )
     from labkit.paths import notebooks_dir
 
-    module = lesson_module(args.lesson)
     lesson = args.lesson.zfill(2)
+    module = repeats_module(lesson) if args.repeats else lesson_module(lesson)
     if args.authored:
         path = write_authored(lesson)
         print(f"wrote the authored run {relative_to_root(path)}")
     else:
-        path = record_captured(lesson, run_id=args.run_id)
+        path = record_captured(lesson, run_id=args.run_id, repeats=args.repeats)
         print(f"saved a new captured run {relative_to_root(path)}")
         notebook = notebooks_dir() / RECORDABLE[lesson][1]
         cells = cells_showing_runs(notebook, ["RUN_CAPTURED", module.RUN_CAPTURED]) if notebook.is_file() else []

@@ -68,11 +68,31 @@ def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str
     return write_authored_run(run, runs_dir=runs_dir)
 
 
-def record_captured(lesson: str, *, run_id: str | None = None, runs_dir: Path | None = None) -> Path:
-    """Make a lesson's requests against the live endpoint in record mode and save a new captured run."""
+#: Lesson -> the module whose captured run sends each case several times with its own seed (`labkit.trials`),
+#: recorded with `labkit record NN --repeats`.
+REPEAT_MODULES: dict[str, str] = {}
+
+
+def repeats_module(lesson: str) -> ModuleType:
+    """Return the module of a lesson's repeated-trials run."""
+    lesson = lesson.zfill(2)
+    if lesson not in REPEAT_MODULES:
+        choices = ", ".join(sorted(REPEAT_MODULES)) or "none yet"
+        raise UnknownLesson(f"lesson {lesson!r} has no repeated-trials run; lessons with one: {choices}")
+    return importlib.import_module(REPEAT_MODULES[lesson])
+
+
+def record_captured(
+    lesson: str, *, run_id: str | None = None, runs_dir: Path | None = None, repeats: bool = False
+) -> Path:
+    """Make a lesson's requests against the live endpoint in record mode and save a new captured run.
+
+    With ``repeats``, make the lesson's repeated-trials requests instead (each case sent
+    with every seed of its module's ``TRIALS``).
+    """
     from labkit.boundary import connect
 
-    module = lesson_module(lesson)
+    module = repeats_module(lesson) if repeats else lesson_module(lesson)
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     run_id = run_id or f"{module.RUN_CAPTURED}-{stamp}"
     check_new_run_id(run_id, runs_dir=runs_dir)  # before any request is made
@@ -95,6 +115,7 @@ def run_modules(lesson: str) -> list[ModuleType]:
     """Return every module that makes a lesson's recorded requests (two for lessons 02 and 06)."""
     lesson = lesson.zfill(2)
     names = ([RECORDABLE[lesson][0]] if lesson in RECORDABLE else []) + list(EXTRA_RUN_MODULES.get(lesson, ()))
+    names += [REPEAT_MODULES[lesson]] if lesson in REPEAT_MODULES else []
     return [importlib.import_module(name) for name in names]
 
 
