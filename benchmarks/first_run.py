@@ -7,10 +7,11 @@ silent fallback to pip), and splits the wall time into venv creation, install an
 two resulting environments: same names and versions, pip, setuptools, wheel and uv themselves
 aside. Exit 1 if a run fails or the two sets differ.
 
-    python3 benchmarks/first_run.py [--repeat N] [--extras embed,mcp] [--install-only] [--cold-cache]
+    python3 benchmarks/first_run.py [--repeat N] [--extras embed,mcp] [--install-only] [--cold-cache] [--only uv]
 
 `--install-only` runs `python3 course.py run --help` (sets up .venv, executes no notebook).
 `--cold-cache` gives every run empty pip and uv caches: a laptop that never installed before.
+`--only INSTALLER` times one installer (no comparison of the two sets).
 """
 
 from __future__ import annotations
@@ -89,12 +90,14 @@ def main() -> int:
     parser.add_argument("--extras", default="", help="passed to course.py run --extras")
     parser.add_argument("--install-only", action="store_true", help="set up .venv only, run no notebook")
     parser.add_argument("--cold-cache", action="store_true", help="empty pip and uv caches for every run")
+    parser.add_argument("--only", choices=INSTALLERS, help="time this installer alone")
     options = parser.parse_args()
-    times: dict[str, list[dict[str, float]]] = {name: [] for name in INSTALLERS}
+    installers = (options.only,) if options.only else INSTALLERS
+    times: dict[str, list[dict[str, float]]] = {name: [] for name in installers}
     sets: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="labkit-first-run-") as tmp:
         for round_ in range(options.repeat):
-            for installer in INSTALLERS if round_ % 2 == 0 else INSTALLERS[::-1]:
+            for installer in installers if round_ % 2 == 0 else installers[::-1]:
                 folder = Path(tmp) / f"{installer}-{round_}"
                 folder.mkdir()
                 print(f"round {round_ + 1}: course.py run with {installer} ...", flush=True)
@@ -110,14 +113,16 @@ def main() -> int:
                 sets.setdefault(installer, frozen(folder / "clone"))
     print(f"\nfresh clone -> python3 course.py run, median of {options.repeat} (seconds)")
     print(f"{'installer':<10}{'venv':>8}{'install':>9}{'notebooks':>11}{'total':>8}")
-    for installer in INSTALLERS:
+    for installer in installers:
         medians = {part: statistics.median(run[part] for run in times[installer]) for part in times[installer][0]}
         print(
             f"{installer:<10}" + "".join(f"{medians[p]:>{w}.1f}" for p, w in zip(medians, (8, 9, 11, 8), strict=True))
         )
-    for installer in INSTALLERS:
+    for installer in installers:
         totals = ", ".join(f"{run['total']:.1f}" for run in times[installer])
         print(f"each run's total with {installer}: {totals}")
+    if options.only:
+        return 0
     gone_astray = differences(sets["pip"], sets["uv"])
     cuda = sorted(name for packages in sets.values() for name in packages if name.startswith(CUDA))
     print(
