@@ -21,7 +21,7 @@ LABKIT = Path(sys.executable).parent / "labkit"
 def main(runs: int = 3) -> int:
     seconds: dict[str, list[float]] = defaultdict(list)
     for _ in range(runs):
-        done = subprocess.run([str(LABKIT), "run", "--json"], capture_output=True, text=True)
+        done = subprocess.run([str(LABKIT), "run", "--json", "--jobs", "1"], capture_output=True, text=True)
         for result in json.loads(done.stdout):
             if result["status"] != "passed":
                 print(f"{result['notebook']} failed: {result['error']}")

@@ -59,6 +59,35 @@ def test_run_prints_a_table_and_exits_nonzero_on_any_failure(course, capsys):
     assert "1 of 2 notebooks passed" in out
 
 
+def test_notebooks_run_at_once_are_reported_in_teaching_order(course, capsys):
+    _notebook(course / "01_slow.ipynb", "import time\ntime.sleep(1.5)")  # finishes after the next two
+    _notebook(course / "02_bad.ipynb", "1/0")
+    _notebook(course / "03_ok.ipynb", "pass")
+    assert main(["run", "--jobs", "2", "--json"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert [(r["notebook"], r["status"]) for r in summary] == [
+        ("01_slow.ipynb", "passed"),
+        ("02_bad.ipynb", "failed"),
+        ("03_ok.ipynb", "passed"),
+    ]
+
+
+def test_notebooks_run_at_once_still_run_offline_and_say_how_many_at_a_time(course, capsys):
+    code = "import socket\nsocket.getaddrinfo('example.com', 80)"
+    _notebook(course / "01_net.ipynb", code)
+    _notebook(course / "02_net.ipynb", code)
+    assert main(["run", "--jobs", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "running 2 notebooks, 2 at a time" in out and out.count("NetworkBlocked") == 2
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_a_job_count_below_one_is_refused(course, capsys, jobs):
+    with pytest.raises(SystemExit):
+        main(["run", "--jobs", jobs])
+    assert "--jobs" in capsys.readouterr().err
+
+
 def test_run_of_one_notebook_by_number_with_json_summary(course, capsys):
     _notebook(course / "01_ok.ipynb", "pass")
     _notebook(course / "02_bad.ipynb", "1/0")
