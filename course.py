@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The course's two commands, from a fresh clone with only Python 3.11+ on the machine.
+"""The course's two commands, from a fresh clone with only Python 3.11.5+ on the machine.
 
     python3 course.py run     # execute every notebook headless and offline; table of status and seconds
     python3 course.py test    # unit tests plus every notebook under nbval in strict mode
@@ -181,8 +181,11 @@ def install(extras: str) -> str:
 
 def ensure_environment(extras: str) -> None:
     """Create `.venv` if needed and install labkit with the pinned versions unless already current."""
-    if sys.version_info < (3, 11):  # noqa: UP036 -- course.py may be started by an older python3; this says so
-        sys.exit(f"labkit needs Python 3.11 or newer; this is {sys.version.split()[0]}. Run with python3.11 or newer.")
+    if sys.version_info < (3, 11, 5):  # course.py may be started by an older python3; this says so
+        sys.exit(
+            f"labkit needs Python 3.11.5 or newer (a pinned dependency does); this is {sys.version.split()[0]}. "
+            "Install a newer Python 3.11 or later and run course.py with it."
+        )
     started = time.perf_counter()
     if not PYTHON.exists():
         _say(f"[venv] creating the virtual environment {VENV.name}/ ...")

@@ -90,3 +90,11 @@ def test_doctor_reports_the_offline_guard(course, capsys):
     assert main(["doctor", "--skip-notebooks"]) == 0
     line = next(row for row in capsys.readouterr().out.splitlines() if "offline guard" in row)
     assert line.startswith("ok") and line.endswith(offline_guard())
+
+
+@pytest.mark.parametrize(("version", "ok"), [((3, 11, 4, "final", 0), False), ((3, 11, 5, "final", 0), True)])
+def test_python_below_the_oldest_version_the_pins_install_on_is_a_failed_check(monkeypatch, version, ok):
+    monkeypatch.setattr(doctor.sys, "version_info", version)
+    check = doctor.check_python()
+    assert check.ok is ok
+    assert ("install Python 3.11.5 or newer" in check.detail) is not ok

@@ -41,10 +41,10 @@ class Check:
 
 
 def check_python() -> Check:
-    """Python must be 3.11 or newer."""
+    """Python must be 3.11.5 or newer (soupsieve, a pinned dependency, needs it)."""
     version = ".".join(map(str, sys.version_info[:3]))
-    ok = sys.version_info >= (3, 11)
-    return Check("python", ok, version if ok else f"{version}: install Python 3.11 or newer and run course.py again")
+    ok = sys.version_info >= (3, 11, 5)
+    return Check("python", ok, version if ok else f"{version}: install Python 3.11.5 or newer and run course.py again")
 
 
 def _pins(constraints: Path) -> dict[str, str]:
