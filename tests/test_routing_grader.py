@@ -682,3 +682,165 @@ def test_grade_files_grades_the_files_against_the_suite_files_own_hash(gate):
     assert report == gate.report(protected=["t2"])
     assert report["suite_sha256"] == hashlib.sha256((folder / "suite.json").read_bytes()).hexdigest()
     assert report["protected"] == ["t2"]
+
+
+# --- exact wording of the rejections that tell the user what to do ----------------------------
+
+
+def test_a_path_the_system_cannot_open_says_why_and_what_to_check(tmp_path):
+    with pytest.raises(
+        RouteGradeError, match=r"\.json: cannot read it \(File name too long\); check the path and permissions$"
+    ):
+        load(tmp_path / ("x" * 5000 + ".json"))
+
+
+def test_ids_sort_by_their_numbers_then_by_their_text():
+    from labkit.routing.grader import id_order
+
+    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2"]
+    assert sorted(ids, key=id_order) == ["a1b2", "a1b10", "t", "t2", "t9", "t010", "t10"]
+
+
+@pytest.mark.parametrize(
+    ("kept", "named"),
+    [(6, "t1, t2, t3, t4"), (3, "t1, t2, t3, t4, t5, t6 and 1 more"), (2, "t1, t2, t3, t4, t5, t6 and 2 more")],
+)
+def test_a_long_list_of_missing_ids_names_six_and_counts_the_rest(gate, kept, named):
+    gate.candidate["predictions"] = gate.candidate["predictions"][-kept:]
+    with pytest.raises(RouteGradeError, match=f"^candidate run has no prediction for {named}; a run must answer"):
+        gate.report()
+
+
+def test_a_misnamed_field_is_reported_as_missing_and_unexpected_with_the_fields_required(gate):
+    row = gate.candidate["predictions"][4]
+    row["routes"] = row.pop("route")
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'candidate run prediction 5 has missing field(s) "route" and unexpected field(s) "routes"; '
+        "it must have exactly id, route"
+    )
+
+
+@pytest.mark.parametrize(
+    ("protected", "message"),
+    [
+        ("t1", 'protected must be a list of case ids, got "t1"; write ["t3"], not "t3"'),
+        (5, 'protected must be a list of case ids, got 5; write ["t3"], not "t3"'),
+        ([7], "protected case id 7 is not in the suite; protect ids such as t1, t2, t3, t4, t5, t6 and 4 more"),
+    ],
+)
+def test_a_bad_protected_list_is_refused_with_what_to_write(gate, protected, message):
+    with pytest.raises(RouteGradeError) as info:
+        gate.report(protected=protected)
+    assert str(info.value) == message
+
+
+def test_protected_ids_are_reported_once_each_in_id_order(gate):
+    assert gate.report(protected=["t10", "t2", "t2"])["protected"] == ["t2", "t10"]
+    assert gate.report()["protected"] == []
+
+
+def test_an_unknown_suite_version_names_the_schemas_the_gate_knows(gate):
+    gate.suite["version"] = "v2"
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'suite version "v2" is not a schema this gate knows; the version states the cases\' fields, so write one '
+        "of: quillfeather-routing-v1 (cases carry 'message'), maple-routing-v1 (cases carry 'input')"
+    )
+
+
+def test_a_maple_suite_carries_its_ticket_text_in_input(gate):
+    expected = gate.report()
+    gate.suite["version"] = "maple-routing-v1"
+    for case in gate.suite["cases"]:
+        case["input"] = case.pop("message")
+    assert gate.report() == {**expected, "suite_version": "maple-routing-v1"}
+    gate.suite["cases"][2]["message"] = gate.suite["cases"][2].pop("input")
+    with pytest.raises(
+        RouteGradeError, match=r'^suite case 3 \(schema maple-routing-v1\) has missing field\(s\) "input"'
+    ):
+        gate.report()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda g: g.suite["penalties"].__setitem__("sales", 0),
+            "suite penalty for sales is 0; penalties must be positive whole numbers "
+            "(not 0, negative, true/false, text or decimals)",
+        ),
+        (lambda g: g.suite.__setitem__("cases", {}), "suite cases must be a list, got dict"),
+        (
+            lambda g: g.suite.__setitem__("cases", []),
+            "suite has no cases; a gate over an empty suite would pass anything, so add labelled cases",
+        ),
+        (
+            lambda g: g.suite["cases"][2].__setitem__("message", " "),
+            'suite case 3 message must be non-blank text, got " "',
+        ),
+        (
+            lambda g: g.candidate.__setitem__("origin", "real"),
+            'candidate run origin is "real"; it must be "simulated" (authored to show a rule) '
+            'or "captured" (recorded from a real model call)',
+        ),
+        (
+            lambda g: g.candidate.__setitem__("predictions", {}),
+            "candidate run predictions must be a list of {id, route} objects, got dict",
+        ),
+        (
+            lambda g: g.baseline.__setitem__("label", 3),
+            "baseline run label must be non-blank text, got 3",
+        ),
+    ],
+)
+def test_each_rejection_says_exactly_what_is_wrong_and_what_to_do(gate, change, message):
+    change(gate)
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == message
+
+
+def test_the_report_and_its_explanation_hold_exactly_the_documented_fields(gate):
+    report = gate.report()
+    assert set(report) == {
+        "suite_version",
+        "suite_sha256",
+        "protected",
+        "baseline",
+        "candidate",
+        "pass",
+        "reasons",
+        "explanation",
+    }
+    assert set(report["explanation"]) == {"fixed", "regressed", "deciding_cases", "smallest_flip", "summary"}
+    assert set(report["candidate"]) == {
+        "label",
+        "origin",
+        "cases",
+        "correct",
+        "accuracy",
+        "penalty_points",
+        "urgent_misses",
+        "failures",
+        "by_route",
+    }
+
+
+def test_when_no_change_to_the_candidate_could_fail_it_the_summary_says_why(gate):
+    # No urgent cases, and both runs get every case wrong the same way: nothing the candidate gets right can go wrong.
+    for case in gate.suite["cases"]:
+        if case["expected"] == "urgent_support":
+            case["expected"] = "billing"
+    gate.baseline = with_routes(
+        gate.baseline, {c["id"]: "sales" if c["expected"] != "sales" else "support" for c in gate.suite["cases"]}
+    )
+    gate.candidate = copy.deepcopy(gate.baseline)
+    report = gate.report()
+    assert report["pass"] is True
+    assert (report["explanation"]["smallest_flip"], report["explanation"]["deciding_cases"]) == ([], [])
+    assert report["explanation"]["summary"] == (
+        "The candidate passes, and no change to the candidate alone could fail it: the baseline got every case wrong."
+    )
