@@ -419,7 +419,7 @@ def test_a_trace_line_not_written_by_ask_is_refused_with_its_number(make_system,
         log.write(bad_line + "\n")
     with pytest.raises(TraceFormatError, match=r"^traces\.jsonl line 2: a request line has exactly the keys") as info:
         read_trace_lines(system.trace_path)
-    assert str(info.value).endswith("delete it and ask again")
+    assert str(info.value).endswith("this file was not written by MinimalSystem.ask: delete it and ask again")
 
 
 def test_a_trace_line_that_is_not_json_is_refused_with_its_number(tmp_path):
@@ -449,3 +449,18 @@ def test_request_trace_gives_one_event_per_step_with_the_steps_own_fields(make_s
     ]
     assert events[-2].data == {"intent": "get_refund", "team": "team-a", "count": 2}
     assert events[-1].kind == "result" and events[-1].data == line["result"]
+
+
+def test_trace_lines_are_written_and_read_as_utf8_whatever_the_locale(make_system, monkeypatch):
+    import io
+
+    # As on a machine whose locale encoding is Latin-1: only an explicit encoding keeps the text intact.
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: encoding or "latin-1")
+    reply = json.dumps(
+        {"kind": "answer", "text": "Sous 30 jours, après réception.", "citation_ids": ["refund_policy.pdf#p1"]}
+    )
+    system = make_system(reply)
+    system.ask(POLICY_Q, "team-a", "séance-1")
+    (line,) = read_trace_lines(system.trace_path)
+    assert (line["session_id"], line["result"]["text"]) == ("séance-1", "Sous 30 jours, après réception.")
+    assert "séance-1".encode() in system.trace_path.read_bytes()
