@@ -464,3 +464,36 @@ def test_trace_lines_are_written_and_read_as_utf8_whatever_the_locale(make_syste
     (line,) = read_trace_lines(system.trace_path)
     assert (line["session_id"], line["result"]["text"]) == ("séance-1", "Sous 30 jours, après réception.")
     assert "séance-1".encode() in system.trace_path.read_bytes()
+
+
+def test_the_compiled_graph_has_the_lessons_shape_with_only_check_branching(index):
+    graph = workflow.build_graph(index, ScriptedModel(ANSWER))
+    edges = sorted((e.source, e.target, e.conditional) for e in graph.get_graph().edges)
+    assert edges == [
+        ("__start__", "retrieve", False),
+        ("check", "__end__", True),
+        ("check", "tool", True),
+        ("generate", "check", False),
+        ("retrieve", "generate", False),
+        ("tool", "__end__", False),
+    ]
+
+
+def test_a_checkpointer_passed_in_is_the_one_that_keeps_the_thread(index):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    graph = workflow.build_graph(index, ScriptedModel(ANSWER), checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"question": POLICY_Q, "team": "team-a"}, config=config)
+    saved = saver.get_tuple(config)
+    assert saved is not None and saved.checkpoint["channel_values"]["result"]["status"] == "answered"
+
+
+def test_a_system_given_an_index_never_loads_another(index, monkeypatch, tmp_path):
+    def forbidden():
+        raise AssertionError("load_policy_index ran although an index was given")
+
+    monkeypatch.setattr(workflow, "load_policy_index", forbidden)
+    system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl")
+    assert system.index is index
