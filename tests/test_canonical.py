@@ -1,5 +1,6 @@
 import hashlib
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -9,9 +10,14 @@ from labkit.canonical import (
     MAX_JSON_BYTES,
     canonical_json,
     canonical_sha256,
+    file_sha256,
     load_strict,
     loads_strict,
+    ordered_pretty_json,
     pretty_json,
+    read_strict_bytes,
+    request_json,
+    request_sha256,
 )
 from labkit.errors import InvalidJSON, LabkitError
 
@@ -140,3 +146,71 @@ def test_utf16_json_is_refused_as_not_utf8(tmp_path):
     path.write_text('{"cases": []}', encoding="utf-16")
     with pytest.raises(InvalidJSON, match="not UTF-8"):
         load_strict(path)
+
+
+def test_request_json_keeps_the_senders_key_order_and_only_drops_whitespace():
+    value = {"model": "m", "b": 1, "a": ["Ç ü", {"z": None, "y": True}]}
+    assert request_json(value) == '{"model":"m","b":1,"a":["Ç ü",{"z":null,"y":true}]}'
+
+
+def test_request_sha256_is_the_hash_of_the_compact_utf8_text_and_counts_key_order():
+    assert request_sha256({"b": "é", "a": 1}) == hashlib.sha256('{"b":"é","a":1}'.encode()).hexdigest()
+    assert request_sha256({"b": 1, "a": 1}) != request_sha256({"a": 1, "b": 1})
+
+
+def test_ordered_pretty_json_keeps_key_order_indents_by_two_and_ends_with_newline():
+    assert ordered_pretty_json({"b": "é", "a": [1]}) == '{\n  "b": "é",\n  "a": [\n    1\n  ]\n}\n'
+
+
+def test_pretty_json_keeps_non_ascii_text_as_is():
+    assert pretty_json({"b": "Ç", "a": "ü"}) == '{\n  "a": "ü",\n  "b": "Ç"\n}\n'
+
+
+@pytest.mark.parametrize("writer", [canonical_json, request_json, ordered_pretty_json, pretty_json])
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_every_writer_refuses_a_non_finite_number_and_says_what_to_use(writer, number):
+    with pytest.raises(InvalidJSON, match="Replace NaN or Infinity with a number or null"):
+        writer({"x": [number]})
+
+
+def test_file_sha256_is_the_hash_of_the_exact_bytes(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_bytes(b'{"a":1}\r\n\xc3\xa9')
+    assert file_sha256(path) == hashlib.sha256(b'{"a":1}\r\n\xc3\xa9').hexdigest()
+    assert file_sha256(str(path)) == file_sha256(path)
+
+
+def test_an_error_in_text_without_a_source_is_named_json_text():
+    with pytest.raises(InvalidJSON, match=r"^JSON text: malformed JSON at line 1"):
+        loads_strict("{")
+
+
+def test_an_error_in_a_file_names_the_file(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text('{"a": 1, "a": 2}', encoding="utf-8")
+    with pytest.raises(InvalidJSON, match=f"^{re.escape(str(path))}: repeated JSON key 'a'"):
+        load_strict(path)
+
+
+def test_json_nested_too_deeply_is_a_clear_error_not_a_recursion_error():
+    with pytest.raises(InvalidJSON, match=r"^rules: JSON nested too deeply to read$"):
+        loads_strict("[" * 200_000 + "]" * 200_000, source="rules")
+
+
+def test_load_strict_honours_a_smaller_size_limit(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text('{"cases": [1, 2, 3]}', encoding="utf-8")
+    with pytest.raises(InvalidJSON, match="20 bytes is over the 10-byte limit"):
+        load_strict(path, max_bytes=10)
+    assert load_strict(path, max_bytes=20)[0] == {"cases": [1, 2, 3]}
+
+
+def test_a_file_that_grows_between_stat_and_read_is_refused(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    path = tmp_path / "suite.json"
+    path.write_text("[1]", encoding="utf-8")
+    # The size check passed on the 3 bytes stat saw; the read returns what a writer appended since.
+    monkeypatch.setattr(Path, "read_bytes", lambda self: b"[1, 2, 3, 4]")
+    with pytest.raises(InvalidJSON, match="over the 5-byte limit; refusing to read it"):
+        read_strict_bytes(path, max_bytes=5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
 import subprocess
@@ -14,7 +15,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from labkit.errors import InvalidJSON, LabkitError, RouteGradeError
-from labkit.routing.grader import ROUTES, apply_changes, compare, explain, load, route_confusion, route_slices
+from labkit.routing.grader import (
+    ROUTES,
+    apply_changes,
+    compare,
+    explain,
+    grade_files,
+    load,
+    route_confusion,
+    route_slices,
+)
 from labkit.routing.suite import write_routing_fixtures
 
 
@@ -68,6 +78,7 @@ def test_checkout_outage_sent_to_billing_fails_the_gate(gate):
 
 def test_report_names_suite_and_keeps_each_runs_origin(gate):
     report = gate.report()
+    assert (report["baseline"]["label"], report["candidate"]["label"]) == ("baseline-simulated", "candidate-simulated")
     assert report["suite_version"] == "quillfeather-routing-v1"
     assert report["suite_sha256"] == gate.sha
     assert (report["baseline"]["origin"], report["candidate"]["origin"]) == ("simulated", "simulated")
@@ -188,6 +199,56 @@ def test_suggested_flip_flips_the_verdict_and_no_smaller_change_does(gate, data)
             {"id": i, "route": next(r for r in ROUTES if r != expected[i]) if passed else expected[i]} for i in chosen
         ]
         assert not _flips(gate, baseline, candidate, protected, changes)
+
+
+def test_explain_tells_the_verdict_the_changes_the_counts_the_reasons_and_the_flip(gate):
+    assert explain(gate.report()).splitlines() == [
+        "verdict: fail",
+        "fixed by the candidate: t7, t9",
+        "regressed in the candidate: t1",
+        "correct 8 -> 9, penalty points 2 -> 20, urgent misses 0 -> 1",
+        "reason: penalty points rose from 2 to 20",
+        "reason: 1 urgent_support case(s) misrouted: t1 (sent to billing)",
+        "deciding cases: t1",
+        "The candidate fails. The smallest change that would make it pass (1 change): route t1 to urgent_support.",
+    ]
+
+
+def test_explain_says_none_when_nothing_was_fixed_or_regressed_and_names_a_passing_verdict(gate):
+    gate.candidate = copy.deepcopy(gate.baseline)
+    assert explain(gate.report()) == (
+        "verdict: pass\n"
+        "fixed by the candidate: none\n"
+        "regressed in the candidate: none\n"
+        "correct 8 -> 8, penalty points 2 -> 2, urgent misses 0 -> 0\n"
+        "deciding cases: t1\n"
+        "The candidate passes. The smallest change that would fail it (1 change): route t1 to sales."
+    )
+
+
+def test_explain_lists_every_deciding_case_when_several_must_change(gate):
+    gate.candidate = with_routes(gate.baseline, {"t1": "billing", "t2": "sales"})
+    assert explain(gate.report()).splitlines() == [
+        "verdict: fail",
+        "fixed by the candidate: none",
+        "regressed in the candidate: t1, t2",
+        "correct 8 -> 6, penalty points 2 -> 42, urgent misses 0 -> 2",
+        "reason: correct routes fell from 8 to 6 of 10",
+        "reason: penalty points rose from 2 to 42",
+        "reason: 2 urgent_support case(s) misrouted: t1 (sent to billing), t2 (sent to sales)",
+        "deciding cases: t1, t2",
+        "The candidate fails. The smallest change that would make it pass (2 changes): "
+        "route t1 to urgent_support, route t2 to urgent_support.",
+    ]
+
+
+def test_every_regressed_protected_case_is_named_however_many_there_are(gate):
+    expected = routes_of(gate.perfect())
+    right = [cid for cid, route in routes_of(gate.baseline).items() if route == expected[cid]]
+    gate.candidate = with_routes(gate.baseline, {cid: next(r for r in ROUTES if r != expected[cid]) for cid in right})
+    report = gate.report(protected=right)
+    assert len(right) == 8
+    assert report["reasons"][-1] == "protected case(s) regressed: t1, t2, t3, t4, t5, t6, t8, t10"
 
 
 # --- slices, confusion matrix, plot -----------------------------------------------------------
@@ -555,3 +616,231 @@ def test_arbitrary_file_bytes_raise_only_labkit_errors(gate, tmp_path, raw):
     # An accepted file yields a complete, JSON-safe report.
     assert isinstance(report["pass"], bool)
     json.dumps(report, allow_nan=False)
+
+
+# --- what a rejection shows of the offending value ---------------------------------------------
+
+
+@pytest.mark.parametrize(("length", "whole"), [(58, True), (59, False)])
+def test_a_long_offending_value_is_shown_whole_up_to_sixty_characters_then_cut(gate, length, whole):
+    route = "".join(chr(ord("a") + i % 26) for i in range(length))
+    shown = json.dumps(route)
+    gate.candidate["predictions"][0]["route"] = route
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    expected = shown if whole else shown[:45] + "..." + shown[-10:]
+    assert str(info.value).startswith(f"candidate run prediction 1 route is {expected}, not a known route")
+
+
+def test_an_offending_value_keeps_its_non_ascii_text(gate):
+    gate.candidate["predictions"][0]["route"] = "dringend_unterstützung"
+    with pytest.raises(RouteGradeError, match='route is "dringend_unterstützung", not a known route'):
+        gate.report()
+
+
+def test_an_offending_value_that_is_not_json_is_shown_as_python_shows_it(gate):
+    gate.candidate["predictions"][0]["route"] = {1, 2}
+    with pytest.raises(RouteGradeError, match=r"route is \{1, 2\}, not a known route"):
+        gate.report()
+
+
+def test_a_run_suite_hash_that_is_not_a_digest_is_shown_as_written(gate):
+    gate.candidate["suite_sha256"] = "abc"
+    with pytest.raises(RouteGradeError, match='made for suite bytes with sha256 "abc", but this suite'):
+        gate.report()
+
+
+def test_route_slices_round_accuracy_to_three_places_and_leave_a_route_without_cases_empty(gate):
+    for case in gate.suite["cases"]:
+        if case["expected"] == "sales":
+            case["expected"] = "support"
+    gate.candidate = with_routes(gate.candidate, {"t3": "sales", "t4": "sales"})
+    slices = route_slices(gate.report())
+    assert slices.loc["billing", "candidate_acc"] == 0.333
+    assert slices.loc["billing", "candidate_pen"] == 2  # both misrouted billing cases count
+    assert slices.loc["sales", "cases"] == 0
+    assert slices.loc["sales"][["baseline_acc", "candidate_acc"]].isna().all()
+    assert (slices.loc["sales", "baseline_pen"], slices.loc["sales", "candidate_pen"]) == (0, 0)
+
+
+def test_confusion_matrix_axes_are_named_expected_and_predicted(gate):
+    matrix = route_confusion(gate.suite, gate.sha, gate.candidate)
+    assert (matrix.index.name, matrix.columns.name) == ("expected", "predicted")
+
+
+def test_confusion_matrix_names_the_run_it_refuses(gate):
+    gate.candidate["predictions"].pop()
+    with pytest.raises(RouteGradeError, match=r"^candidate run has no prediction for t10"):
+        route_confusion(gate.suite, gate.sha, gate.candidate, name="candidate")
+    with pytest.raises(RouteGradeError, match=r"^run run has no prediction for t10"):
+        route_confusion(gate.suite, gate.sha, gate.candidate)
+
+
+def test_grade_files_grades_the_files_against_the_suite_files_own_hash(gate):
+    folder = gate.folder
+    report = grade_files(folder / "suite.json", folder / "baseline.json", folder / "candidate.json", protected=["t2"])
+    assert report == gate.report(protected=["t2"])
+    assert report["suite_sha256"] == hashlib.sha256((folder / "suite.json").read_bytes()).hexdigest()
+    assert report["protected"] == ["t2"]
+
+
+# --- exact wording of the rejections that tell the user what to do ----------------------------
+
+
+def test_a_path_the_system_cannot_open_says_why_and_what_to_check(tmp_path):
+    with pytest.raises(
+        RouteGradeError, match=r"\.json: cannot read it \(File name too long\); check the path and permissions$"
+    ):
+        load(tmp_path / ("x" * 5000 + ".json"))
+
+
+def test_ids_sort_by_their_numbers_then_by_their_text():
+    from labkit.routing.grader import id_order
+
+    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2"]
+    assert sorted(ids, key=id_order) == ["a1b2", "a1b10", "t", "t2", "t9", "t010", "t10"]
+
+
+@pytest.mark.parametrize(
+    ("kept", "named"),
+    [(6, "t1, t2, t3, t4"), (3, "t1, t2, t3, t4, t5, t6 and 1 more"), (2, "t1, t2, t3, t4, t5, t6 and 2 more")],
+)
+def test_a_long_list_of_missing_ids_names_six_and_counts_the_rest(gate, kept, named):
+    gate.candidate["predictions"] = gate.candidate["predictions"][-kept:]
+    with pytest.raises(RouteGradeError, match=f"^candidate run has no prediction for {named}; a run must answer"):
+        gate.report()
+
+
+def test_a_misnamed_field_is_reported_as_missing_and_unexpected_with_the_fields_required(gate):
+    row = gate.candidate["predictions"][4]
+    row["routes"] = row.pop("route")
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'candidate run prediction 5 has missing field(s) "route" and unexpected field(s) "routes"; '
+        "it must have exactly id, route"
+    )
+
+
+@pytest.mark.parametrize(
+    ("protected", "message"),
+    [
+        ("t1", 'protected must be a list of case ids, got "t1"; write ["t3"], not "t3"'),
+        (5, 'protected must be a list of case ids, got 5; write ["t3"], not "t3"'),
+        ([7], "protected case id 7 is not in the suite; protect ids such as t1, t2, t3, t4, t5, t6 and 4 more"),
+    ],
+)
+def test_a_bad_protected_list_is_refused_with_what_to_write(gate, protected, message):
+    with pytest.raises(RouteGradeError) as info:
+        gate.report(protected=protected)
+    assert str(info.value) == message
+
+
+def test_protected_ids_are_reported_once_each_in_id_order(gate):
+    assert gate.report(protected=["t10", "t2", "t2"])["protected"] == ["t2", "t10"]
+    assert gate.report()["protected"] == []
+
+
+def test_an_unknown_suite_version_names_the_schemas_the_gate_knows(gate):
+    gate.suite["version"] = "v2"
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'suite version "v2" is not a schema this gate knows; the version states the cases\' fields, so write one '
+        "of: quillfeather-routing-v1 (cases carry 'message'), maple-routing-v1 (cases carry 'input')"
+    )
+
+
+def test_a_maple_suite_carries_its_ticket_text_in_input(gate):
+    expected = gate.report()
+    gate.suite["version"] = "maple-routing-v1"
+    for case in gate.suite["cases"]:
+        case["input"] = case.pop("message")
+    assert gate.report() == {**expected, "suite_version": "maple-routing-v1"}
+    gate.suite["cases"][2]["message"] = gate.suite["cases"][2].pop("input")
+    with pytest.raises(
+        RouteGradeError, match=r'^suite case 3 \(schema maple-routing-v1\) has missing field\(s\) "input"'
+    ):
+        gate.report()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda g: g.suite["penalties"].__setitem__("sales", 0),
+            "suite penalty for sales is 0; penalties must be positive whole numbers "
+            "(not 0, negative, true/false, text or decimals)",
+        ),
+        (lambda g: g.suite.__setitem__("cases", {}), "suite cases must be a list, got dict"),
+        (
+            lambda g: g.suite.__setitem__("cases", []),
+            "suite has no cases; a gate over an empty suite would pass anything, so add labelled cases",
+        ),
+        (
+            lambda g: g.suite["cases"][2].__setitem__("message", " "),
+            'suite case 3 message must be non-blank text, got " "',
+        ),
+        (
+            lambda g: g.candidate.__setitem__("origin", "real"),
+            'candidate run origin is "real"; it must be "simulated" (authored to show a rule) '
+            'or "captured" (recorded from a real model call)',
+        ),
+        (
+            lambda g: g.candidate.__setitem__("predictions", {}),
+            "candidate run predictions must be a list of {id, route} objects, got dict",
+        ),
+        (
+            lambda g: g.baseline.__setitem__("label", 3),
+            "baseline run label must be non-blank text, got 3",
+        ),
+    ],
+)
+def test_each_rejection_says_exactly_what_is_wrong_and_what_to_do(gate, change, message):
+    change(gate)
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == message
+
+
+def test_the_report_and_its_explanation_hold_exactly_the_documented_fields(gate):
+    report = gate.report()
+    assert set(report) == {
+        "suite_version",
+        "suite_sha256",
+        "protected",
+        "baseline",
+        "candidate",
+        "pass",
+        "reasons",
+        "explanation",
+    }
+    assert set(report["explanation"]) == {"fixed", "regressed", "deciding_cases", "smallest_flip", "summary"}
+    assert set(report["candidate"]) == {
+        "label",
+        "origin",
+        "cases",
+        "correct",
+        "accuracy",
+        "penalty_points",
+        "urgent_misses",
+        "failures",
+        "by_route",
+    }
+
+
+def test_when_no_change_to_the_candidate_could_fail_it_the_summary_says_why(gate):
+    # No urgent cases, and both runs get every case wrong the same way: nothing the candidate gets right can go wrong.
+    for case in gate.suite["cases"]:
+        if case["expected"] == "urgent_support":
+            case["expected"] = "billing"
+    gate.baseline = with_routes(
+        gate.baseline, {c["id"]: "sales" if c["expected"] != "sales" else "support" for c in gate.suite["cases"]}
+    )
+    gate.candidate = copy.deepcopy(gate.baseline)
+    report = gate.report()
+    assert report["pass"] is True
+    assert (report["explanation"]["smallest_flip"], report["explanation"]["deciding_cases"]) == ([], [])
+    assert report["explanation"]["summary"] == (
+        "The candidate passes, and no change to the candidate alone could fail it: the baseline got every case wrong."
+    )

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from labkit.errors import InvalidJSON
 from labkit.system import workflow
 from labkit.system.contract import ScriptedModel
 from labkit.system.policy import load_policy_index
@@ -263,3 +264,236 @@ def test_a_reply_with_a_repeated_key_is_invalid_output_and_the_tool_never_runs(m
     result = system.ask(COUNT_Q, "team-a", "s1")
     assert result["status"] == "invalid_output" and "repeated JSON key 'kind'" in result["reason"]
     assert "tool" not in steps(system, "s1")
+
+
+@pytest.mark.parametrize(
+    "raw,reason",
+    [
+        (
+            '{"kind": "answer", "text": "t", "citation_ids": ["a.pdf#p1"], "confidence": 1}',
+            "confidence: Extra inputs are not permitted",
+        ),
+        (
+            '{"kind": "tool_call", "tool_args": {"intent": "refund_all"}}',
+            "tool_args.intent: Input should be 'get_refund', 'track_order' or 'cancel_order'",
+        ),
+        ('{"kind": "answer", "text": "t"}', "Value error, answer needs text and citations only"),
+        (
+            '{"kind": "insufficient_evidence", "kind": "insufficient_evidence"}',
+            "model reply: repeated JSON key 'kind': keep exactly one value for it",
+        ),
+    ],
+)
+def test_an_invalid_reply_says_which_field_is_wrong_and_why(raw, reason):
+    evidence = [{"citation_id": "a.pdf#p1", "text": "x"}]
+    assert check({"reply": raw, "evidence": evidence}) == {
+        "result": {"status": "invalid_output", "reason": reason},
+        "trace": [{"step": "check", "status": "invalid_output", "reason": reason}],
+    }
+
+
+def test_a_validated_reply_is_traced_with_its_status_and_no_reason():
+    evidence = [{"citation_id": "a.pdf#p1", "text": "x"}]
+    answer = json.dumps({"kind": "answer", "text": "t", "citation_ids": ["a.pdf#p1"]})
+    assert check({"reply": answer, "evidence": evidence})["trace"] == [{"step": "check", "status": "answered"}]
+    assert check({"reply": tool_call("track_order"), "evidence": evidence}) == {
+        "result": {"status": "tool_call", "tool_args": {"intent": "track_order"}},
+        "trace": [{"step": "check", "status": "tool_call"}],
+    }
+
+
+def test_the_model_request_sends_the_question_and_evidence_as_json_data_with_text_as_written():
+    evidence = [{"citation_id": "a.pdf#p1", "text": "délai de 30 jours"}]
+    assert workflow.build_messages("Où est ma commande ?", evidence) == [
+        {"role": "system", "content": workflow.SYSTEM},
+        {
+            "role": "user",
+            "content": '{"question": "Où est ma commande ?", "evidence": '
+            '[{"citation_id": "a.pdf#p1", "text": "délai de 30 jours"}]}',
+        },
+    ]
+
+
+def test_retrieve_gives_the_k_nearest_chunks_as_evidence_and_traces_their_ids_and_distances(index):
+    found = index.store.similarity_search_with_score(POLICY_Q, k=3)
+    update = workflow.retrieve_node(index)({"question": POLICY_Q})
+    assert update["evidence"] == [{"citation_id": d.metadata["citation_id"], "text": d.page_content} for d, _ in found]
+    (record,) = update["trace"]
+    assert record["step"] == "retrieve"
+    assert record["ids"] == [d.metadata["citation_id"] for d, _ in found]
+    assert record["distances"] == [round(float(s), 4) for _, s in found]
+    assert all(isinstance(x, float) and x == round(x, 4) for x in record["distances"])
+    assert len(workflow.retrieve_node(index, k=2)({"question": POLICY_Q})["evidence"]) == 2
+
+
+def test_generate_keeps_the_request_sent_the_raw_reply_and_the_call_record():
+    model = ScriptedModel(ANSWER)
+    evidence = [{"citation_id": "refund_policy.pdf#p1", "text": "..."}]
+    update = workflow.generate_node(model)({"question": POLICY_Q, "evidence": evidence})
+    messages = workflow.build_messages(POLICY_Q, evidence)
+    assert model.requests == [(POLICY_Q, messages)]
+    assert update == {
+        "reply": ANSWER,
+        "trace": [
+            {
+                "step": "generate",
+                "model_request": messages,
+                "raw_reply": ANSWER,
+                "model": "scripted-by-caller",
+                "input_tokens": None,
+                "output_tokens": None,
+                "latency_ms": None,
+                "latency_source": "none",
+            }
+        ],
+    }
+
+
+def test_a_fresh_system_numbers_its_sessions_from_one(make_system):
+    system = make_system(ANSWER)
+    assert system.new_session() == "session-1"
+    assert make_system(ANSWER).new_session("golden") == "golden-1"
+
+
+def test_by_default_the_policy_index_is_loaded_and_trace_lines_go_to_the_scratch_folder(
+    index, monkeypatch, scratch_in_tmp
+):
+    monkeypatch.setattr(workflow, "load_policy_index", lambda: index)
+    system = MinimalSystem(ScriptedModel(ANSWER))
+    assert system.index is index
+    system.ask(POLICY_Q, "team-a", "s1")
+    assert system.trace_path == scratch_in_tmp / "05_minimal_system" / "traces.jsonl"
+    assert [line["session_id"] for line in read_trace_lines()] == ["s1"]
+
+
+def test_the_trace_file_may_go_in_a_folder_that_does_not_exist_yet(index, tmp_path):
+    system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=str(tmp_path / "a" / "b" / "t.jsonl"))
+    system.ask(POLICY_Q, "team-a", "s1")
+    assert [line["question"] for line in read_trace_lines(tmp_path / "a" / "b" / "t.jsonl")] == [POLICY_Q]
+
+
+@pytest.mark.parametrize(
+    "question,team,session_id,message",
+    [
+        ("", "team-a", "s", "question must be non-empty text, not ''"),
+        ("q", "  ", "s", "team must be non-empty text, not '  '"),
+        ("q", "team-a", 7, "session_id must be non-empty text, not 7"),
+    ],
+)
+def test_a_blank_argument_is_named_in_the_error(make_system, question, team, session_id, message):
+    with pytest.raises(InvalidRequest, match=f"^{message}$"):
+        make_system(ANSWER).ask(question, team, session_id)
+
+
+def test_cross_team_reuse_says_whose_session_it_is_and_what_to_do(make_system):
+    system = make_system(ANSWER)
+    system.ask(POLICY_Q, "team-a", "s1")
+    with pytest.raises(SessionTeamMismatch) as info:
+        system.ask(POLICY_Q, "team-b", "s1")
+    assert str(info.value) == "session 's1' belongs to 'team-a', not 'team-b'; start a new session for this team"
+
+
+def test_the_trace_line_keeps_the_whole_requests_latency_in_milliseconds(make_system, monkeypatch):
+    import types
+
+    clock = iter([100.0, 100.0123456])
+    monkeypatch.setattr(workflow, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    system = make_system(ANSWER)
+    system.ask(POLICY_Q, "team-a", "s1")
+    assert read_trace_lines(system.trace_path)[0]["latency_ms"] == 12.346
+
+
+@pytest.mark.parametrize(
+    "bad_line",
+    [
+        '["run", "session_id", "question", "team", "result", "latency_ms", "trace"]',
+        '{"run": {}, "session_id": "s", "question": "q", "team": "t", "result": {}, "latency_ms": 1.0, "trace": {}}',
+        '{"run": {}, "session_id": "s", "question": "q", "team": "t", "result": {}, "latency_ms": 1.0, "trace": [],'
+        ' "note": "x"}',
+    ],
+)
+def test_a_trace_line_not_written_by_ask_is_refused_with_its_number(make_system, bad_line):
+    system = make_system(ANSWER)
+    system.ask(POLICY_Q, "team-a", "s1")
+    with system.trace_path.open("a", encoding="utf-8") as log:
+        log.write(bad_line + "\n")
+    with pytest.raises(TraceFormatError, match=r"^traces\.jsonl line 2: a request line has exactly the keys") as info:
+        read_trace_lines(system.trace_path)
+    assert str(info.value).endswith("this file was not written by MinimalSystem.ask: delete it and ask again")
+
+
+def test_a_trace_line_that_is_not_json_is_refused_with_its_number(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text("{}\n{oops\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match=r"^traces\.jsonl line 1: a request line"):
+        read_trace_lines(path)
+    path.write_text("{oops\n", encoding="utf-8")
+    with pytest.raises(InvalidJSON, match=r"^traces\.jsonl line 1: malformed JSON"):
+        read_trace_lines(path)
+
+
+def test_request_trace_gives_one_event_per_step_with_the_steps_own_fields(make_system):
+    system = make_system(tool_call("get_refund"))
+    system.ask(COUNT_Q, "team-a", "s1")
+    (line,) = read_trace_lines(system.trace_path)
+    events = request_trace(line).events
+    assert events[0].data == {
+        "run_id": None,
+        "run_sha256": None,
+        "session_id": "s1",
+        "question": COUNT_Q,
+        "team": "team-a",
+    }
+    assert [event.data for event in events[1:-1]] == [
+        {k: v for k, v in step.items() if k != "step"} for step in line["trace"]
+    ]
+    assert events[-2].data == {"intent": "get_refund", "team": "team-a", "count": 2}
+    assert events[-1].kind == "result" and events[-1].data == line["result"]
+
+
+def test_trace_lines_are_written_and_read_as_utf8_whatever_the_locale(make_system, monkeypatch):
+    import io
+
+    # As on a machine whose locale encoding is Latin-1: only an explicit encoding keeps the text intact.
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: encoding or "latin-1")
+    reply = json.dumps(
+        {"kind": "answer", "text": "Sous 30 jours, après réception.", "citation_ids": ["refund_policy.pdf#p1"]}
+    )
+    system = make_system(reply)
+    system.ask(POLICY_Q, "team-a", "séance-1")
+    (line,) = read_trace_lines(system.trace_path)
+    assert (line["session_id"], line["result"]["text"]) == ("séance-1", "Sous 30 jours, après réception.")
+    assert "séance-1".encode() in system.trace_path.read_bytes()
+
+
+def test_the_compiled_graph_has_the_lessons_shape_with_only_check_branching(index):
+    graph = workflow.build_graph(index, ScriptedModel(ANSWER))
+    edges = sorted((e.source, e.target, e.conditional) for e in graph.get_graph().edges)
+    assert edges == [
+        ("__start__", "retrieve", False),
+        ("check", "__end__", True),
+        ("check", "tool", True),
+        ("generate", "check", False),
+        ("retrieve", "generate", False),
+        ("tool", "__end__", False),
+    ]
+
+
+def test_a_checkpointer_passed_in_is_the_one_that_keeps_the_thread(index):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    graph = workflow.build_graph(index, ScriptedModel(ANSWER), checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"question": POLICY_Q, "team": "team-a"}, config=config)
+    saved = saver.get_tuple(config)
+    assert saved is not None and saved.checkpoint["channel_values"]["result"]["status"] == "answered"
+
+
+def test_a_system_given_an_index_never_loads_another(index, monkeypatch, tmp_path):
+    def forbidden():
+        raise AssertionError("load_policy_index ran although an index was given")
+
+    monkeypatch.setattr(workflow, "load_policy_index", forbidden)
+    system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl")
+    assert system.index is index
