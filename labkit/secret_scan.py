@@ -209,7 +209,9 @@ def refuse_secrets(data: dict[str, Any], *, run_id: str) -> None:
         match = re.match(r"bindings\[(\d+)\]\.?(.*)", where)
         if match and int(match.group(1)) < len(bindings):
             binding = bindings[int(match.group(1))]
-            label = binding.get("question") or f"key {str(binding.get('key', ''))[:12]}"
+            fields = binding if isinstance(binding, dict) else {}  # a binding may itself be the secret string
+            key = str(fields.get("key") or "")
+            label = fields.get("question") or (f"key {key[:12]}" if key else "no question or key")
             named.append(f"binding {int(match.group(1)) + 1} ({label}) {match.group(2) or 'itself'}: {kind}")
         else:
             named.append(f"{where or 'run'}: {kind}")

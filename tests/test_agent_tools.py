@@ -1,5 +1,7 @@
 """Typed tools: a get_refund filter followed by a row count gives the expected total; bad row refs are refused."""
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -211,8 +213,8 @@ def test_the_summary_counts_flags_and_common_words_of_the_retrieved_rows_only(da
     words = Counter(
         w.strip("?.,!").lower()
         for row in rows
-        for w in row.instruction.split()
-        if len(w.strip("?.,!")) > 4 and "{" not in w
+        for w in re.sub(r"\{\{[A-Za-z ]+\}\}", "", row.instruction).split()
+        if len(w.strip("?.,!")) > 4
     )
     assert summary["common_words"] == [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
     assert all(w == w.lower() for w in summary["common_words"])
@@ -298,3 +300,38 @@ def test_a_refused_tool_call_is_logged_with_its_arguments(data):
             method(args)
         assert data.audit[-1]["arguments"] == args.model_dump()
         assert data.audit[-1]["outcome"] == "refused:tool_not_allowed"
+
+
+def test_the_summary_never_counts_a_template_slot_as_a_customers_word():
+    from labkit.agent.dataset import CATEGORY_OF, SupportRow
+
+    def row(instruction):
+        return SupportRow(
+            flags="B",
+            instruction=instruction,
+            category=CATEGORY_OF["cancel_order"],
+            intent="cancel_order",
+            response="Done.",
+        )
+
+    rows = [
+        row("Cancel order {{Order Number}} please"),
+        row("please cancel {{Order Number}} now"),
+        row("cancel the {{Account Type}} account"),
+    ]
+    data = SupportData(scopes={APPROVED_SCOPE: rows, RESTRICTED_SCOPE: []}, dataset_version="support-2026-09-01")
+    summary = tools_for(data).summarize_requests(SummarizeRequests(intent="cancel_order", limit=3))
+    # By hand: cancel 3, please 2, account 1, order 1; "Number}}" and "Type}}" are halves of a slot, not words.
+    assert summary["common_words"] == ["cancel", "please", "account", "order"]
+
+
+def test_no_summary_of_the_support_data_lists_a_template_slot(data):
+    from labkit.agent.dataset import CATEGORY_OF
+
+    tools = tools_for(data)
+    words = {
+        w
+        for intent in CATEGORY_OF
+        for w in tools.summarize_requests(SummarizeRequests(intent=intent, limit=20))["common_words"]
+    }
+    assert words and not [w for w in words if "{" in w or "}" in w]

@@ -306,3 +306,275 @@ def test_the_key_covers_key_order_path_and_query():
     assert request_key(request) != request_key(reordered)
     assert request_key(request) != request_key(request, query=[("api-version", "2024-10-21")])
     assert request_key(request) != request_key(request, path="/openai/deployments/d/chat/completions")
+
+
+# --- keys, bindings and request bodies ---------------------------------------------------------
+
+
+def test_a_key_is_the_sha256_of_path_query_and_body_written_compactly_in_order():
+    import hashlib
+
+    request = _request()
+    text = json.dumps(
+        {"path": "/v1/chat/completions", "query": [["api-version", "1"]], "body": request},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert request_key(request, query=[("api-version", "1")]) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_every_committed_run_keeps_the_keys_it_was_recorded_with():
+    from labkit.paths import recorded_runs_dir
+
+    runs = sorted(recorded_runs_dir().glob("*/run.json"))
+    assert runs
+    for path in runs:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for binding in data["bindings"]:
+            assert request_key(binding["request"], path=binding["path"], query=binding["query"]) == binding["key"]
+
+
+def test_no_response_has_no_hash():
+    from labkit.recording import response_sha256
+
+    assert response_sha256(None) is None
+    failed = Binding.make(_request(), None, status_code=0)
+    assert failed.response_sha256 is None
+
+
+def test_a_binding_keeps_its_path_and_query_as_text():
+    binding = Binding.make(_request(), None, status_code=0, path="/v2/chat/completions", query=[("api-version", 2)])
+    assert (binding.path, binding.query) == ("/v2/chat/completions", [("api-version", "2")])
+    assert binding.key == request_key(_request(), path="/v2/chat/completions", query=[("api-version", "2")])
+
+
+def test_a_request_body_must_be_one_json_object_without_streaming():
+    from labkit.canonical import InvalidJSON
+    from labkit.recording import StreamingNotRecorded, request_body
+
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    assert request_body(b'{"model": "m", "stream": false}', url=url) == {"model": "m", "stream": False}
+    with pytest.raises(RecordedRunError, match=rf"^the request body to {url} is not a JSON object; send a chat"):
+        request_body(b"[1]", url=url)
+    with pytest.raises(InvalidJSON, match=rf"^request body to {url}: malformed JSON"):
+        request_body(b"{", url=url)
+    with pytest.raises(StreamingNotRecorded) as caught:
+        request_body(b'{"model": "m", "stream": true}', url=url)
+    assert str(caught.value) == (
+        "streaming is not recorded; call without stream=True (replay, record and live modes answer "
+        "whole replies only, so that each one can be bound to its exact request)"
+    )
+
+
+def test_binding_for_matches_a_reordered_dict_by_value_only_when_one_binding_has_it(tmp_path):
+    first, second = _request(), _request("How long does shipping take?")
+    run = RecordedRun.model_validate(_run(tmp_path, bindings=[_binding(first), _binding(second)]))
+    assert run.binding_for(second) is run.bindings[1]
+    assert run.binding_for(dict(reversed(list(second.items())))) is run.bindings[1]
+    assert run.binding_for(_request("Anything else?")) is None
+
+
+def test_a_run_sealed_without_bindings_has_none():
+    run = seal_run(
+        run_id="05-demo",
+        origin="authored",
+        created_at="2026-11-29T00:00:00Z",
+        lesson="05",
+        description="A demonstration run.",
+        model={"id": "authored-by-course", "endpoint_kind": "authored"},
+        settings={},
+        fixtures={},
+    )
+    assert run.bindings == [] and run.content_sha256 == run_content_sha256(run.model_dump(mode="json"))
+
+
+# --- where runs live, what refuses them ----------------------------------------------------------
+
+
+def test_a_run_is_found_by_file_folder_or_id(tmp_path):
+    from labkit.paths import recorded_runs_dir
+    from labkit.recording import run_path
+
+    assert run_path(tmp_path / "elsewhere.json") == tmp_path / "elsewhere.json"
+    assert run_path(tmp_path) == tmp_path / "run.json"
+    assert run_path("05-demo") == recorded_runs_dir() / "05-demo" / "run.json"
+
+
+def test_a_fixture_path_written_with_backslashes_is_refused(tmp_path):
+    data = _run(tmp_path)
+    data["fixtures"] = {"fixtures\\policy.txt": next(iter(data["fixtures"].values()))}
+    data["content_sha256"] = run_content_sha256(data)
+    with pytest.raises(FixtureChanged, match=r"names \['fixtures\\\\policy.txt'\], outside the checkout"):
+        load_run(_write(tmp_path, data), root=tmp_path)
+
+
+def test_changed_fixtures_are_each_named_with_both_hashes(tmp_path):
+    import hashlib
+
+    data = _run(tmp_path)
+    other = tmp_path / "fixtures" / "terms.txt"
+    other.write_text("Shipping in 5 days.\n", encoding="utf-8")
+    data["fixtures"] = fixture_hashes([tmp_path / "fixtures" / "policy.txt", other], root=tmp_path)
+    data = _sealed(data)
+    recorded = dict(data["fixtures"])
+    for path in (tmp_path / "fixtures" / "policy.txt", other):
+        path.write_text("changed\n", encoding="utf-8")
+    now = hashlib.sha256(b"changed\n").hexdigest()[:12]
+    with pytest.raises(FixtureChanged) as caught:
+        load_run(_write(tmp_path, data), root=tmp_path)
+    assert (
+        f"fixtures: fixtures/policy.txt (now {now}…, recorded {recorded['fixtures/policy.txt'][:12]}…); "
+        f"fixtures/terms.txt (now {now}…, recorded {recorded['fixtures/terms.txt'][:12]}…). "
+    ) in str(caught.value)
+
+
+def test_an_old_schema_is_sent_to_the_migration():
+    from labkit.recording import parse_run
+
+    with pytest.raises(RecordedRunError) as caught:
+        parse_run({"origin": "captured", "schema_version": 1})
+    assert str(caught.value) == (
+        "recorded run: schema_version 1 has no response or content hashes; migrate it with "
+        "`python -m labkit.course.migrate_runs` (requests and responses stay as recorded)"
+    )
+
+
+def test_a_problem_of_the_whole_run_is_named_as_the_run(tmp_path):
+    from labkit.recording import parse_run
+
+    data = _run(tmp_path)
+    data["model"]["endpoint_kind"] = "local-llama-cpp"
+    with pytest.raises(RecordedRunError, match=r"^run\.json: not a valid recorded run: run: Value error, an authored"):
+        parse_run(data, source="run.json")
+
+
+def test_a_run_file_up_to_the_run_limit_loads(tmp_path):
+    long_answer = "x" * 1_100_000  # over the 1 MB limit of ordinary JSON inputs, under the run limit
+    request = _request()
+    response = {
+        "id": "authored-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": long_answer}, "finish_reason": "stop"}],
+    }
+    path = _saved(tmp_path, _run(tmp_path, bindings=[Binding.make(request, response).model_dump(mode="json")]))
+    assert path.stat().st_size > 1_000_000
+    assert load_run(path.parent, root=tmp_path).bindings[0].response == response
+    assert _problems(tmp_path) == {"05-demo": ""}
+
+
+# --- the manifest and the run writers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [[], {"runs": []}, {"runs": {"05-demo": {"sha256": "0" * 64, "origin": "authored", "note": "x"}}}],
+)
+def test_a_malformed_manifest_is_refused_and_reported_for_every_run(tmp_path, manifest):
+    _saved(tmp_path, _run(tmp_path))
+    (tmp_path / "recorded_runs" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(RecordedRunError, match=r"a manifest holds \{'runs': \{run id: "):
+        read_manifest(tmp_path / "recorded_runs")
+    [(name, run, problem)] = verify_runs(tmp_path / "recorded_runs", root=tmp_path)
+    assert (name, run) == ("05-demo", None) and "a manifest holds" in problem
+
+
+def test_the_manifest_lists_exactly_the_saved_runs_and_says_who_writes_it(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    manifest = json.loads((tmp_path / "recorded_runs" / "manifest.json").read_text(encoding="utf-8"))
+    assert (
+        "Run id -> SHA-256 of its run.json and its origin. Written only by labkit record and the run writers; "
+        in (manifest["about"])
+    )
+    assert manifest["about"].endswith("`labkit verify` refuses a run that differs from its entry. Never edit by hand.")
+    assert manifest["runs"] == {"05-demo": {"sha256": hashlib_of(path), "origin": "authored"}}
+
+
+def hashlib_of(path):
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_run_holding_a_secret_is_refused_before_anything_is_written(tmp_path):
+    from labkit.secret_scan import SecretFound
+
+    leaky = _binding(_request("my key is s" + "k-" + "a1B2c3D4e5F6g7H8i9J0k1L2"))
+    with pytest.raises(SecretFound, match=r"^run '05-demo' was not saved: it holds a secret"):
+        _saved(tmp_path, _run(tmp_path, bindings=[leaky]))
+    assert not (tmp_path / "recorded_runs").exists()
+
+
+def test_the_run_writer_never_overwrites_unless_asked_to_replace(tmp_path):
+    from labkit.recording import write_run_file
+
+    run = RecordedRun.model_validate(_run(tmp_path))
+    runs = tmp_path / "recorded_runs"
+    path = write_run_file(run, runs_dir=runs)
+    with pytest.raises(RecordedRunError, match=r"run\.json already exists; a recorded run is never overwritten"):
+        write_run_file(run, runs_dir=runs)
+    changed = RecordedRun.model_validate(_run(tmp_path, description="Replaced by the authored-run writer."))
+    assert write_run_file(changed, runs_dir=runs, replace=True) == path
+    assert load_run(path.parent, root=tmp_path).description == "Replaced by the authored-run writer."
+
+
+def test_save_run_refuses_an_existing_folder_and_replaces_only_when_asked(tmp_path):
+    runs = tmp_path / "recorded_runs"
+    (runs / "05-demo").mkdir(parents=True)
+    run = RecordedRun.model_validate(_run(tmp_path))
+    with pytest.raises(RecordedRunError, match=r"05-demo already exists; a recorded run is never overwritten"):
+        save_run(run, runs_dir=runs)
+    save_run(run, runs_dir=runs, replace=True)
+    changed = RecordedRun.model_validate(_run(tmp_path, description="Replaced."))
+    save_run(changed, runs_dir=runs, replace=True)
+    assert load_run(runs / "05-demo", root=tmp_path).description == "Replaced."
+
+
+def test_verify_names_each_problem_of_a_run_against_the_manifest(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    recorded = read_manifest(tmp_path / "recorded_runs")["05-demo"]["sha256"]
+    _edit(path, lambda d: d.update(origin="captured"))
+    problem = _problems(tmp_path)["05-demo"]
+    assert (
+        "field 'origin' says 'captured' but manifest.json recorded 'authored'; "
+        f"run file SHA-256 is {hashlib_of(path)[:12]}…, manifest.json recorded {recorded[:12]}…: "
+        "the file was edited after recording; restore it from git or record it again"
+    ) in problem
+
+
+def test_verify_names_a_run_added_outside_the_manifest_and_returns_good_runs_loaded(tmp_path):
+    _saved(tmp_path, _run(tmp_path))
+    extra = _run(tmp_path, run_id="05-extra")
+    _write(tmp_path, extra)
+    results = verify_runs(tmp_path / "recorded_runs", root=tmp_path)
+    assert [name for name, _, _ in results] == ["05-demo", "05-extra"]
+    assert isinstance(results[0][1], RecordedRun) and results[0][2] == ""
+    assert results[1][1] is None
+    assert results[1][2] == (
+        "run '05-extra' is not in manifest.json: it was added outside `labkit record`; "
+        "record it with `labkit record` or remove it"
+    )
+    assert verify_runs(tmp_path / "no-runs-here", root=tmp_path) == []
+
+
+def test_the_bindings_table_shows_question_finish_reason_tokens_and_seconds(tmp_path):
+    import pandas as pd
+
+    from labkit.recording import bindings_table
+
+    failed = Binding.make(_request("Is anyone there?"), None, status_code=0).model_dump(mode="json")
+    run = RecordedRun.model_validate(
+        _run(
+            tmp_path, origin="captured", bindings=[_captured(_request(), question="What is the refund window?"), failed]
+        )
+    )
+    table = bindings_table(run)
+    assert table.to_dict("records")[0] == {
+        "question": "What is the refund window?",
+        "finish_reason": "stop",
+        "prompt_tokens": 12,
+        "completion_tokens": 3,
+        "latency_s": 0.4,
+    }
+    second = table.to_dict("records")[1]
+    assert all(pd.isna(second[column]) for column in second)  # no question, no reply, nothing measured
+    assert list(table.columns) == ["question", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s"]

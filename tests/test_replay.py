@@ -1,19 +1,31 @@
 import json
 import socket
 
+import httpx2
 import openai
 import pytest
 
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import Binding, StreamingNotRecorded
 from labkit.replay import (
+    REPLAY_BASE_URL,
     SAME_JSON,
     BindingStore,
     BoundReplay,
+    FieldDiff,
     ReplayRequestMismatch,
+    ReplayTransport,
     ReplayUnsupported,
     as_sent,
+    describe_diff,
+    diff_table,
+    excerpt_pair,
+    explain_difference,
+    question_of,
     replay_client,
+    request_diff,
+    text_diff,
+    unicode_note,
 )
 
 MODEL = "authored-by-course"
@@ -370,3 +382,370 @@ def test_a_dict_request_is_bound_in_the_order_the_client_sends_it():
     request = _request(QUESTIONS[0])  # model, messages, temperature, seed
     assert list(as_sent(request)) == ["model", "messages", "seed", "temperature"]
     assert as_sent(request) == request
+
+
+# --- the diff a refusal shows, field by field ---------------------------------------------------
+
+
+def test_request_diff_names_every_added_removed_changed_and_resized_field():
+    recorded = {"model": "m", "temperature": 0, "stop": ["\n", "x"], "messages": [{"role": "user", "content": "a"}]}
+    actual = {"model": "m", "seed": 7, "stop": ["END", "x", "."], "messages": [{"role": "user", "content": "b"}]}
+    assert request_diff(recorded, actual) == [
+        FieldDiff("messages[0].content", "a", "b"),
+        FieldDiff("seed", None, 7),
+        FieldDiff("stop (length)", 2, 3),
+        FieldDiff("stop[0]", "\n", "END"),
+        FieldDiff("temperature", 0, None),
+    ]
+
+
+def test_request_diff_reports_a_changed_type_as_one_field_with_both_values():
+    assert request_diff({"stop": {"a": 1}}, {"stop": "a"}) == [FieldDiff("stop", {"a": 1}, "a")]
+    assert request_diff({"stop": ["a"]}, {"stop": "a"}) == [FieldDiff("stop", ["a"], "a")]
+    assert request_diff("a", "b") == [FieldDiff("request", "a", "b")]
+
+
+def test_text_diff_never_calls_different_values_the_same_json():
+    # text_diff explains equal values written differently; values that differ are request_diff's to report.
+    assert text_diff({"c": '{"a": 1}'}, {"c": "not json"}) == []
+    assert text_diff({"a": 1}, "a") == []
+    assert text_diff(['{"a":1}'], {'{"a": 1}': 0}) == []
+    assert text_diff([1], [1, 2]) == []
+
+
+def test_text_diff_names_key_order_at_the_top_and_keeps_both_json_texts():
+    assert text_diff({"a": 1, "b": 2}, {"b": 2, "a": 1}) == [
+        FieldDiff("(key order)", ["a", "b"], ["b", "a"], SAME_JSON)
+    ]
+    assert text_diff({"c": '{"a": 1}'}, {"c": '{"a":1}'}) == [
+        FieldDiff("c (JSON text)", '{"a": 1}', '{"a":1}', SAME_JSON)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "actual", "note"),
+    [
+        (
+            "café!",
+            "cafe\u0301!",
+            "same text in another Unicode form (NFC recorded, NFD here): at character 3, recorded 'é' is U+00E9, "
+            "this request has 'e\u0301' = U+0065 U+0301",
+        ),
+        (  # the mark ends the text: the sequence runs to the last character
+            "café",
+            "cafe\u0301",
+            "same text in another Unicode form (NFC recorded, NFD here): at character 3, recorded 'é' is U+00E9, "
+            "this request has 'e\u0301' = U+0065 U+0301",
+        ),
+        (  # marks in another order: the first difference is a mark, so the note starts at its base letter
+            "xa\u0323\u0302",
+            "xa\u0302\u0323",
+            "same text in another Unicode form (NFD recorded, mixed here): at character 1, recorded 'a\u0323\u0302' is "
+            "U+0061 U+0323 U+0302, this request has 'a\u0302\u0323' = U+0061 U+0302 U+0323",
+        ),
+        (  # marks with no base letter at all
+            "\u0323\u0302",
+            "\u0302\u0323",
+            "same text in another Unicode form (NFC recorded, mixed here): at character 0, recorded '\u0323\u0302' is "
+            "U+0323 U+0302, this request has '\u0302\u0323' = U+0302 U+0323",
+        ),
+        (
+            "\u1ec7",
+            "\u00ea\u0323",
+            "same text in another Unicode form (NFC recorded, mixed here): at character 0, recorded '\u1ec7' is "
+            "U+1EC7, this request has '\u00ea\u0323' = U+00EA U+0323",
+        ),
+    ],
+)
+def test_unicode_note_shows_the_code_points_of_the_differing_sequence(recorded, actual, note):
+    assert unicode_note(recorded, actual) == note
+
+
+def test_unicode_note_is_empty_unless_two_texts_differ_only_in_unicode_form():
+    assert unicode_note("café", "café") == ""
+    assert unicode_note("café", "cafe") == ""
+    assert unicode_note(1, 2) == ""
+
+
+def test_excerpts_cut_two_texts_to_one_window_around_their_first_difference():
+    recorded, actual = "a" * 100 + "X" + "b" * 100, "a" * 100 + "Y" + "b" * 100
+    assert excerpt_pair(recorded, actual) == (
+        "…" + "a" * 20 + "X" + "b" * 39 + "…",
+        "…" + "a" * 20 + "Y" + "b" * 39 + "…",
+    )
+    assert excerpt_pair("X" + "b" * 59, "Y" + "b" * 59) == ("X" + "b" * 59, "Y" + "b" * 59)  # fits: no ellipsis
+
+
+def test_excerpts_of_other_values_are_json_cut_at_the_width():
+    assert excerpt_pair(None, "stop") == ("(absent)", "stop")
+    assert excerpt_pair(list(range(30)), None, width=10) == ("[0,1,2,3,…", "(absent)")
+    assert excerpt_pair("a" * 10, 7, width=10) == ("a" * 10, "7")
+
+
+def test_a_described_diff_shows_six_fields_then_how_many_more():
+    diff = [FieldDiff(f"f{i}", i, i + 1, "why" if i == 0 else "") for i in range(7)]
+    lines = [f"  f{i}: '{i}' -> '{i + 1}'" for i in range(6)]
+    lines[0] += "  [why]"
+    assert describe_diff(diff) == "\n".join([*lines, "  ... and 1 more (see .diff)"])
+    assert describe_diff(diff[:6]) == "\n".join(lines)
+
+
+def test_diff_table_cuts_to_its_width_and_adds_a_note_column_only_when_needed():
+    recorded = "a" * 100 + "X" + "b" * 100
+    table = diff_table([FieldDiff("p", recorded, recorded.replace("X", "Y"), "why")])
+    assert list(table.columns) == ["field", "recorded", "this request", "note"]
+    assert table.iloc[0]["recorded"] == "…" + "a" * 20 + "X" + "b" * 39 + "…"
+    narrow = diff_table([FieldDiff("p", recorded, recorded.replace("X", "Y"))], width=9)
+    assert list(narrow.columns) == ["field", "recorded", "this request"]
+    assert narrow.iloc[0]["recorded"] == "…aaaX" + "bbbbb" + "…"
+
+
+def test_explain_difference_is_never_empty():
+    binding = Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"))
+    assert explain_difference(binding, binding.request) == [
+        FieldDiff("request", binding.key, binding.key, "same values; the key differs")
+    ]
+
+
+# --- the store, the transport and the client ---------------------------------------------------
+
+
+def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
+    bindings = [Binding.make(as_sent(_request(q)), _reply(a)) for q, a in zip(QUESTIONS, ANSWERS, strict=True)]
+    store = BindingStore(bindings, run_id="03-demo", lesson="03", run_sha256="f" * 64)
+    assert (store.run_id, store.lesson, store.run_sha256) == ("03-demo", "03", "f" * 64)
+    request = as_sent({**_request(QUESTIONS[1]), "temperature": 1})
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(request)
+    refusal = caught.value
+    assert (refusal.nearest_key, refusal.run_id) == (bindings[1].key, "03-demo")  # the second is the nearest
+    assert refusal.diff == [FieldDiff("temperature", 0, 1)]
+    assert str(refusal) == (
+        "no reply is recorded for this exact request in run '03-demo'; "
+        f"nearest recorded request ({bindings[1].key[:12]}…) differs in 1 field(s):\n"
+        "  temperature: '0' -> '1'\n"
+        "Restore the original request, or record a new run for it with `labkit record 03` "
+        "(or LABKIT_MODE=record). An old reply is never returned for a request that was not made."
+    )
+
+
+def test_a_store_without_run_or_lesson_says_so_in_its_refusal():
+    store = BindingStore([Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"))])
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(as_sent(_request(QUESTIONS[1])))
+    message = str(caught.value)
+    assert "in this store;" in message and "`labkit record LESSON`" in message and SAME_JSON not in message
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        BindingStore([]).lookup(as_sent(_request(QUESTIONS[0])))
+    assert (caught.value.diff, caught.value.nearest_key, caught.value.run_id) == ([], None, None)
+
+
+def test_a_request_to_another_path_is_found_only_at_that_path():
+    request = as_sent(_request(QUESTIONS[0]))
+    other = Binding.make(request, _reply("30 days"), path="/v2/chat/completions")
+    assert BindingStore([other]).lookup(request, path="/v2/chat/completions") is other
+    usual = Binding.make(request, _reply("30 days"))
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        BindingStore([usual]).lookup(request, path="/v2/chat/completions")
+    assert caught.value.diff == [FieldDiff("(endpoint path)", "/v1/chat/completions", "/v2/chat/completions")]
+
+
+def test_a_client_under_another_base_path_is_answered_from_that_path():
+    request = _request(QUESTIONS[0])
+    store = BindingStore([Binding.make(as_sent(request), _reply("30 days"), path="/v2/chat/completions")])
+    client = openai.OpenAI(
+        api_key="unused",
+        base_url="http://replay.labkit.invalid/v2",
+        max_retries=0,
+        http_client=httpx2.Client(transport=ReplayTransport(store)),
+    )
+    assert client.chat.completions.create(**request).choices[0].message.content == "30 days"
+
+
+def test_query_parameters_in_another_order_or_repeated_are_named():
+    request = as_sent(_request(QUESTIONS[0]))
+    store = BindingStore(
+        [Binding.make(request, _reply("30 days"), query=[("a", "1"), ("b", "2"), ("t", "x"), ("t", "y")])]
+    )
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(request, query=[("b", "2"), ("a", "1"), ("t", "x"), ("t", "y")])
+    assert caught.value.diff == [
+        FieldDiff(
+            "(query order)",
+            [["a", "1"], ["b", "2"], ["t", "x"], ["t", "y"]],
+            [["b", "2"], ["a", "1"], ["t", "x"], ["t", "y"]],
+            "same parameters, in another order",
+        )
+    ]
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(request, query=[("a", "1"), ("b", "2"), ("t", "x"), ("v", "1")])
+    assert caught.value.diff == [FieldDiff("(query) t", ["x", "y"], "x"), FieldDiff("(query) v", None, "1")]
+
+
+def _http_request(body: bytes, path: str = "/v1/chat/completions", method: str = "POST") -> httpx2.Request:
+    return httpx2.Request(method, "http://replay.labkit.invalid" + path, content=body)
+
+
+def test_the_transport_serves_the_recorded_reply_as_utf8_json():
+    request = as_sent(_request(QUESTIONS[0]))
+    store = BindingStore([Binding.make(request, _reply("30 jours, café compris"))])
+    sent = _http_request(json.dumps(request).encode())
+    response = ReplayTransport(store).handle_request(sent)
+    assert response.headers["content-type"] == "application/json"
+    assert response.request is sent
+    assert "café".encode() in response.content and json.loads(response.content) == _reply("30 jours, café compris")
+
+
+def test_the_transport_refuses_other_endpoints_and_bodies_that_are_not_objects():
+    transport = ReplayTransport(BindingStore([]))
+    with pytest.raises(ReplayUnsupported, match=r"replay answers POST /chat/completions only, not POST /v1/embeddings"):
+        transport.handle_request(_http_request(b"{}", path="/v1/embeddings"))
+    with pytest.raises(RecordedRunError, match=r"request body to http://replay\.labkit\.invalid/v1/chat/completions"):
+        transport.handle_request(_http_request(b"[1]"))
+
+
+def test_a_recorded_transport_failure_names_the_last_error():
+    request = as_sent(_request(QUESTIONS[0]))
+    from labkit.recording import TransportFailure
+
+    failures = [TransportFailure(attempt=n, error=f"ConnectError: try {n}", at="2026-11-30T00:00:00Z") for n in (1, 2)]
+    store = BindingStore([Binding.make(request, None, status_code=0, transport_errors=failures)])
+    with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: ConnectError: try 2$"):
+        ReplayTransport(store).handle_request(_http_request(json.dumps(request).encode()))
+    bare = BindingStore([Binding.make(request, None, status_code=0)])
+    with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: no response$"):
+        ReplayTransport(bare).handle_request(_http_request(json.dumps(request).encode()))
+
+
+def test_the_replay_client_never_carries_a_real_key_and_never_retries(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key-but-the-learners")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    client = replay_client(BindingStore([]))
+    assert client.api_key == "replay-needs-no-key"
+    assert str(client.base_url) == REPLAY_BASE_URL + "/"
+    assert client.max_retries == 0
+
+
+def test_a_setting_the_client_does_not_know_is_sent_in_the_body():
+    request = {**_request(QUESTIONS[0]), "top_k": 40}
+    assert as_sent(request)["top_k"] == 40
+
+
+# --- the question a request asks ------------------------------------------------------------------
+
+
+def test_question_of_reads_the_last_user_message_or_its_question_field():
+    assert question_of({"model": "m"}) is None
+    assert question_of({"messages": [SYSTEM]}) is None
+    assert question_of({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) is None
+    user = {"role": "user", "content": "What is the refund window?"}
+    assert question_of({"messages": [user, {"role": "assistant", "content": "30 days"}]}) == user["content"]
+    assert question_of({"messages": [{"role": "user", "content": '{"passages": []}'}]}) == '{"passages": []}'
+    assert question_of({"messages": _messages(QUESTIONS[0])}) == QUESTIONS[0]
+
+
+# --- BoundReplay: what it keeps and which settings a call takes -----------------------------------
+
+
+def test_bound_replay_keeps_its_run_model_and_shared_settings():
+    stop = {**_request(QUESTIONS[0]), "stop": ["\n"]}
+    requests = [stop]
+    bound = BoundReplay([QUESTIONS[0]], requests, [_reply("30 days")], run_id="r", lesson="03", run_sha256="f" * 64)
+    assert (bound.run_id, bound.run_sha256, bound.store.lesson) == ("r", "f" * 64, "03")
+    assert bound.model == MODEL
+    assert bound.settings == {"temperature": 0, "seed": 7, "stop": ["\n"]}
+    requests[0]["stop"].append("tampered")
+    assert bound.settings["stop"] == ["\n"]
+    mixed = BoundReplay(
+        QUESTIONS, [_request(QUESTIONS[0]), {**_request(QUESTIONS[1]), "model": "other"}], [_reply(a) for a in ANSWERS]
+    )
+    assert mixed.model is None
+
+
+def test_a_call_takes_the_settings_saved_with_its_own_messages():
+    first = _messages(QUESTIONS[0])
+    second = _messages(QUESTIONS[0], passages=("Refunds take 30 days.",))
+    requests = [
+        {**_request(QUESTIONS[0]), "max_tokens": 40},
+        {**_request(QUESTIONS[0]), "messages": second, "max_tokens": 160},
+    ]
+    bound = BoundReplay([QUESTIONS[0]] * 2, requests, [_reply("a"), _reply("b")])
+    assert bound.request_for(second, question=QUESTIONS[0])["max_tokens"] == 160
+    assert bound.request_for(first, question=QUESTIONS[0])["max_tokens"] == 40
+    assert bound.generate(QUESTIONS[0], second).choices[0].message.content == "b"
+
+
+def test_a_built_request_shares_nothing_with_the_caller_or_the_store():
+    bound = BoundReplay([QUESTIONS[0]], [{**_request(QUESTIONS[0]), "stop": ["\n"]}], [_reply("30 days")])
+    messages = _messages(QUESTIONS[0])
+    built = bound.request_for(messages, question=QUESTIONS[0])
+    built["messages"][0]["content"] = "changed"
+    built["stop"].append("changed")
+    assert messages[0]["content"] == SYSTEM["content"]
+    assert bound.request_for(messages, question=QUESTIONS[0])["stop"] == ["\n"]
+
+
+def test_an_empty_bound_replay_says_to_bind_a_request():
+    with pytest.raises(RecordedRunError, match="holds no saved requests; bind at least one"):
+        BoundReplay([], [], []).generate(QUESTIONS[0], _messages(QUESTIONS[0]))
+
+
+def test_a_question_its_messages_do_not_ask_is_refused_with_a_diff(bound):
+    with pytest.raises(ReplayRequestMismatch, match="build the messages from the question you pass") as caught:
+        bound.generate(QUESTIONS[1], _messages(QUESTIONS[0]))
+    assert caught.value.diff == [FieldDiff("question", QUESTIONS[0], QUESTIONS[1])]
+    assert caught.value.run_id == "03-demo"
+
+
+def _sealed_run(questions):
+    from labkit.recording import seal_run
+
+    return seal_run(
+        run_id="03-demo",
+        origin="authored",
+        created_at="2026-11-30T00:00:00Z",
+        lesson="03",
+        description="Two authored replies.",
+        model={"id": MODEL, "endpoint_kind": "authored"},
+        settings={"temperature": 0, "seed": 7},
+        fixtures={},
+        bindings=[
+            Binding.make(as_sent(_request(q)), _reply(a), question=asked)
+            for q, a, asked in zip(QUESTIONS, ANSWERS, questions, strict=True)
+        ],
+    )
+
+
+def test_a_bound_replay_and_a_store_come_from_a_saved_run(tmp_path):
+    from labkit.recording import load_run, save_run
+
+    save_run(_sealed_run(QUESTIONS), runs_dir=tmp_path)
+    run = load_run(tmp_path / "03-demo")
+    bound = BoundReplay.from_run(run)
+    assert (bound.run_id, bound.run_sha256, bound.store.lesson) == ("03-demo", run.file_sha256, "03")
+    assert [bound.generate(q, _messages(q)).choices[0].message.content for q in QUESTIONS] == ANSWERS
+    store = BindingStore.from_run(run)
+    assert (len(store), store.run_id, store.lesson, store.run_sha256) == (2, "03-demo", "03", run.file_sha256)
+    assert _ask(replay_client(store), QUESTIONS[1]) == "5 days"
+
+
+def test_a_run_whose_bindings_record_no_question_cannot_be_bound():
+    run = _sealed_run([QUESTIONS[0], None])
+    with pytest.raises(RecordedRunError, match=rf"bindings \['{run.bindings[1].key[:12]}'\] record no question"):
+        BoundReplay.from_run(run)
+
+
+def test_a_store_refuses_a_request_bound_twice_naming_its_key():
+    binding = Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"))
+    with pytest.raises(RecordedRunError, match=rf"run 'r' binds one request twice \({binding.key[:12]}…\)"):
+        BindingStore([binding, binding], run_id="r")
+
+
+def test_order_based_replay_hands_back_copies_in_recording_order():
+    from labkit.replay import OrderedReplay
+
+    replies = [_reply(a) for a in ("one", "two", "three")]
+    ordered = OrderedReplay(replies)
+    replies[0]["choices"][0]["message"]["content"] = "tampered"
+    texts = [ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0])).choices[0].message.content for _ in range(3)]
+    assert texts == ["one", "two", "three"]

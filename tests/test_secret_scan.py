@@ -9,7 +9,7 @@ import string
 
 import pytest
 
-from labkit.secret_scan import SecretFound, refuse_secrets, scan_file, scan_for_secrets, secret_kinds
+from labkit.secret_scan import SecretFound, refuse_secrets, scan_file, scan_for_secrets, scan_value, secret_kinds
 
 
 def _body(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
@@ -122,3 +122,117 @@ def test_openai_keys_with_underscores_and_dashes_are_found(tmp_path, key):
     # Found on the line as written (line 2) and again in the decoded JSON value (line 0): both name this file.
     assert ("run.json", 2) in {(finding.path.name, finding.line) for finding in findings}
     assert {finding.path.name for finding in findings} == {"run.json"}
+
+
+def _b64(text: str, *, encode=base64.b64encode) -> str:
+    return encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("tail", ["", "a", "ab"])
+def test_a_key_in_base64_without_its_padding_is_found(tail):
+    wrapped = _b64(f"key={KINDS['OpenAI key'][0]}{tail}").rstrip("=")
+    assert "OpenAI-style key (inside base64)" in secret_kinds(f"data: {wrapped}")
+
+
+def test_base64_without_padding_is_tried_at_every_length():
+    lengths = {len(_b64(f"key={KINDS['OpenAI key'][0]}{tail}").rstrip("=")) % 4 for tail in ["", "a", "ab"]}
+    assert lengths == {0, 2, 3}  # the cases of the test above: no, one and two padding characters missing
+
+
+def test_a_key_in_url_safe_base64_is_found():
+    wrapped = _b64(f"key={KINDS['OpenAI key'][0]} aa?", encode=base64.urlsafe_b64encode).rstrip("=")
+    assert "_" in wrapped or "-" in wrapped  # not standard base64: only the url-safe alphabet reads it
+    assert secret_kinds(f"data: {wrapped}") == ["OpenAI-style key (inside base64)"]
+
+
+def test_a_key_in_base64_of_several_lines_is_found():
+    wrapped = _b64(f"user: learner\ntoken: {KINDS['GitHub token'][0]}\n")
+    assert secret_kinds(f"data: {wrapped}") == ["GitHub Token (inside base64)"]
+
+
+def test_a_key_in_the_second_of_two_base64_runs_is_found():
+    harmless = _b64("nothing to see in this one, only prose")
+    assert secret_kinds(harmless) == []
+    text = f"first: {harmless} second: {_b64('token=' + KINDS['OpenAI key'][0])}"
+    assert secret_kinds(text) == ["OpenAI-style key (inside base64)"]
+
+
+def test_base64_is_decoded_two_levels_deep_and_no_further():
+    once = _b64(f"token={KINDS['OpenAI key'][0]}")
+    twice = _b64(f"inner={once}")
+    thrice = _b64(f"outer={twice}")
+    assert secret_kinds(twice) == ["OpenAI-style key (inside base64) (inside base64)"]
+    assert secret_kinds(thrice) == []  # the bound keeps the scan's work finite on nested encodings
+
+
+def test_a_key_right_after_a_non_ascii_character_is_found_in_a_json_value():
+    # Read with \\u escapes (ensure_ascii) the key would follow a letter ("\\u00ab"), and the pattern would miss it.
+    reply = "la clé «" + KINDS["OpenAI key"][0] + "»"
+    assert scan_value({"reply": reply}) == [("reply", "OpenAI-style key")]
+
+
+def test_a_key_in_a_list_of_strings_is_found_at_its_index():
+    value = {"messages": ["hello", KINDS["OpenAI key"][0]]}
+    assert scan_value(value) == [("messages[1]", "OpenAI-style key")]
+    assert scan_value(["fine", KINDS["GitHub token"][0]]) == [("[1]", "GitHub Token")]
+
+
+def test_a_key_opening_a_utf16_file_without_byte_order_mark_is_found(tmp_path):
+    raw = (KINDS["OpenAI key"][0] + "\nclé\n").encode("utf-16-le")
+    (tmp_path / "notes.txt").write_bytes(raw)
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    assert [f.kind for f in scan_for_secrets(tmp_path)] == ["OpenAI-style key"]
+
+
+def test_a_finding_in_a_decoded_json_value_has_no_line_and_names_its_place(tmp_path):
+    escaped = "\\u0073" + KINDS["OpenAI key"][0][1:]
+    (tmp_path / "run.json").write_text('{"bindings": [{"reply": "' + escaped + '"}]}\n', encoding="utf-8")
+    (finding,) = scan_file(tmp_path / "run.json")
+    assert finding.line == 0
+    assert finding.place.endswith("run.json at bindings[0].reply")
+
+
+def _refusal(run: dict) -> str:
+    with pytest.raises(SecretFound) as caught:
+        refuse_secrets(run, run_id="demo")
+    return str(caught.value)
+
+
+def test_a_refusal_says_what_to_do():
+    message = _refusal({"bindings": [{"key": "a" * 64, "response": KINDS["OpenAI key"][0]}]})
+    assert message.startswith("run 'demo' was not saved: it holds a secret (")
+    assert "). An endpoint echoed a key or a prompt carries one: " in message
+    assert "remove it from the lesson or endpoint, rotate the key, and record again." in message
+
+
+def test_a_binding_without_a_question_is_named_by_the_start_of_its_key():
+    secret = KINDS["GitHub token"][0]
+    message = _refusal(
+        {"bindings": [{"key": "0123456789abcdef" * 4, "response": secret}, {"question": "q?", "note": secret}]}
+    )
+    assert "(binding 1 (key 0123456789ab) response: GitHub Token; binding 2 (q?) note: GitHub Token)" in message
+
+
+def test_a_binding_with_neither_question_nor_key_or_that_is_itself_a_secret_is_named():
+    secret = KINDS["OpenAI key"][0]
+    message = _refusal({"bindings": [{"response": secret}, secret]})
+    assert "binding 1 (no question or key) response: OpenAI-style key" in message
+    assert "binding 2 (no question or key) itself: OpenAI-style key" in message
+
+
+def test_a_secret_outside_the_bindings_is_named_by_its_place():
+    secret = KINDS["OpenAI key"][0]
+    message = _refusal({"bindings": [], "note": secret, "bindings[0]": secret, "": secret})
+    assert "note: OpenAI-style key" in message
+    assert "bindings[0]: OpenAI-style key" in message  # looks like a binding's place, but there is no binding 1
+    assert "run: OpenAI-style key" in message  # a field with an empty name: the run itself
+
+
+def test_a_key_in_url_safe_base64_is_found_even_when_a_standard_reading_also_gives_text():
+    # Read as standard base64 (the "_" skipped, padding made up) this run also decodes to printable text, without
+    # the key; the scan must not settle for that reading: padded as written it is not standard base64 at all.
+    plain = b"a key?u" + b"AC" + b"fec24t00sb10ugfhw6x3no2y4xtuyxyw"
+    wrapped = base64.urlsafe_b64encode(plain).decode().rstrip("=")
+    assert wrapped.count("_") == 1 and len(wrapped) % 4 == 3
+    assert secret_kinds(f"data: {wrapped}") == ["Twilio API Key (inside base64)"]

@@ -11,6 +11,7 @@ or not, is written to the audit log that the evaluation reads.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from labkit.errors import LabkitError
 
 #: The most rows a preview may show, whatever the model asks for.
 PREVIEW_CAP = 20
+#: A template slot of the dataset, such as ``{{Order Number}}``: its words are not the customer's.
+_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}")
 
 
 class RowRefRefused(LabkitError, LookupError):
@@ -195,8 +198,8 @@ class SupportTools:
         words = Counter(
             w.strip("?.,!").lower()
             for n in retrieved
-            for w in rows[n].instruction.split()
-            if len(w.strip("?.,!")) > 4 and "{" not in w
+            for w in _PLACEHOLDER.sub(" ", rows[n].instruction).split()
+            if len(w.strip("?.,!")) > 4
         )
         self._log("summarize_requests", args.model_dump(), "ok", self.caller.caller_scope)
         return {
