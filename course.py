@@ -233,16 +233,15 @@ def _extras(rest: list[str], *, needed: tuple[str, ...] = ()) -> tuple[str, list
 
 
 def pytest_command(rest: list[str]) -> list[str]:
-    """Return the test command: pytest over one worker per core (up to 4), whole modules and notebooks per worker.
+    """Return the test command: pytest on one worker per logical core (at most 4), whole modules and notebooks per worker.
 
     ``--dist loadscope`` keeps a test module (its module-scoped fixtures) and a notebook (its cells, which
-    share one kernel under nbval) on one worker. Arguments that choose the workers themselves
-    (``-n``, ``--numprocesses``, ``--dist``, ``-p no:xdist``) are passed on unchanged instead.
+    share one kernel under nbval) on one worker; with ``--pdb`` pytest-xdist runs in one process. Arguments
+    that choose the workers themselves (``-n``, ``--numprocesses``, ``--dist``, ``-p no:xdist``) go on unchanged.
     """
     chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in rest)
-    workers = min(MAX_TEST_WORKERS, os.cpu_count() or 1)
-    parallel = [] if chosen or workers < 2 else ["-n", str(workers), "--dist", "loadscope"]
-    return [str(PYTHON), "-m", "pytest", *parallel, *rest]
+    parallel = ["-n", "logical", "--maxprocesses", str(MAX_TEST_WORKERS), "--dist", "loadscope"]
+    return [str(PYTHON), "-m", "pytest", *([] if chosen else parallel), *rest]
 
 
 def main(argv: list[str]) -> int:
