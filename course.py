@@ -2,7 +2,7 @@
 """The course's two commands, from a fresh clone with only Python 3.11.5+ on the machine.
 
     python3 course.py run     # execute every notebook headless and offline; table of status and seconds
-    python3 course.py test    # unit tests plus every notebook under nbval in strict mode
+    python3 course.py test    # unit tests plus every notebook under nbval in strict mode (one worker per core)
 
 the learner's next step:
 
@@ -44,6 +44,8 @@ UV = BIN / ("uv.exe" if os.name == "nt" else "uv")
 COMMANDS = ("run", "test", "lab", "lint")
 OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser")
 INSTALLERS = ("uv", "pip")
+#: At most this many test processes (pytest-xdist); each notebook's cells and each test module stay in one.
+MAX_TEST_WORKERS = 4
 LINTERS = (
     ("ruff", "check", "."),
     ("ruff", "format", "--check", "."),
@@ -233,6 +235,18 @@ def _extras(rest: list[str], *, needed: tuple[str, ...] = ()) -> tuple[str, list
     return ",".join(["test", *sorted({*chosen, *needed})]), rest
 
 
+def pytest_command(rest: list[str]) -> list[str]:
+    """Return the test command: pytest on one worker per logical core (at most 4), whole modules and notebooks per worker.
+
+    ``--dist loadscope`` keeps a test module (its module-scoped fixtures) and a notebook (its cells, which
+    share one kernel under nbval) on one worker; with ``--pdb`` pytest-xdist runs in one process. Arguments
+    that choose the workers themselves (``-n``, ``--numprocesses``, ``--dist``, ``-p no:xdist``) go on unchanged.
+    """
+    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in rest)
+    parallel = ["-n", "logical", "--maxprocesses", str(MAX_TEST_WORKERS), "--dist", "loadscope"]
+    return [str(PYTHON), "-m", "pytest", *([] if chosen else parallel), *rest]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip())
@@ -250,7 +264,7 @@ def main(argv: list[str]) -> int:
             return subprocess.call(lab_command(rest), cwd=ROOT, env=env)
         except KeyboardInterrupt:
             return 0
-    return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT, env=env)
+    return subprocess.call(pytest_command(rest), cwd=ROOT, env=env)
 
 
 if __name__ == "__main__":

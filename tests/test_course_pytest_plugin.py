@@ -89,7 +89,7 @@ def test_a_planted_index_bug_in_a_second_copy_fails_its_notebook_02_under_nbval(
     copy = _copy_of_the_course(tmp_path / "course")
     _plant_zero_based_pages(copy)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "notebooks/02_rag_trace.ipynb"],
+        [sys.executable, "-m", "pytest", "-q", "-x", "notebooks/02_rag_trace.ipynb"],  # -x: one failed cell will do
         cwd=copy,
         env=_env_for(copy),
         capture_output=True,

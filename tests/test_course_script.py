@@ -52,6 +52,17 @@ def test_the_install_stamp_changes_with_the_pins(course, tmp_path, monkeypatch):
     assert course._install_fingerprint("test") != before
 
 
+def test_the_test_command_spreads_modules_and_notebooks_over_one_worker_per_core(course):
+    workers = ["-n", "logical", "--maxprocesses", str(course.MAX_TEST_WORKERS), "--dist", "loadscope"]
+    assert course.pytest_command(["-q"])[1:] == ["-m", "pytest", *workers, "-q"]
+    for chosen in (["-n", "0"], ["-n3"], ["--numprocesses=1"], ["--dist", "load"], ["-p", "no:xdist"]):
+        assert course.pytest_command(chosen)[3:] == chosen
+
+
+def test_the_suite_benchmark_times_the_command_course_py_test_runs(course):
+    assert benchmark_module("suite_time").suite_command() == course.pytest_command(["-q"])
+
+
 class FakeProcess(SimpleNamespace):
     def __enter__(self):
         return self

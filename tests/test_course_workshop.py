@@ -1,7 +1,9 @@
 import re
+import tomllib
 
 import nbformat
 import pytest
+from nbval.plugin import find_comment_markers, find_metadata_tags
 
 from labkit.cli import main
 from labkit.course.runner import course_notebooks
@@ -10,6 +12,7 @@ from labkit.course.workshop import (
     SolutionWithoutStub,
     WorkshopExportRefused,
     check_exercises,
+    exercise_result,
     export_workshop,
     find_exercises,
     student_copy,
@@ -144,11 +147,37 @@ def test_every_notebook_has_at_least_two_complete_exercises(notebook):
     assert len(exercises) >= 2, f"{notebook.name} has {len(exercises)} exercises; the course asks for two or more"
 
 
+# nbval's markers (a cell tag or a ``# NBVAL_...`` comment) that stop it comparing a cell's outputs, or accept its error.
+NBVAL_OPT_OUTS = {("check", False), ("check_exception", True), ("skip", True)}
+
+
+def _worked_solutions_as_strict_nbval_checks_them(notebook):
+    """Return each exercise's result on its worked solution, read from the committed notebook's outputs.
+
+    This suite runs every committed notebook under strict nbval (a fresh kernel, outputs compared), so a worked
+    solution or check that stops passing fails there; executing the notebook here again would check the same
+    outputs a second time. That holds only while nbval compares these cells: asserted here.
+    """
+    options = tomllib.loads((project_root() / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]
+    options = options["ini_options"]
+    assert "notebooks" in options["testpaths"] and "--nbval" in options["addopts"].split()
+    assert "--nbval-lax" not in options["addopts"]
+    nb = nbformat.read(notebook, as_version=4)
+    exercises = find_exercises(nb, name=notebook.name)
+    for exercise in exercises:
+        for index in (exercise.solution, exercise.check):
+            cell = nb.cells[index]
+            opted_out = NBVAL_OPT_OUTS & {*find_comment_markers(cell.source), *find_metadata_tags(cell.metadata)}
+            assert not opted_out, f"{notebook.name} cell {index} ({exercise.slug}) is tagged {opted_out}"
+            assert cell.execution_count is not None, f"{notebook.name} cell {index} was never executed"
+    return [exercise_result(nb, exercise) for exercise in exercises]
+
+
 @pytest.mark.parametrize("notebook", course_notebooks(), ids=lambda p: p.stem)
 def test_every_exercise_check_fails_on_its_stub_and_passes_on_the_worked_solution(notebook, tmp_path):
     (exported,) = export_workshop(tmp_path / "copies", [notebook])
     on_stubs = {r.slug: r for r in check_exercises(exported)}
-    on_solutions = {r.slug: r for r in check_exercises(notebook)}
+    on_solutions = {r.slug: r for r in _worked_solutions_as_strict_nbval_checks_them(notebook)}
     assert on_stubs.keys() == on_solutions.keys() and on_stubs
     for slug, result in on_solutions.items():
         assert result.status == "passed", f"{notebook.name} ex:{slug} fails on its worked solution: {result.message}"
