@@ -79,7 +79,7 @@ def test_saved_index_loads_back_with_the_same_search_results(index, tmp_path):
     expected = index.descriptor.settings()
     loaded = load_index(tmp_path / "idx", expected=expected)
     assert loaded.descriptor == index.descriptor
-    question = "What was Acme Industrial Tools, Inc.'s net income for fiscal 2024?"
+    question = "How much did Acme spend on property and equipment in FY2024, in USD millions?"
     before = [(d.metadata, s) for d, s in index.store.similarity_search_with_score(question, k=12)]
     after = [(d.metadata, s) for d, s in loaded.store.similarity_search_with_score(question, k=12)]
     assert before == after
