@@ -194,3 +194,17 @@ def test_the_builder_hash_follows_the_source_of_the_index_code(tmp_path, monkeyp
     before = index_module.builder_sha256()
     copy.write_text(copy.read_text().replace('"source_page": zero_based + 1', '"source_page": zero_based'))
     assert index_module.builder_sha256() != before
+
+
+def test_a_text_repeated_on_one_page_keeps_both_chunks_with_distinct_ids(tmp_path):
+    from langchain_core.documents import Document
+
+    from labkit.rag.index import chunk_ids
+
+    meta = {"doc_name": "ACME_2025_10K", "source_page": 3}
+    same = [Document(page_content="Amounts are in millions.", metadata=meta) for _ in range(3)]
+    other = Document(page_content="Amounts are in millions.", metadata=meta | {"source_page": 4})
+    ids = chunk_ids([*same, other])
+    assert len(set(ids)) == 4
+    assert ids[1] == ids[0] + "~2" and ids[2] == ids[0] + "~3"
+    assert "~" not in ids[3]  # the same text on another page is another citation, so another id already
