@@ -37,3 +37,41 @@ def test_the_page_hit_plot_draws_one_line_per_setting_with_the_tables_numbers():
     assert drawn["chunk 800, rerank on"] == [(1, 0.25), (3, 0.5), (5, 0.75)]
     assert drawn["chunk 800, rerank off"] == [(1, 0.25), (3, 0.25), (5, 0.25)]
     plt.close(fig)
+
+
+def _question(qid, question_type, answer="$10.0 million"):
+    from labkit.rag.questions import Evidence, FilingQuestion
+
+    return FilingQuestion(
+        financebench_id=f"labkit_filings_{qid}",
+        company="Acme",
+        doc_name="ACME_2025_10K",
+        question_type=question_type,
+        question=f"question {qid}",
+        answer=answer,
+        justification="",
+        evidence=(Evidence(doc_name="ACME_2025_10K", evidence_text="x", source_page=3),),
+    )
+
+
+def test_results_by_kind_totals_each_question_kind_apart():
+    from labkit.rag.lesson import results_by_kind
+    from labkit.rag.metrics import Retrieval
+    from labkit.rag.runs import LessonRun
+
+    questions = [_question("001", "metrics-generated"), _question("002", "novel-generated")]
+    answered = {"status": "answered", "answer": "It was $10.0 million.", "cited_pages": [], "retrieved": []}
+    run = LessonRun(
+        rag={"labkit_filings_001": answered, "labkit_filings_002": None},
+        naive={"labkit_filings_001": None, "labkit_filings_002": answered},
+        retrieval={
+            "labkit_filings_001": Retrieval(ranked=("ACME_2025_10K#p3",), k=5),
+            "labkit_filings_002": Retrieval(ranked=("ACME_2025_10K#p9",), k=5),
+        },
+    )
+    table = results_by_kind(questions, run)
+    assert list(dict.fromkeys(table.index)) == ["metrics-generated", "novel-generated"]
+    rows = {(kind, row.path): row for kind, row in table.iterrows()}
+    assert (rows[("metrics-generated", "rag")].correct, rows[("metrics-generated", "rag")].page_hit) == (1, "1/1")
+    assert (rows[("novel-generated", "rag")].failed, rows[("novel-generated", "rag")].page_hit) == (1, "0/1")
+    assert rows[("novel-generated", "naive")].correct == 1 and rows[("metrics-generated", "naive")].failed == 1

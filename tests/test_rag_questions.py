@@ -59,9 +59,53 @@ def test_loaded_questions_cover_the_issue_kinds():
 
     questions = load_questions()
     kinds = [kind(q) for q in questions]
-    assert len(questions) >= 30
-    assert kinds.count("unanswerable") >= 3 and kinds.count("two-page") >= 3
+    assert len(questions) == 30
+    assert kinds.count("unanswerable") >= 3 and kinds.count("two-page") >= 2
     assert len({q.doc_name for q in questions}) == 6
+
+
+def test_question_kinds_follow_the_stated_financebench_mix():
+    from collections import Counter
+
+    from labkit.rag.questions import QUESTION_MIX
+
+    assert set(QUESTION_MIX) == {"metrics-generated", "domain-relevant", "novel-generated"}
+    assert Counter(q.question_type for q in load_questions()) == Counter(QUESTION_MIX)
+
+
+def test_a_plan_off_the_stated_mix_is_refused(monkeypatch):
+    from labkit.rag import questions as module
+
+    plan = dict(module.PLAN)
+    plan[("ACME", 2024)] = ("capex", "capex_share", "headcount", "q4", "guidance")  # a domain question becomes metrics
+    monkeypatch.setattr(module, "PLAN", plan)
+    with pytest.raises(QuestionSetError, match="QUESTION_MIX"):
+        module.build_question_records(filings_dir())
+
+
+def test_questions_do_not_repeat_the_printed_line_item_their_answer_is_read_from():
+    import re
+
+    for q in load_questions():
+        for item in q.evidence[:1]:  # the first item is the statement line; an MD&A may print an analyst's ratio
+            label = " ".join(re.sub(r"[\d$(),.%]+", " ", item.evidence_text).split()).lower()
+            assert not label or label not in q.question.lower(), (q.financebench_id, label)
+
+
+def test_every_answerable_reference_answer_states_a_figure():
+    from labkit.rag.metrics import figures
+
+    for q in load_questions():
+        assert not q.answerable or figures(q.answer), q.financebench_id  # else any answer would grade correct
+
+
+def test_evidence_covers_every_page_that_prints_the_labelled_text():
+    records = [
+        json.loads(line) for line in (filings_dir() / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    net_income = next(r for r in records if r["question"].startswith("What did Corvid earn after tax"))
+    # the income statement, the cash flow statement, selected data and the MD&A overview all print it
+    assert len({e["evidence_page_num"] for e in net_income["evidence"]}) == 4
 
 
 @pytest.mark.parametrize(

@@ -21,10 +21,11 @@ def test_replaying_the_authored_run_answers_every_request_and_shows_its_mistakes
     run = make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS))
     assert run.errors == {"rag": {}, "naive": {}}
     table = grade(load_questions(), run.rag, path="rag", retrieval=run.retrieval).set_index("id")
-    assert table.loc["018", "status"] == "insufficient_evidence"
-    assert table.loc["020", ["correctness", "faithful"]].tolist() == ["correct", False]
-    assert table.loc["025", ["correctness", "faithful"]].tolist() == ["wrong", True]
-    assert table.loc["005", "correctness"] == "partial"
+    assert table.loc["015", "status"] == "insufficient_evidence"
+    assert table.loc["018", ["correctness", "faithful"]].tolist() == ["correct", False]
+    assert table.loc["030", ["correctness", "faithful"]].tolist() == ["wrong", True]
+    assert table.loc["005", ["kind", "correctness"]].tolist() == ["unanswerable", "wrong"]
+    assert set(table["question_type"]) == {"metrics-generated", "domain-relevant", "novel-generated"}
 
 
 def test_the_captured_run_replays_with_failures_kept_as_failed_trials():
@@ -36,7 +37,7 @@ def test_the_captured_run_replays_with_failures_kept_as_failed_trials():
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions)
     answered = sum(r is not None for r in run.rag.values()) + sum(r is not None for r in run.naive.values())
     failed = len(run.errors["rag"]) + len(run.errors["naive"])
-    assert len(questions) == 36 and answered + failed == 2 * len(questions)
+    assert len(questions) == 30 and answered + failed == 2 * len(questions)
 
 
 class BrokenModel:

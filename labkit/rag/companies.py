@@ -11,8 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-#: Fiscal years with a filing; each filing also prints the year before it.
+#: Fiscal years with a filing; each filing's statements of income and cash flows print the two years before it.
 PERIODS = (2024, 2025)
+#: How many fiscal years a filing's multi-year tables print (the filing's year and the ones before it).
+YEARS_PRINTED = 3
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,9 @@ class Year:
     facilities: int = 0
     dividend_per_share: float = 0.0
     next_dividend: float = 0.0
+    segment_operating_income: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    lease_cost: float = 0.0
+    state_tax_rate: float = 0.0
 
     @property
     def total_current_assets(self) -> float:
@@ -167,11 +172,19 @@ class Year:
         """Income tax over pretax income, in percent with one decimal."""
         return r1(100 * self.income_tax / self.pretax_income)
 
+    @property
+    def total_debt(self) -> float:
+        """Current portion plus long-term debt."""
+        return r1(self.current_debt + self.long_term_debt)
+
 
 def company_years(company: Company) -> dict[int, Year]:
-    """Return the company's figures for the years its filings print (the first period minus one, and each period)."""
+    """Return the company's figures for the years its filings print (`YEARS_PRINTED` years up to each period).
+
+    The model starts one year earlier than any filing prints, so every printed year has a full cash flow.
+    """
     rng = random.Random(company.seed)
-    first = PERIODS[0] - 1
+    first = PERIODS[0] - YEARS_PRINTED + 1
     years: dict[int, Year] = {}
     revenue = company.base_revenue
     cash = r1(company.base_revenue * rng.uniform(0.14, 0.2))
@@ -179,6 +192,7 @@ def company_years(company: Company) -> dict[int, Year]:
     debt = r1(company.base_revenue * rng.uniform(0.25, 0.4))
     shares = r1(rng.uniform(60, 180))
     gross_margin, sga_share, rnd_share = rng.uniform(0.28, 0.4), rng.uniform(0.12, 0.17), rng.uniform(0.01, 0.04)
+    segment_mix = (rng.uniform(0.25, 0.45), rng.uniform(0.2, 0.35))
     for year in range(first - 1, PERIODS[-1] + 1):
         y = Year(year)
         revenue = revenue * (1 + rng.uniform(-0.03, 0.09)) if previous else revenue
@@ -196,8 +210,8 @@ def company_years(company: Company) -> dict[int, Year]:
         shares = r1(shares * rng.uniform(0.97, 0.995)) if previous else shares
         y.diluted_shares = shares
         y.diluted_eps = round(y.net_income / shares, 2)
-        shares_split = [rng.uniform(0.25, 0.45), rng.uniform(0.2, 0.35)]
-        s1, s2 = r1(y.revenue * shares_split[0]), r1(y.revenue * shares_split[1])
+        mix = [share * rng.uniform(0.93, 1.07) for share in segment_mix]  # the mix drifts a little each year
+        s1, s2 = r1(y.revenue * mix[0]), r1(y.revenue * mix[1])
         y.segment_revenue = (s1, s2, r1(y.revenue - s1 - s2))
         quarters = [r1(y.revenue * q) for q in (0.23, 0.245, 0.255)]
         y.quarterly_revenue = (quarters[0], quarters[1], quarters[2], r1(y.revenue - sum(quarters)))
@@ -225,6 +239,11 @@ def company_years(company: Company) -> dict[int, Year]:
         y.employees = int(round(y.revenue * rng.uniform(3.6, 4.4) / 10) * 10)
         y.facilities = rng.randint(14, 48)
         y.next_dividend = round(y.dividend_per_share / 4 * rng.uniform(1.02, 1.08), 2)
+        weights = (0.3 + rng.uniform(0, 0.2), 0.25 + rng.uniform(0, 0.15))
+        o1, o2 = r1(y.operating_income * weights[0]), r1(y.operating_income * weights[1])
+        y.segment_operating_income = (o1, o2, r1(y.operating_income - o1 - o2))
+        y.lease_cost = r1(y.revenue * rng.uniform(0.008, 0.014))
+        y.state_tax_rate = r1(rng.uniform(1.5, 3.2))
         if previous is None:
             y.cash = cash
             y.other_liabilities = r1(y.revenue * 0.07)

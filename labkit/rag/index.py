@@ -153,6 +153,21 @@ def chunk_id(doc: Any) -> str:
     return f"{citation_id(doc.metadata)}:{canonical_sha256(doc.page_content)[:12]}"
 
 
+def chunk_ids(chunks: list[Any]) -> list[str]:
+    """Return each chunk's id in order; a text repeated on one page gets ``~2``, ``~3``... on its later copies.
+
+    Real reports repeat text on a page (a column heading, a boilerplate sentence), and a small chunk size can cut
+    two identical pieces from it: both stay in the index, told apart by their position on the page.
+    """
+    seen: dict[str, int] = {}
+    ids = []
+    for chunk in chunks:
+        base = chunk_id(chunk)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}~{seen[base]}")
+    return ids
+
+
 @register_embedding_set(EMBEDDING_SET)
 def embedding_texts() -> tuple[list[str], Path]:
     """Return every text part B embeds (chunks at both chunk sizes, and the questions) and their file."""
@@ -273,9 +288,7 @@ def index_pages(
     import numpy as np
 
     chunks = split_pages(pages, chunk_size=settings["chunk_size"], chunk_overlap=settings["chunk_overlap"])
-    ids = [chunk_id(c) for c in chunks]
-    if len(set(ids)) != len(ids):
-        raise FilingsError("two chunks of one page have the same text; their ids would collide")
+    ids = chunk_ids(chunks)
     texts = [c.page_content for c in chunks]
     batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
     vectors = faiss.IndexFlatL2(embeddings.dimension)
@@ -296,7 +309,8 @@ def save_index(index: FilingsIndex, folder: Path) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     faiss.write_index(index.store.index, str(folder / "index.faiss"))
-    chunks = [{"id": chunk_id(c), "text": c.page_content, "metadata": c.metadata} for c in index.chunks]
+    ids = chunk_ids(index.chunks)
+    chunks = [{"id": i, "text": c.page_content, "metadata": c.metadata} for i, c in zip(ids, index.chunks, strict=True)]
     (folder / "chunks.json").write_text(pretty_json(chunks), encoding="utf-8")
     (folder / "descriptor.json").write_text(pretty_json(index.descriptor.model_dump()), encoding="utf-8")
     return folder

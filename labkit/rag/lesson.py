@@ -84,6 +84,16 @@ def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
     return summary(pd.concat([naive, grade(questions, run.rag, path="rag", retrieval=run.retrieval)]))
 
 
+def results_by_kind(questions: list[FilingQuestion], run: Any) -> Any:
+    """Return `path_summary`'s totals for each FinanceBench question kind (``question_type``), kinds in file order."""
+    import pandas as pd
+
+    naive = grade(questions, run.naive, path="naive")
+    table = pd.concat([naive, grade(questions, run.rag, path="rag", retrieval=run.retrieval)])
+    parts = {kind: summary(part) for kind, part in table.groupby("question_type", sort=False)}
+    return text_table(pd.concat(parts, names=["question_type", "row"]).droplevel("row"))
+
+
 def failures(run: Any) -> Any:
     """Return the failed trials of a run (path, question id, error cut at a word with an ellipsis), sorted."""
     import pandas as pd

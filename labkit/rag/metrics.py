@@ -143,6 +143,7 @@ def grade(
                 "id": q.financebench_id.removeprefix("labkit_filings_"),
                 "doc_name": q.doc_name,
                 "kind": kind(q),
+                "question_type": q.question_type,
                 "path": path,
                 "status": record["status"] if record else "failed",
                 "correctness": correctness(q, record),

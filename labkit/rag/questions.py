@@ -171,111 +171,278 @@ def load_questions(path: Path | None = None, *, distinct_text: bool = True) -> l
 
 # --- writing the lesson's question file --------------------------------------------------------------
 
+#: FinanceBench's three question kinds and how many of the lesson's questions are of each (a third each, as in
+#: FinanceBench's open sample: 50 of each of its 150).
+QUESTION_MIX = {"metrics-generated": 10, "domain-relevant": 10, "novel-generated": 10}
 
-def _templates(
-    co: Any, y: Any, seg: str, seg_value: float, year: int
-) -> dict[str, tuple[str, str, list[tuple[int, str]]]]:
+#: One question: its kind, text, reference answer, justification, and evidence as (page key, printed text) pairs.
+Spec = tuple[str, str, str, str, list[tuple[str, str]]]
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%"
+
+
+def _specs(co: Any, years: dict[int, Any], year: int) -> dict[str, Spec]:
+    """Return every question the lesson can ask of one filing, keyed by a short name (see `PLAN`)."""
+    from labkit.rag.companies import r1
     from labkit.rag.filings import money
 
-    name = co.name
+    y, p = years[year], years[year - 1]
+    short, fy = co.name.split()[0], f"FY{year}"
+    seg = co.segments
+    top = max(range(3), key=lambda i: y.segment_revenue[i])
+    seg_growth = [100 * (y.segment_revenue[i] / p.segment_revenue[i] - 1) for i in range(3)]
+    fastest = max(range(3), key=lambda i: seg_growth[i])
+    m, d, n = "metrics-generated", "domain-relevant", "novel-generated"
     return {
-        "revenue": (
-            f"What was {name}'s total revenue in fiscal {year}, in USD millions?",
-            f"${money(y.revenue)} million",
-            [(10, f"Revenue {money(y.revenue)}"), (7, f"Revenue in fiscal {year} was")],
-        ),
-        "net_income": (
-            f"What was {name}'s net income for fiscal {year}?",
-            f"${money(y.net_income)} million",
-            [(10, f"Net income {money(y.net_income)}")],
-        ),
-        "total_assets": (
-            f"What were {name}'s total assets at December 31, {year}?",
-            f"${money(y.total_assets)} million",
-            [(11, f"Total assets {money(y.total_assets)}")],
-        ),
-        "cfo": (
-            f"How much net cash did {name} provide from operating activities in FY{year}?",
-            f"${money(y.operating_cash_flow)} million",
+        "capex": (
+            m,
+            f"How much did {short} spend on property and equipment in {fy}, in USD millions?",
+            f"${money(-y.capex)} million",
+            "Capital expenditures in the cash flow statement (an outflow, printed in parentheses).",
             [
-                (12, f"operating activities {money(y.operating_cash_flow)}"),
-                (9, "Cash provided by operating activities was"),
+                ("cash_flows", f"Capital expenditures {money(y.capex)}"),
+                ("liquidity", f"Capital expenditures were ${money(-y.capex)} million"),
             ],
         ),
-        "capex": (
-            f"How much did {name} spend on capital expenditures in FY{year}?",
-            f"${money(-y.capex)} million",
-            [(12, f"Capital expenditures {money(y.capex)}"), (9, "Capital expenditures were")],
+        "gross_margin": (
+            m,
+            f"What was {short}'s gross margin in {fy}?",
+            f"{_pct(y.gross_profit, y.revenue)}",
+            f"Gross profit {money(y.gross_profit)} over revenue {money(y.revenue)} (income statement).",
+            [
+                ("income", f"Gross profit {money(y.gross_profit)}"),
+                ("mdna_results", f"Gross margin {_pct(y.gross_profit, y.revenue)}"),
+            ],
         ),
-        "ltd": (
-            f"What long-term debt did {name} report on its balance sheet at the end of fiscal {year}?",
-            f"${money(y.long_term_debt)} million",
-            [(11, f"Long-term debt {money(y.long_term_debt)}")],
+        "payout": (
+            m,
+            f"What share of its {fy} earnings did {short} pay out as dividends?",
+            f"{_pct(-y.dividends, y.net_income)}",
+            f"Dividends paid {money(-y.dividends)} over net income {money(y.net_income)} (cash flow statement).",
+            [("cash_flows", f"Dividends paid {money(y.dividends)}")],
+        ),
+        "fcf": (
+            m,
+            f"What was {short}'s free cash flow in {fy} (operating cash flow less capital expenditures)?",
+            f"${money(y.operating_cash_flow + y.capex)} million",
+            f"Operating cash flow {money(y.operating_cash_flow)} less capital expenditures {money(-y.capex)}.",
+            [
+                ("cash_flows", f"Net cash provided by operating activities {money(y.operating_cash_flow)}"),
+                ("liquidity", f"Cash provided by operating activities was ${money(y.operating_cash_flow)} million"),
+            ],
+        ),
+        "total_debt": (
+            m,
+            f"How much debt in total, short- and long-term, did {short} carry at the end of {fy}?",
+            f"${money(y.total_debt)} million",
+            "Total debt in the debt note and the liquidity discussion.",
+            [
+                ("note_debt", f"Total debt {money(y.total_debt)}"),
+                ("liquidity", f"total debt of ${money(y.total_debt)}"),
+            ],
+        ),
+        "growth": (
+            m,
+            f"By how much did {short}'s top line grow in {fy}, year over year?",
+            f"{100 * (y.revenue / p.revenue - 1):.1f}%",
+            f"Revenue {money(y.revenue)} against {money(p.revenue)} the year before (income statement).",
+            [("income", f"Revenue {money(y.revenue)} {money(p.revenue)}")],
+        ),
+        "bottom_line": (
+            m,
+            f"What did {short} earn after tax in {fy}?",
+            f"${money(y.net_income)} million",
+            "Net income in the income statement (also in the cash flow statement and selected data).",
+            [
+                ("income", f"Net income {money(y.net_income)}"),
+                ("mdna_overview", f"Net income was ${money(y.net_income)}"),
+            ],
         ),
         "eps": (
-            f"What were {name}'s diluted earnings per share in fiscal {year}?",
+            m,
+            f"What did {short} earn per diluted share in {fy}?",
             f"${y.diluted_eps:.2f}",
-            [(10, f"Diluted earnings per share ($) {y.diluted_eps:.2f}")],
+            "Diluted earnings per share in the income statement.",
+            [("income", f"Diluted earnings per share ($) {y.diluted_eps:.2f}")],
         ),
-        "employees": (
-            f"How many people did {name} employ at the end of {year}?",
-            f"{y.employees:,} employees",
-            [(4, f"we employed {y.employees:,} people")],
+        "current_ratio": (
+            m,
+            f"What was {short}'s current ratio at the end of {fy}?",
+            f"{y.total_current_assets / y.total_current_liabilities:.2f}",
+            f"Current assets {money(y.total_current_assets)} over current liabilities "
+            f"{money(y.total_current_liabilities)} (balance sheet).",
+            [("balance", f"Total current assets {money(y.total_current_assets)}")],
         ),
-        "tax_rate": (
-            f"What was {name}'s effective tax rate in fiscal {year}?",
-            f"{y.effective_tax_rate:.1f}%",
-            [(15, f"effective tax rate of {y.effective_tax_rate:.1f}%")],
+        "capex_share": (
+            m,
+            f"How much of its {fy} sales did {short} reinvest in capital projects, as a percentage?",
+            f"{_pct(-y.capex, y.revenue)}",
+            f"Capital expenditures {money(-y.capex)} over revenue {money(y.revenue)}.",
+            [("cash_flows", f"Capital expenditures {money(y.capex)}"), ("income", f"Revenue {money(y.revenue)}")],
         ),
-        "segment": (
-            f"What revenue did {name}'s {seg} segment report in FY{year}?",
-            f"${money(seg_value)} million",
-            [(8, f"{seg} {money(seg_value)}")],
+        "top_segment": (
+            d,
+            f"Which of {short}'s businesses brought in the most sales in {fy}, and how much?",
+            f"{seg[top]}, ${money(y.segment_revenue[top])} million",
+            "The largest line of the segment revenue table.",
+            [("mdna_segments", f"{seg[top]} {money(y.segment_revenue[top])}")],
+        ),
+        "liquidity": (
+            d,
+            f"Is {short}'s liquidity comfortable going into {year + 1}? How much cash did it hold at the end of "
+            f"{fy} and how much did its operations generate that year?",
+            f"${money(y.cash)} million of cash and ${money(y.operating_cash_flow)} million from operations",
+            "Cash from the balance sheet, operating cash flow from the cash flow statement.",
+            [
+                ("balance", f"Cash and cash equivalents {money(y.cash)}"),
+                ("cash_flows", f"Net cash provided by operating activities {money(y.operating_cash_flow)}"),
+                ("liquidity", f"cash and cash equivalents of ${money(y.cash)} million"),
+            ],
+        ),
+        "us_share": (
+            d,
+            f"How dependent is {short} on its home market: what share of {fy} sales was domestic?",
+            f"{_pct(y.us_revenue, y.revenue)}",
+            f"United States revenue {money(y.us_revenue)} over total revenue {money(y.revenue)} (revenue note).",
+            [("note_revenue", f"United States {money(y.us_revenue)}")],
+        ),
+        "op_margin": (
+            d,
+            f"Did {short}'s operating margin improve in {fy}?",
+            f"{'Yes' if y.operating_income / y.revenue > p.operating_income / p.revenue else 'No'}: "
+            f"{_pct(y.operating_income, y.revenue)} against {_pct(p.operating_income, p.revenue)} a year earlier",
+            "Operating income over revenue for both years (income statement).",
+            [("income", f"Operating income {money(y.operating_income)} {money(p.operating_income)}")],
+        ),
+        "returned": (
+            d,
+            f"How much cash did {short} hand back to shareholders in {fy}?",
+            f"${money(-y.dividends - y.buybacks)} million",
+            "Dividends plus repurchases; the letter to shareholders states the sum.",
+            [("letter", f"we returned ${money(-y.dividends - y.buybacks)} million")],
+        ),
+        "capital_intensity": (
+            d,
+            f"Is {short} a capital-intensive business? What were its {fy} capital expenditures and depreciation?",
+            f"${money(-y.capex)} million of capital expenditures and ${money(y.depreciation)} million of "
+            "depreciation and amortization",
+            "Both lines of the cash flow statement.",
+            [("cash_flows", f"Depreciation and amortization {money(y.depreciation)}")],
+        ),
+        "tax": (
+            d,
+            f"What tax rate did {short} effectively pay in {fy}, and why does it differ from the statutory rate?",
+            f"{y.effective_tax_rate:.1f}%, mainly because of state taxes",
+            "The income tax note.",
+            [("note_tax", f"effective tax rate of {y.effective_tax_rate:.1f}%")],
+        ),
+        "leverage": (
+            d,
+            f"How leveraged is {short}: how large was its debt due after one year against shareholders' equity at "
+            f"the end of {fy}?",
+            f"{y.long_term_debt / y.equity:.2f}",
+            f"Long-term debt {money(y.long_term_debt)} over equity {money(y.equity)} (balance sheet).",
+            [("balance", f"Long-term debt {money(y.long_term_debt)}")],
+        ),
+        "fastest_segment": (
+            d,
+            f"Which of {short}'s segments grew fastest in {fy}, and by how much?",
+            f"{seg[fastest]}, {seg_growth[fastest]:.1f}%",
+            "Segment revenue for both years (segment results).",
+            [("mdna_segments", f"{seg[fastest]} {money(y.segment_revenue[fastest])}")],
+        ),
+        "headcount": (
+            d,
+            f"How did {short}'s workforce change over {fy}?",
+            f"{y.employees:,} employees at year end, against {p.employees:,} a year earlier",
+            "The human capital section.",
+            [("people", f"we employed {y.employees:,} people")],
+        ),
+        "next_dividend": (
+            n,
+            f"What quarterly dividend did {short}'s board declare after {fy} closed?",
+            f"${y.next_dividend:.2f} per share",
+            "The subsequent-events note.",
+            [("note_equity", f"quarterly dividend of ${y.next_dividend:.2f}")],
+        ),
+        "buyback": (
+            n,
+            f"How many of its own shares did {short} buy back in {fy}, and at what cost?",
+            f"{y.shares_repurchased:.1f} million shares for ${money(-y.buybacks)} million",
+            "The equity note.",
+            [("note_equity", f"we repurchased {y.shares_repurchased:.1f} million shares")],
+        ),
+        "term_loan": (
+            n,
+            f"When does {short}'s term loan mature, and how much of it was outstanding at the end of {fy}?",
+            f"In 2028; ${money(r1(y.total_debt - r1(0.6 * y.total_debt)))} million",
+            "The debt note.",
+            [("note_debt", f"Term loan due 2028 {money(r1(y.total_debt - r1(0.6 * y.total_debt)))}")],
         ),
         "q4": (
-            f"What was {name}'s fourth-quarter revenue in fiscal {year}?",
+            n,
+            f"How much did {short} sell in the last quarter of {fy}?",
             f"${money(y.quarterly_revenue[3])} million",
-            [(17, f"{year} " + " ".join(money(q) for q in y.quarterly_revenue))],
+            "The quarterly results table.",
+            [("quarterly", f"{year} " + " ".join(money(q) for q in y.quarterly_revenue))],
         ),
-        "revenue_and_staff": (
-            f"What were {name}'s revenue in fiscal {year} and its headcount at year end?",
-            f"${money(y.revenue)} million of revenue and {y.employees:,} employees",
-            [(10, f"Revenue {money(y.revenue)}"), (4, f"we employed {y.employees:,} people")],
+        "facilities": (
+            n,
+            f"How many sites does {short} run?",
+            f"{y.facilities} facilities",
+            "The human capital and properties section.",
+            [("people", f"We operate {y.facilities} manufacturing")],
         ),
-        "cash_and_dividend": (
-            f"What cash did {name} hold at the end of fiscal {year}, and what quarterly dividend "
-            "did its board declare after the year ended?",
-            f"${money(y.cash)} million of cash and a dividend of ${y.next_dividend:.2f} per share",
-            [(11, f"Cash and cash equivalents {money(y.cash)}"), (16, f"quarterly dividend of ${y.next_dividend:.2f}")],
+        "lease": (
+            n,
+            f"What did {short}'s operating leases cost it in {fy}?",
+            f"${money(y.lease_cost)} million",
+            "The lease note.",
+            [("note_debt", f"Operating lease cost was ${money(y.lease_cost)} million")],
         ),
-        "guidance": (f"What revenue does {name} expect for fiscal {year + 2}?", "", []),
-        "ceo_pay": (f"What was the total compensation of {name}'s chief executive officer in fiscal {year}?", "", []),
-        "offtopic": ("How many goals did the hockey club score last season?", "", []),
-        "older": (f"What was {name}'s revenue in fiscal {year - 3}?", "", []),
+        "guidance": (n, f"What revenue does {short} expect for fiscal {year + 2}?", "", _NO_OUTLOOK, []),
+        "ceo_pay": (n, f"How much was {short}'s chief executive paid in {fy}?", "", _PROXY, []),
+        "offtopic": (n, "How many goals did the hockey club score last season?", "", _OFFTOPIC, []),
+        "older": (n, f"What were {short}'s sales in fiscal {year - 4}?", "", _TOO_OLD, []),
     }
 
 
-#: Which questions each document gets: four single-page figures, one two-page figure, one the filing cannot answer.
+_NO_OUTLOOK = "The filing gives no revenue outlook."
+_PROXY = "Executive compensation is incorporated by reference from the proxy statement; the filing states no figure."
+_OFFTOPIC = "The question is not about the company or its filing."
+_TOO_OLD = "The filing prints only the current and two prior fiscal years."
+
+#: Which questions each filing gets: five each, a third of each kind over the set (`QUESTION_MIX`).
 PLAN = {
-    ("ACME", 2024): ("revenue", "net_income", "employees", "capex", "revenue_and_staff", "guidance"),
-    ("ACME", 2025): ("total_assets", "eps", "tax_rate", "segment", "cash_and_dividend", "ceo_pay"),
-    ("BRIGHTWAVE", 2024): ("cfo", "ltd", "q4", "employees", "cash_and_dividend", "offtopic"),
-    ("BRIGHTWAVE", 2025): ("revenue", "capex", "segment", "tax_rate", "revenue_and_staff", "ceo_pay"),
-    ("CORVID", 2024): ("net_income", "total_assets", "eps", "q4", "revenue_and_staff", "guidance"),
-    ("CORVID", 2025): ("cfo", "ltd", "employees", "revenue", "cash_and_dividend", "older"),
+    ("ACME", 2024): ("capex", "tax", "headcount", "q4", "guidance"),
+    ("ACME", 2025): ("gross_margin", "payout", "top_segment", "op_margin", "next_dividend"),
+    ("BRIGHTWAVE", 2024): ("fcf", "total_debt", "liquidity", "buyback", "offtopic"),
+    ("BRIGHTWAVE", 2025): ("gross_margin", "returned", "leverage", "facilities", "older"),
+    ("CORVID", 2024): ("bottom_line", "eps", "capital_intensity", "lease", "ceo_pay"),
+    ("CORVID", 2025): ("current_ratio", "capex_share", "us_share", "fastest_segment", "term_loan"),
 }
-#: Pages of running text, whose evidence is the whole sentence; on table pages it is the row's figures.
-_NARRATIVE_PAGES = frozenset({4, 7, 9, 15, 16})
-_UNANSWERABLE = {
-    "guidance": "The filing gives no revenue outlook for the next fiscal year.",
-    "ceo_pay": "Executive compensation is incorporated by reference from the proxy statement; the filing states no figure.",
-    "offtopic": "The question is not about the company or its filing.",
-    "older": "The filing prints only the current and prior fiscal years.",
-}
+
+
+def _evidence(texts: list[str], name: str, wanted: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Return FinanceBench evidence items: each printed text on its named page, and on any other page printing it."""
+    from labkit.rag.filings import page_numbers
+
+    numbers = page_numbers()
+    items: list[dict[str, Any]] = []
+    for key, needle in wanted:
+        if needle not in texts[numbers[key] - 1]:
+            raise QuestionSetError(f"{name} page {numbers[key]} ({key}) does not contain {needle!r}; fix the plan")
+        for index, text in enumerate(texts):
+            item = {"evidence_text": needle, "evidence_page_num": index}  # FinanceBench: zero-based
+            if needle in text and item not in items:
+                items.append(item)
+    return items
 
 
 def build_question_records(folder: Path) -> list[dict[str, Any]]:
-    """Return the lesson's question records, with each evidence text copied from the PDF's extracted page text."""
+    """Return the lesson's question records, each evidence text found in the PDF's extracted page text."""
     from pypdf import PdfReader
 
     from labkit.rag.companies import COMPANIES, company_years
@@ -286,35 +453,25 @@ def build_question_records(folder: Path) -> list[dict[str, Any]]:
         years = company_years(co)
         for year in (2024, 2025):
             name = doc_name(co, year)
-            reader = PdfReader(folder / f"{name}.pdf")
-            y = years[year]
-            seg_index = max(range(3), key=lambda i: y.segment_revenue[i]) if year == 2025 else 1
-            table = _templates(co, y, co.segments[seg_index], y.segment_revenue[seg_index], year)
+            texts = [" ".join(page.extract_text().split()) for page in PdfReader(folder / f"{name}.pdf").pages]
+            specs = _specs(co, years, year)
             for key in PLAN[(co.ticker, year)]:
-                question, answer, needles = table[key]
-                evidence = []
-                for page, needle in needles:
-                    text = " ".join(reader.pages[page - 1].extract_text().split())
-                    start = text.find(needle)
-                    if start < 0:
-                        raise QuestionSetError(f"{name} page {page} does not contain {needle!r}; fix the question plan")
-                    end = text.find(". ", start + len(needle)) if page in _NARRATIVE_PAGES else -1
-                    excerpt = text[start : end + 1] if 0 <= end - start < 220 else needle
-                    evidence.append(
-                        {"evidence_text": excerpt, "evidence_page_num": page - 1}
-                    )  # FinanceBench: zero-based
+                question_type, question, answer, justification, wanted = specs[key]
                 records.append(
                     {
                         "financebench_id": f"labkit_filings_{len(records) + 1:03d}",
                         "company": co.name,
                         "doc_name": name,
-                        "question_type": "novel-generated" if not needles else "metrics-generated",
+                        "question_type": question_type,
                         "question": question,
                         "answer": answer or "The filing does not contain this information.",
-                        "justification": _UNANSWERABLE.get(key) or "Read from the labelled page(s) of the filing.",
-                        "evidence": evidence,
+                        "justification": justification,
+                        "evidence": _evidence(texts, name, wanted),
                     }
                 )
+    mix = {kind: sum(r["question_type"] == kind for r in records) for kind in QUESTION_MIX}
+    if mix != QUESTION_MIX:
+        raise QuestionSetError(f"the plan gives {mix} questions per kind; QUESTION_MIX states {QUESTION_MIX}")
     return records
 
 
