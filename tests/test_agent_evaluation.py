@@ -1,4 +1,4 @@
-"""Evaluation across layers: outcome, route confusion, tool use, reset trials with Wilson intervals, safety."""
+"""Evaluation across layers: outcome, route confusion, tool use, paraphrase trials with Wilson intervals, safety."""
 
 import pytest
 
@@ -15,7 +15,7 @@ def authored():
     return results, ev.evaluation_report(results, load_run(runs.RUN_AUTHORED))
 
 
-def test_repeated_reset_trials_report_rates_and_wilson_intervals_for_counts_and_declines(authored):
+def test_paraphrase_trials_report_rates_and_wilson_intervals_for_counts_and_declines(authored):
     _, report = authored
     rows = {r["trials"]: r for r in report["reliability"]}
     assert set(rows) == {"trial_count", "trial_decline"}

@@ -148,10 +148,23 @@ def test_repeats_are_recorded_as_one_binding_per_seed_and_replay_exactly(course,
 
 def test_a_lesson_without_repeats_says_which_lessons_have_them(course, monkeypatch, repeats_lesson, capsys):
     assert main(["record", "03", "--repeats"]) == 1
-    assert "lesson '03' has no repeated-trials run; lessons with one: 06" in capsys.readouterr().err
+    from labkit.course.lessons import REPEAT_MODULES
+
+    assert "06" in REPEAT_MODULES
+    expected = f"lesson '03' has no repeated-trials run; lessons with one: {', '.join(sorted(REPEAT_MODULES))}"
+    assert expected in capsys.readouterr().err
 
 
 def test_repeats_and_authored_cannot_be_asked_together(course, capsys):
     with pytest.raises(SystemExit):
         main(["record", "04", "--repeats", "--authored"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_run_belongs_to_the_module_with_its_exact_id_before_one_whose_id_prefixes_it():
+    from labkit.agent import repeats, runs
+    from labkit.course.lessons import module_of_run
+
+    assert repeats.RUN_CAPTURED.startswith(runs.RUN_CAPTURED + "-")
+    assert module_of_run(load_run(repeats.RUN_CAPTURED)) is repeats
+    assert module_of_run(load_run(runs.RUN_CAPTURED)) is runs

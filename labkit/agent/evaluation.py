@@ -1,10 +1,13 @@
-"""Evaluation across layers (book Table 12.4): outcome first, then routing, tools, reliability, operations, safety.
+"""Evaluation across layers (book Table 12.4): outcome first, then routing, tools, paraphrases, operations, safety.
 
 Every metric is computed from `CaseResult` records of one run, so the authored
 run and a run captured from a model are scored by the same code and shown side
 by side. Latency comes only from a captured run's recorded bindings; an
 authored run claims none. Session and profile checks need no model and run on
-the real SQLite checkpointer and store.
+the real SQLite checkpointer and store. The ``reliability`` figures here are over
+paraphrases (one question worded several ways, each run once): robustness to
+wording. Repeatability, the same request sent again with other seeds, is
+`labkit.agent.repeats`.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def tool_use(results: list[CaseResult]) -> dict[str, Any]:
 
 
 def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:
-    """Return outcome rates with Wilson intervals for the paraphrase trials (counts and declines, each from a reset state)."""
+    """Return outcome rates with Wilson intervals over the paraphrase trials: several wordings, each run once (not repeats)."""
     rows = []
     for kind in ("trial_count", "trial_decline"):
         trials = [r for r in results if r.case.kind == kind]

@@ -46,7 +46,8 @@ class AgentCase:
     id: str
     """A short stable id."""
     kind: str
-    """ordinary, unstructured, decline, profile, adversarial, empty, tool_error, trial_count or trial_decline."""
+    """ordinary, unstructured, decline, profile, adversarial, empty, tool_error; or, for a paraphrase trial,
+    trial_count or trial_decline."""
     question: str
     """What the user asks."""
     expected_route: str | None
@@ -122,6 +123,8 @@ CASES: tuple[AgentCase, ...] = (
         refresh_between=True,
     ),
 )
+#: The paraphrase trials: one count question and one question to decline, each worded four ways and each run once.
+#: They measure robustness to wording, not repeatability (repeats of one request: `labkit.agent.repeats`).
 TRIALS: tuple[AgentCase, ...] = tuple(
     AgentCase(f"t{n:02d}", "trial_count", q, "structured", "ok", _count(27, "get_refund"))
     for n, q in enumerate(
@@ -270,7 +273,7 @@ def run_case(case: AgentCase, adapter: Any, *, data: Any, profile: Any) -> CaseR
 
 
 def make_requests(adapter: Any) -> list[CaseResult]:
-    """Run every case and trial in order (profile shared, everything else reset per case); return the results."""
+    """Run every case and paraphrase trial in order (profile shared, all else reset per case); return the results."""
     from labkit.agent.profile import ProfileMemory
     from labkit.agent.tools import SupportData
 

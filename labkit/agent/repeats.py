@@ -1,0 +1,72 @@
+"""Lesson 04's repeated trials: the headline count and the router-settled cases, run again with their own seeds.
+
+One trial is the repeated cases run once, in order, with one sampling seed:
+every case starts from fresh data and a new row-ref store (as in
+`labkit.agent.runs`), and each trial starts with an empty profile memory, shared
+by that trial's cases only, so the correction ``c07`` follows ``c06`` of the same
+trial and never a fact left over from an earlier trial. The seed is part of every
+request, so each trial has its own bindings and replay stays exact;
+`repeat_outcomes` grades each trial with the lesson's own outcome check
+(`labkit.agent.evaluation.outcome_correct`).
+
+Which cases: the lesson's headline question (``c01``) and the four cases the
+router alone should settle (the declines ``c04``, ``c05`` and the profile cases
+``c06``, ``c07``). A case the router sends to the agent makes up to six requests
+per trial, so five trials of all ten cases that reach the model come to about
+190 requests, and on the course's shared two-core machine a request took about
+20 s; these five cases keep a run near 80 requests. The cases refused before
+routing (``c08``, ``c09``) make no model request, so a repeat of them could not differ.
+
+These are repeats of one wording. The lesson's paraphrase trials
+(`labkit.agent.runs.TRIALS`: one question worded several ways, each run once) say
+how robust a behaviour is to wording; these say how often the same request
+succeeds, which is what a pass rate per case with a Wilson interval needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.agent import runs
+from labkit.agent.runs import CASES, AgentCase, CaseResult
+from labkit.trials import Trials
+
+RUN_CAPTURED = "04-agent-smollm2-repeats"
+#: Five trials per case at temperature 0.7: SmolLM2-135M still answers within the JSON schema, and its replies vary.
+TRIALS = Trials(n=5, temperature=0.7, first_seed=400)
+#: The lesson's settings with the first trial's seed and the trials' temperature (each trial sends its own seed).
+SETTINGS = TRIALS.settings_for(runs.SETTINGS, 0)
+#: The repeated cases: the headline count, the two declines, and the profile fact with its correction.
+REPEATED_IDS = ("c01", "c04", "c05", "c06", "c07")
+REPEATED_CASES: tuple[AgentCase, ...] = tuple(case for case in CASES if case.id in REPEATED_IDS)
+CAPTURED_DESCRIPTION = (
+    f"Repeated trials of lesson 04's cases {', '.join(REPEATED_IDS)} from a real model: router and agent prompts, "
+    "schema-constrained JSON. One trial runs each of these cases once, in order, each from fresh data, with an "
+    "empty profile memory at the start of the trial. " + TRIALS.describe()
+)
+
+
+def run_fixtures() -> list[Any]:
+    """Return the files this run's requests depend on (the lesson's own)."""
+    return runs.run_fixtures()
+
+
+def make_requests(adapter: Any) -> dict[str, list[CaseResult]]:
+    """Run every repeated case once per trial, trial after trial; return each case's results in trial order."""
+    from labkit.agent.profile import ProfileMemory
+    from labkit.agent.tools import SupportData
+
+    results: dict[str, list[CaseResult]] = {case.id: [] for case in REPEATED_CASES}
+    for trial in TRIALS.each(adapter):
+        data, profile = SupportData(), ProfileMemory()
+        for case in REPEATED_CASES:
+            results[case.id].append(runs.run_case(case, trial, data=data, profile=profile))
+    return results
+
+
+def repeat_outcomes(results: Mapping[str, Sequence[CaseResult]]) -> dict[str, list[bool]]:
+    """Grade every trial with the lesson's outcome check: ``{case id: [pass per trial]}``, trials in order."""
+    from labkit.agent.evaluation import outcome_correct
+
+    return {case: [outcome_correct(result) for result in trials] for case, trials in results.items()}
