@@ -895,10 +895,32 @@ def test_a_passing_candidate_counts_every_misroute_against_both_counts():
     suite = mini_suite(expected, billing=10)
     # Baseline: 4 correct, 11 points; a perfect candidate fails only after three misroutes (correct 3 < 4).
     assert flip_ids(suite, {"c1", "c2"}, set()) == (True, ["c1", "c2", "c3"])
-    expected = {"c1": "billing", "c2": "billing", "c3": "sales", "c4": "sales", "c5": "sales", "c6": "sales"}
+    expected = {"c9": "billing", "c10": "billing", "c3": "sales", "c4": "sales", "c5": "sales", "c6": "sales"}
     suite = mini_suite(expected, billing=2)
     # Baseline: 3 correct, 3 points; a perfect candidate fails on points after the two billing misroutes (4 > 3).
-    assert flip_ids(suite, {"c3", "c4", "c5"}, set()) == (True, ["c1", "c2"])
+    assert flip_ids(suite, {"c3", "c4", "c5"}, set()) == (True, ["c9", "c10"])
+
+
+def test_a_failing_candidates_fixes_are_listed_in_id_order():
+    suite = mini_suite({"c9": "sales", "c10": "sales", "c3": "sales"})
+    assert flip_ids(suite, set(), {"c9", "c10"}) == (False, ["c9", "c10"])
+
+
+def test_fixed_and_regressed_cases_are_listed_in_id_order(gate):
+    gate.baseline = with_routes(gate.baseline, {"t10": "sales"})
+    gate.candidate = with_routes(gate.perfect(), {"t2": "sales", "t3": "sales"})
+    why = gate.report()["explanation"]
+    assert why["fixed"] == ["t7", "t9", "t10"]
+    assert why["regressed"] == ["t2", "t3"]
+    gate.candidate = with_routes(gate.perfect(), {"t2": "sales", "t10": "sales"})
+    gate.baseline = with_routes(gate.perfect(), {"t9": "sales"})
+    assert gate.report()["explanation"]["regressed"] == ["t2", "t10"]
+
+
+def test_a_suite_fingerprint_that_is_not_a_digest_is_shown_in_the_refusal(gate):
+    with pytest.raises(RouteGradeError) as info:
+        compare(gate.suite, "abc", gate.baseline, gate.candidate)
+    assert str(info.value) == 'suite_sha256 "abc" is not a SHA-256 hex digest; pass the hash that load() returned'
 
 
 def test_a_passing_candidate_is_told_to_misroute_its_costliest_case_first():
