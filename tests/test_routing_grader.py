@@ -697,8 +697,8 @@ def test_a_path_the_system_cannot_open_says_why_and_what_to_check(tmp_path):
 def test_ids_sort_by_their_numbers_then_by_their_text():
     from labkit.routing.grader import id_order
 
-    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2"]
-    assert sorted(ids, key=id_order) == ["a1b2", "a1b10", "t", "t2", "t9", "t010", "t10"]
+    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2", "t011", "a1ab1", "b1", "ab1"]
+    assert sorted(ids, key=id_order) == ["a1ab1", "a1b2", "a1b10", "ab1", "b1", "t", "t2", "t9", "t010", "t10", "t011"]
 
 
 @pytest.mark.parametrize(
