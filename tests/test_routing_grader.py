@@ -934,3 +934,25 @@ def test_a_protected_case_the_baseline_got_right_breaks_a_passing_candidate_alon
     assert flip_ids(suite, {"c4"}, set(), protected=["c3"]) == (True, ["c3"])
     # A protected case the baseline already missed cannot regress, so it does not break the candidate alone.
     assert flip_ids(suite, {"c4"}, set(), protected=["c4"]) == (True, ["c1", "c2"])
+
+
+def test_every_missing_and_unexpected_field_is_named(gate):
+    for field in ("label", "origin"):
+        del gate.baseline[field]
+    gate.baseline["note"] = gate.baseline["notes"] = "x"
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'baseline run has missing field(s) "label", "origin" and unexpected field(s) "note", "notes"; '
+        "it must have exactly label, origin, predictions, suite_sha256"
+    )
+
+
+def test_a_missing_prediction_is_never_to_be_filled_in(gate):
+    del gate.candidate["predictions"][6]
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        "candidate run has no prediction for t7; a run must answer every suite case "
+        "(count a missing or malformed reply separately; never fill it in or drop the case)"
+    )
