@@ -956,3 +956,9 @@ def test_a_missing_prediction_is_never_to_be_filled_in(gate):
         "candidate run has no prediction for t7; a run must answer every suite case "
         "(count a missing or malformed reply separately; never fill it in or drop the case)"
     )
+
+
+def test_an_unknown_expected_route_names_the_suite_case(gate):
+    gate.suite["cases"][0]["expected"] = "maybe"
+    with pytest.raises(RouteGradeError, match=r'^suite case 1 expected route is "maybe", not a known route'):
+        gate.report()
