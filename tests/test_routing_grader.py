@@ -697,8 +697,8 @@ def test_a_path_the_system_cannot_open_says_why_and_what_to_check(tmp_path):
 def test_ids_sort_by_their_numbers_then_by_their_text():
     from labkit.routing.grader import id_order
 
-    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2"]
-    assert sorted(ids, key=id_order) == ["a1b2", "a1b10", "t", "t2", "t9", "t010", "t10"]
+    ids = ["t10", "a1b10", "t9", "t010", "t", "a1b2", "t2", "t011", "a1ab1", "b1", "ab1"]
+    assert sorted(ids, key=id_order) == ["a1ab1", "a1b2", "a1b10", "ab1", "b1", "t", "t2", "t9", "t010", "t10", "t011"]
 
 
 @pytest.mark.parametrize(
@@ -844,3 +844,121 @@ def test_when_no_change_to_the_candidate_could_fail_it_the_summary_says_why(gate
     assert report["explanation"]["summary"] == (
         "The candidate passes, and no change to the candidate alone could fail it: the baseline got every case wrong."
     )
+
+
+# --- the smallest flip on suites built for one rule each ----------------------------------------
+
+FAKE_SHA = "ab" * 32
+
+
+def mini_suite(expected: dict[str, str], **weights: int) -> dict:
+    penalties = {"sales": 1, "billing": 1, "support": 1, "urgent_support": 20} | weights
+    cases = [{"id": cid, "message": f"ticket {cid}", "expected": route} for cid, route in expected.items()]
+    return {"version": "quillfeather-routing-v1", "penalties": penalties, "cases": cases}
+
+
+def mini_run(suite: dict, wrong: set[str], label: str = "run") -> dict:
+    def route(case):
+        return next(r for r in ROUTES if r != case["expected"]) if case["id"] in wrong else case["expected"]
+
+    predictions = [{"id": c["id"], "route": route(c)} for c in suite["cases"]]
+    return {"label": label, "origin": "simulated", "suite_sha256": FAKE_SHA, "predictions": predictions}
+
+
+def flip_ids(suite: dict, baseline_wrong: set[str], candidate_wrong: set[str], protected=()) -> tuple[bool, list]:
+    report = compare(
+        suite, FAKE_SHA, mini_run(suite, baseline_wrong), mini_run(suite, candidate_wrong), protected=protected
+    )
+    return report["pass"], report["explanation"]["deciding_cases"]
+
+
+def test_a_failing_candidate_is_told_to_fix_its_costliest_failure_first():
+    suite = mini_suite({"c1": "billing", "c2": "sales", "c3": "sales", "c4": "support"}, billing=5)
+    # Baseline: 2 correct, 2 points. Candidate: 2 correct, 6 points; fixing c1 alone passes, fixing c4 alone does not.
+    assert flip_ids(suite, {"c2", "c3"}, {"c1", "c4"}) == (False, ["c1"])
+
+
+def test_a_failing_candidate_stops_fixing_once_its_points_equal_the_baselines():
+    suite = mini_suite({"c1": "sales", "c2": "sales", "c3": "sales", "c4": "support"})
+    # Baseline: 3 correct, 1 point. Candidate: 2 correct, 2 points; one fix brings both counts back to the baseline's.
+    assert flip_ids(suite, {"c2"}, {"c3", "c4"}) == (False, ["c3"])
+
+
+def test_a_passing_candidate_with_slack_in_points_fails_first_on_its_correct_count():
+    suite = mini_suite({"c1": "billing", "c2": "billing", "c3": "sales", "c4": "sales", "c5": "sales"}, billing=10)
+    # Baseline: 3 correct, 20 points. Candidate: 3 correct, 2 points: one misroute drops the correct count.
+    assert flip_ids(suite, {"c1", "c2"}, {"c3", "c4"}) == (True, ["c1"])
+
+
+def test_a_passing_candidate_counts_every_misroute_against_both_counts():
+    expected = {"c1": "billing", "c2": "sales", "c3": "sales", "c4": "sales", "c5": "sales", "c6": "sales"}
+    suite = mini_suite(expected, billing=10)
+    # Baseline: 4 correct, 11 points; a perfect candidate fails only after three misroutes (correct 3 < 4).
+    assert flip_ids(suite, {"c1", "c2"}, set()) == (True, ["c1", "c2", "c3"])
+    expected = {"c9": "billing", "c10": "billing", "c3": "sales", "c4": "sales", "c5": "sales", "c6": "sales"}
+    suite = mini_suite(expected, billing=2)
+    # Baseline: 3 correct, 3 points; a perfect candidate fails on points after the two billing misroutes (4 > 3).
+    assert flip_ids(suite, {"c3", "c4", "c5"}, set()) == (True, ["c9", "c10"])
+
+
+def test_a_failing_candidates_fixes_are_listed_in_id_order():
+    suite = mini_suite({"c9": "sales", "c10": "sales", "c3": "sales"})
+    assert flip_ids(suite, set(), {"c9", "c10"}) == (False, ["c9", "c10"])
+
+
+def test_fixed_and_regressed_cases_are_listed_in_id_order(gate):
+    gate.baseline = with_routes(gate.baseline, {"t10": "sales"})
+    gate.candidate = with_routes(gate.perfect(), {"t2": "sales", "t3": "sales"})
+    why = gate.report()["explanation"]
+    assert why["fixed"] == ["t7", "t9", "t10"]
+    assert why["regressed"] == ["t2", "t3"]
+    gate.candidate = with_routes(gate.perfect(), {"t2": "sales", "t10": "sales"})
+    gate.baseline = with_routes(gate.perfect(), {"t9": "sales"})
+    assert gate.report()["explanation"]["regressed"] == ["t2", "t10"]
+
+
+def test_a_suite_fingerprint_that_is_not_a_digest_is_shown_in_the_refusal(gate):
+    with pytest.raises(RouteGradeError) as info:
+        compare(gate.suite, "abc", gate.baseline, gate.candidate)
+    assert str(info.value) == 'suite_sha256 "abc" is not a SHA-256 hex digest; pass the hash that load() returned'
+
+
+def test_a_passing_candidate_is_told_to_misroute_its_costliest_case_first():
+    suite = mini_suite({"c1": "sales", "c2": "billing", "c3": "sales"}, billing=5)
+    assert flip_ids(suite, {"c1"}, set()) == (True, ["c2"])
+
+
+def test_a_protected_case_the_baseline_got_right_breaks_a_passing_candidate_alone():
+    suite = mini_suite({"c1": "sales", "c2": "sales", "c3": "sales", "c4": "sales"})
+    # One ordinary misroute would still pass (3 correct, 1 point, as the baseline); the protected c3 fails alone.
+    assert flip_ids(suite, {"c4"}, set(), protected=["c3"]) == (True, ["c3"])
+    # A protected case the baseline already missed cannot regress, so it does not break the candidate alone.
+    assert flip_ids(suite, {"c4"}, set(), protected=["c4"]) == (True, ["c1", "c2"])
+
+
+def test_every_missing_and_unexpected_field_is_named(gate):
+    for field in ("label", "origin"):
+        del gate.baseline[field]
+    gate.baseline["note"] = gate.baseline["notes"] = "x"
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        'baseline run has missing field(s) "label", "origin" and unexpected field(s) "note", "notes"; '
+        "it must have exactly label, origin, predictions, suite_sha256"
+    )
+
+
+def test_a_missing_prediction_is_never_to_be_filled_in(gate):
+    del gate.candidate["predictions"][6]
+    with pytest.raises(RouteGradeError) as info:
+        gate.report()
+    assert str(info.value) == (
+        "candidate run has no prediction for t7; a run must answer every suite case "
+        "(count a missing or malformed reply separately; never fill it in or drop the case)"
+    )
+
+
+def test_an_unknown_expected_route_names_the_suite_case(gate):
+    gate.suite["cases"][0]["expected"] = "maybe"
+    with pytest.raises(RouteGradeError, match=r'^suite case 1 expected route is "maybe", not a known route'):
+        gate.report()

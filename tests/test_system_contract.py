@@ -159,3 +159,90 @@ def test_scripted_model_answers_with_the_callers_text_as_a_chat_completion_and_k
         keyed.generate("k2", messages)
     assert str(info.value) == "no scripted reply for 'k2'; script one or use a recorded run"
     assert keyed.requests == [("k1", messages)]
+
+
+def _completion(choices):
+    return ChatCompletion.model_validate(
+        {"id": "x", "object": "chat.completion", "created": 0, "model": "served-name", "choices": choices}
+    )
+
+
+class _Bare:
+    """An adapter with neither a mode nor a model id: only ``generate``."""
+
+    def generate(self, key, messages):
+        return _completion([{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}])
+
+
+def test_an_adapter_without_a_mode_or_model_gets_the_served_model_and_claims_no_latency():
+    text, record = call_model(_Bare(), "q", [])
+    assert text == "{}"
+    assert (record.model, record.input_tokens, record.latency_ms, record.latency_source) == (
+        "served-name",
+        None,
+        None,
+        "none",
+    )
+
+
+@pytest.mark.parametrize("mode", ["live", "record"])
+def test_live_and_record_calls_measure_the_latency_of_the_call_in_milliseconds(monkeypatch, mode):
+    import types
+
+    from labkit.system import contract
+
+    clock = iter([10.0, 11.5])
+    monkeypatch.setattr(contract, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    adapter = _Live()
+    adapter.mode = mode
+    _, record = call_model(adapter, "q", [])
+    assert (record.latency_ms, record.latency_source) == (1500, "measured")
+
+
+def test_a_response_without_choices_says_there_is_no_finish_reason():
+    class _NoChoices(_Live):
+        def generate(self, key, messages):
+            return _completion([])
+
+    with pytest.raises(ModelReplyMissing) as info:
+        call_model(_NoChoices(), "q", [])
+    assert str(info.value) == "the response to 'q' holds no reply text (finish reason none); check the endpoint's log"
+
+
+def test_a_choice_without_text_names_its_finish_reason():
+    class _Cut(_Live):
+        def generate(self, key, messages):
+            return _completion([{"index": 0, "finish_reason": "length", "message": {"role": "assistant"}}])
+
+    with pytest.raises(ModelReplyMissing, match=r"^the response to 'q' holds no reply text \(finish reason length\)"):
+        call_model(_Cut(), "q", [])
+
+
+def test_a_run_file_rewritten_on_disk_is_read_again(tmp_path, monkeypatch):
+    import os
+
+    from labkit import recording
+    from labkit.system.contract import recorded_binding
+
+    path = tmp_path / "run.json"
+    path.write_text("{}", encoding="utf-8")
+    loads = []
+
+    class _Run:
+        def __init__(self, number):
+            self.number = number
+
+        def binding_for(self, request):
+            return self.number, request["q"]
+
+    def load_run(p):
+        loads.append(p)
+        return _Run(len(loads))
+
+    monkeypatch.setattr(recording, "load_run", load_run)
+    assert recorded_binding(str(path), {"q": 1}) == (1, 1)
+    assert recorded_binding(str(path), {"q": 2}) == (1, 2)  # the same file: read once
+    status = path.stat()
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
+    assert recorded_binding(str(path), {"q": 3}) == (2, 3)
+    assert loads == [path, path]
