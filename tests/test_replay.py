@@ -33,7 +33,7 @@ SYSTEM = {"role": "system", "content": "Answer only from the passages. Say not_i
 
 
 def _messages(question, passages=("Refunds are accepted within 30 days.", "Shipping takes 5 days.")):
-    return [SYSTEM, {"role": "user", "content": json.dumps({"question": question, "passages": list(passages)})}]
+    return [dict(SYSTEM), {"role": "user", "content": json.dumps({"question": question, "passages": list(passages)})}]
 
 
 def _request(question, **kwargs):
@@ -636,8 +636,12 @@ def test_a_recorded_transport_failure_names_the_last_error():
 
     failures = [TransportFailure(attempt=n, error=f"ConnectError: try {n}", at="2026-11-30T00:00:00Z") for n in (1, 2)]
     store = BindingStore([Binding.make(request, None, status_code=0, transport_errors=failures)])
-    with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: ConnectError: try 2$"):
-        ReplayTransport(store).handle_request(_http_request(json.dumps(request).encode()))
+    sent = _http_request(json.dumps(request).encode())
+    with pytest.raises(
+        httpx2.ConnectError, match=r"^recorded transport failure, replayed: ConnectError: try 2$"
+    ) as caught:
+        ReplayTransport(store).handle_request(sent)
+    assert caught.value.request is sent  # the client's error handling reads which request failed
     bare = BindingStore([Binding.make(request, None, status_code=0)])
     with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: no response$"):
         ReplayTransport(bare).handle_request(_http_request(json.dumps(request).encode()))
@@ -703,11 +707,12 @@ def test_a_call_takes_the_settings_saved_with_its_own_messages():
 
 def test_a_built_request_shares_nothing_with_the_caller_or_the_store():
     bound = BoundReplay([QUESTIONS[0]], [{**_request(QUESTIONS[0]), "stop": ["\n"]}], [_reply("30 days")])
-    messages = json.loads(json.dumps(_messages(QUESTIONS[0])))  # the caller's own objects
+    messages = _messages(QUESTIONS[0])  # the caller's own objects
+    policy = messages[0]["content"]
     built = bound.request_for(messages, question=QUESTIONS[0])
     built["messages"][0]["content"] = "changed"
     built["stop"].append("changed")
-    assert messages[0]["content"] == "Answer only from the passages. Say not_in_docs when they do not answer."
+    assert messages[0]["content"] == policy
     assert bound.request_for(messages, question=QUESTIONS[0])["stop"] == ["\n"]
 
 
