@@ -316,13 +316,22 @@ def test_the_summary_never_counts_a_template_slot_as_a_customers_word():
 
     rows = [
         row("Cancel order {{Order Number}} please"),
-        row("please cancel {{Order Number}} now"),
+        row("please? cancel {{Order Number}} now"),
         row("cancel the {{Account Type}} account"),
     ]
     data = SupportData(scopes={APPROVED_SCOPE: rows, RESTRICTED_SCOPE: []}, dataset_version="support-2026-09-01")
     summary = tools_for(data).summarize_requests(SummarizeRequests(intent="cancel_order", limit=3))
     # By hand: cancel 3, please 2, account 1, order 1; "Number}}" and "Type}}" are halves of a slot, not words.
     assert summary["common_words"] == ["cancel", "please", "account", "order"]
+    assert (summary["polite"], summary["colloquial"], summary["with_typos"]) == (0, 0, 0)  # every row is flagged B only
+    assert data.audit[-1] == {
+        "tool": "summarize_requests",
+        "user_id": "analyst-ana",
+        "caller_scope": APPROVED_SCOPE,
+        "scope_read": APPROVED_SCOPE,
+        "arguments": {"intent": "cancel_order", "limit": 3},
+        "outcome": "ok",
+    }
 
 
 def test_no_summary_of_the_support_data_lists_a_template_slot(data):

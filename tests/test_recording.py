@@ -460,6 +460,8 @@ def test_a_run_file_up_to_the_run_limit_loads(tmp_path):
     assert path.stat().st_size > 1_000_000
     assert load_run(path.parent, root=tmp_path).bindings[0].response == response
     assert _problems(tmp_path) == {"05-demo": ""}
+    _edit(path, lambda d: d.update(origin="captured"))
+    assert "field 'origin' says 'captured' but manifest.json recorded 'authored'" in _problems(tmp_path)["05-demo"]
 
 
 # --- the manifest and the run writers ------------------------------------------------------------
@@ -534,6 +536,7 @@ def test_verify_names_each_problem_of_a_run_against_the_manifest(tmp_path):
     recorded = read_manifest(tmp_path / "recorded_runs")["05-demo"]["sha256"]
     _edit(path, lambda d: d.update(origin="captured"))
     problem = _problems(tmp_path)["05-demo"]
+    assert "; field 'origin' says" in problem and not problem.startswith("field")  # after the load error
     assert (
         "field 'origin' says 'captured' but manifest.json recorded 'authored'; "
         f"run file SHA-256 is {hashlib_of(path)[:12]}…, manifest.json recorded {recorded[:12]}…: "
@@ -578,3 +581,11 @@ def test_the_bindings_table_shows_question_finish_reason_tokens_and_seconds(tmp_
     second = table.to_dict("records")[1]
     assert all(pd.isna(second[column]) for column in second)  # no question, no reply, nothing measured
     assert list(table.columns) == ["question", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s"]
+
+
+def test_binding_for_prefers_the_exact_key_over_a_reordered_twin(tmp_path):
+    request = _request()
+    twin = dict(reversed(list(request.items())))
+    run = RecordedRun.model_validate(_run(tmp_path, bindings=[_binding(request), _binding(twin)]))
+    assert run.binding_for(request) is run.bindings[0]
+    assert run.binding_for(twin) is run.bindings[1]

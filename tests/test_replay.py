@@ -33,7 +33,7 @@ SYSTEM = {"role": "system", "content": "Answer only from the passages. Say not_i
 
 
 def _messages(question, passages=("Refunds are accepted within 30 days.", "Shipping takes 5 days.")):
-    return [SYSTEM, {"role": "user", "content": json.dumps({"question": question, "passages": list(passages)})}]
+    return [dict(SYSTEM), {"role": "user", "content": json.dumps({"question": question, "passages": list(passages)})}]
 
 
 def _request(question, **kwargs):
@@ -443,6 +443,24 @@ def test_text_diff_names_key_order_at_the_top_and_keeps_both_json_texts():
             "same text in another Unicode form (NFD recorded, mixed here): at character 1, recorded 'a\u0323\u0302' is "
             "U+0061 U+0323 U+0302, this request has 'a\u0302\u0323' = U+0061 U+0302 U+0323",
         ),
+        (  # the first difference is the first mark: back to the base letter at the very start
+            "a\u0323\u0302",
+            "a\u0302\u0323",
+            "same text in another Unicode form (NFD recorded, mixed here): at character 0, recorded 'a\u0323\u0302' is "
+            "U+0061 U+0323 U+0302, this request has 'a\u0302\u0323' = U+0061 U+0302 U+0323",
+        ),
+        (  # the base letter sits after three other letters
+            "xyza\u0323\u0302",
+            "xyza\u0302\u0323",
+            "same text in another Unicode form (NFD recorded, mixed here): at character 3, recorded 'a\u0323\u0302' is "
+            "U+0061 U+0323 U+0302, this request has 'a\u0302\u0323' = U+0061 U+0302 U+0323",
+        ),
+        (  # decomposed recorded, composed here, then an ordinary letter: neither sequence takes the letter
+            "e\u0301x",
+            "\u00e9x",
+            "same text in another Unicode form (NFD recorded, NFC here): at character 0, recorded 'e\u0301' is "
+            "U+0065 U+0301, this request has '\u00e9' = U+00E9",
+        ),
         (  # marks with no base letter at all
             "\u0323\u0302",
             "\u0302\u0323",
@@ -504,6 +522,11 @@ def test_explain_difference_is_never_empty():
     binding = Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"))
     assert explain_difference(binding, binding.request) == [
         FieldDiff("request", binding.key, binding.key, "same values; the key differs")
+    ]
+    path, query = "/v2/chat/completions", [("api-version", "1")]
+    elsewhere = Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"), path=path, query=query)
+    assert explain_difference(elsewhere, elsewhere.request, path=path, query=query) == [
+        FieldDiff("request", elsewhere.key, elsewhere.key, "same values; the key differs")
     ]
 
 
@@ -580,6 +603,9 @@ def test_query_parameters_in_another_order_or_repeated_are_named():
     with pytest.raises(ReplayRequestMismatch) as caught:
         store.lookup(request, query=[("a", "1"), ("b", "2"), ("t", "x"), ("v", "1")])
     assert caught.value.diff == [FieldDiff("(query) t", ["x", "y"], "x"), FieldDiff("(query) v", None, "1")]
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(request, query=[("a", "1"), ("b", "2")])
+    assert caught.value.diff == [FieldDiff("(query) t", ["x", "y"], None)]
 
 
 def _http_request(body: bytes, path: str = "/v1/chat/completions", method: str = "POST") -> httpx2.Request:
@@ -610,8 +636,12 @@ def test_a_recorded_transport_failure_names_the_last_error():
 
     failures = [TransportFailure(attempt=n, error=f"ConnectError: try {n}", at="2026-11-30T00:00:00Z") for n in (1, 2)]
     store = BindingStore([Binding.make(request, None, status_code=0, transport_errors=failures)])
-    with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: ConnectError: try 2$"):
-        ReplayTransport(store).handle_request(_http_request(json.dumps(request).encode()))
+    sent = _http_request(json.dumps(request).encode())
+    with pytest.raises(
+        httpx2.ConnectError, match=r"^recorded transport failure, replayed: ConnectError: try 2$"
+    ) as caught:
+        ReplayTransport(store).handle_request(sent)
+    assert caught.value.request is sent  # the client's error handling reads which request failed
     bare = BindingStore([Binding.make(request, None, status_code=0)])
     with pytest.raises(httpx2.ConnectError, match=r"^recorded transport failure, replayed: no response$"):
         ReplayTransport(bare).handle_request(_http_request(json.dumps(request).encode()))
@@ -677,21 +707,22 @@ def test_a_call_takes_the_settings_saved_with_its_own_messages():
 
 def test_a_built_request_shares_nothing_with_the_caller_or_the_store():
     bound = BoundReplay([QUESTIONS[0]], [{**_request(QUESTIONS[0]), "stop": ["\n"]}], [_reply("30 days")])
-    messages = _messages(QUESTIONS[0])
+    messages = _messages(QUESTIONS[0])  # the caller's own objects
+    policy = messages[0]["content"]
     built = bound.request_for(messages, question=QUESTIONS[0])
     built["messages"][0]["content"] = "changed"
     built["stop"].append("changed")
-    assert messages[0]["content"] == SYSTEM["content"]
+    assert messages[0]["content"] == policy
     assert bound.request_for(messages, question=QUESTIONS[0])["stop"] == ["\n"]
 
 
 def test_an_empty_bound_replay_says_to_bind_a_request():
-    with pytest.raises(RecordedRunError, match="holds no saved requests; bind at least one"):
+    with pytest.raises(RecordedRunError, match=r"^this BoundReplay holds no saved requests; bind at least one$"):
         BoundReplay([], [], []).generate(QUESTIONS[0], _messages(QUESTIONS[0]))
 
 
 def test_a_question_its_messages_do_not_ask_is_refused_with_a_diff(bound):
-    with pytest.raises(ReplayRequestMismatch, match="build the messages from the question you pass") as caught:
+    with pytest.raises(ReplayRequestMismatch, match=r"\); build the messages from the question you pass$") as caught:
         bound.generate(QUESTIONS[1], _messages(QUESTIONS[0]))
     assert caught.value.diff == [FieldDiff("question", QUESTIONS[0], QUESTIONS[1])]
     assert caught.value.run_id == "03-demo"
