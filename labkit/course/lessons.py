@@ -70,7 +70,7 @@ def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str
 
 #: Lesson -> the module whose captured run sends each case several times with its own seed (`labkit.trials`),
 #: recorded with `labkit record NN --repeats`.
-REPEAT_MODULES: dict[str, str] = {}
+REPEAT_MODULES: dict[str, str] = {"05": "labkit.system.repeats"}
 
 
 def repeats_module(lesson: str) -> ModuleType:
@@ -122,10 +122,12 @@ def run_modules(lesson: str) -> list[ModuleType]:
 def module_of_run(run: RecordedRun) -> ModuleType | None:
     """Return the lesson module that made a run: the one whose run ids prefix its id, else its lesson's only one."""
     modules = run_modules(run.lesson)
+    matches = []  # (length of the matching id, module): the longest wins, so 05-x-repeats is not taken for 05-x
     for module in modules:
         ids = [getattr(module, name, None) for name in ("RUN_AUTHORED", "RUN_CAPTURED")]
-        if any(i and (run.run_id == i or run.run_id.startswith(i + "-")) for i in ids):
-            return module
+        matches += [(len(i), module) for i in ids if i and (run.run_id == i or run.run_id.startswith(i + "-"))]
+    if matches:
+        return max(matches, key=lambda match: match[0])[1]
     return modules[0] if len(modules) == 1 else None
 
 
