@@ -8,7 +8,6 @@ import pytest
 from labkit.boundary import connect
 from labkit.recording import load_run
 from labkit.system.golden import GOLDEN
-from labkit.system.policy import load_policy_index
 from labkit.system.repeats import (
     RUN_CAPTURED,
     SETTINGS,
@@ -20,6 +19,7 @@ from labkit.system.repeats import (
     status_table,
 )
 from labkit.system.tickets import TICKETS
+from tests.planted import PlantOne
 
 QUESTIONS = [case.question for case in GOLDEN]
 
@@ -27,11 +27,6 @@ QUESTIONS = [case.question for case in GOLDEN]
 @pytest.fixture(scope="module")
 def run():
     return load_run(RUN_CAPTURED)
-
-
-@pytest.fixture(scope="module")
-def index():
-    return load_policy_index()
 
 
 @pytest.fixture
@@ -111,31 +106,6 @@ def test_the_table_equals_counts_computed_independently_from_the_recorded_replie
     assert outcomes(replayed) == dict(by_question)
     assert misled_cases(replayed) == [q for q in QUESTIONS if len(set(by_question[q])) > 1]
     assert status_table(replayed).to_numpy().sum() == len(replayed)
-
-
-class PlantOne:
-    """Wraps a replaying boundary; answers one (question, seed) with a reply written here instead."""
-
-    def __init__(self, boundary, *, question, seed, reply):
-        self.boundary, self.question, self.seed, self.reply = boundary, question, seed, reply
-        self.settings, self.model = boundary.settings, boundary.model
-
-    def generate(self, question, messages, **settings):
-        from openai.types.chat import ChatCompletion
-
-        if question != self.question or settings.get("seed") != self.seed:
-            return self.boundary.generate(question, messages, **settings)
-        return ChatCompletion.model_validate(
-            {
-                "id": "planted",
-                "object": "chat.completion",
-                "created": 0,
-                "model": self.model,
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": self.reply}}
-                ],
-            }
-        )
 
 
 @pytest.mark.parametrize("trial", [0, -1])

@@ -70,7 +70,7 @@ def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str
 
 #: Lesson -> the module whose captured run sends each case several times with its own seed (`labkit.trials`),
 #: recorded with `labkit record NN --repeats`.
-REPEAT_MODULES: dict[str, str] = {"05": "labkit.system.repeats"}
+REPEAT_MODULES: dict[str, str] = {"01": "labkit.evaluator.repeats", "05": "labkit.system.repeats"}
 
 
 def repeats_module(lesson: str) -> ModuleType:
