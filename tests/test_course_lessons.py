@@ -157,3 +157,10 @@ def test_repeats_and_authored_cannot_be_asked_together(course, capsys):
     with pytest.raises(SystemExit):
         main(["record", "04", "--repeats", "--authored"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_repeats_run_belongs_to_its_repeats_module_though_the_lesson_run_id_prefixes_it():
+    from labkit.course.lessons import module_of_run
+
+    assert module_of_run(load_run("05-system-smollm2-repeats")).__name__ == "labkit.system.repeats"
+    assert module_of_run(load_run("05-system-smollm2")).__name__ == "labkit.system.runs"
