@@ -82,8 +82,8 @@ def test_the_captured_run_holds_each_judge_call_once_per_seed_at_the_stated_temp
 
 def test_replay_answers_every_trial(run, replayed):
     assert len(replayed) == len(run.bindings) == len(PRODUCTS) * len(JUDGED) * TRIALS.n
-    assert {t.call.origin for t in replayed} == {"captured"}
-    assert all(t.call.request["seed"] == t.seed for t in replayed)
+    assert {t.call.call.origin for t in replayed} == {"captured"}
+    assert all(t.call.call.request["seed"] == t.seed for t in replayed)
 
 
 def test_the_table_equals_verdicts_read_independently_from_the_recorded_replies(run, replayed, inputs):
