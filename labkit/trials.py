@@ -87,6 +87,26 @@ class TrialAdapter:
         """The wrapped adapter's model id."""
         return getattr(self.adapter, "model", None)
 
+    @property
+    def mode(self) -> Any:
+        """The wrapped adapter's mode (replay, live, record), so code that asks it learns where replies come from."""
+        return getattr(self.adapter, "mode", None)
+
+    @property
+    def run_id(self) -> Any:
+        """The wrapped adapter's run id (the recorded run a replaying boundary answers from)."""
+        return getattr(self.adapter, "run_id", None)
+
+    @property
+    def run_sha256(self) -> Any:
+        """The SHA-256 of the run file the wrapped adapter replays (a trace names it)."""
+        return getattr(self.adapter, "run_sha256", None)
+
+    @property
+    def origin(self) -> Any:
+        """The wrapped adapter's origin (authored or captured, for a replaying boundary)."""
+        return getattr(self.adapter, "origin", None)
+
     def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
         """Send ``messages`` through the wrapped adapter with this trial's seed and temperature."""
         per_call = {key: self.settings[key] for key in ("temperature", "seed")}

@@ -168,3 +168,10 @@ def test_a_run_belongs_to_the_module_with_its_exact_id_before_one_whose_id_prefi
     assert repeats.RUN_CAPTURED.startswith(runs.RUN_CAPTURED + "-")
     assert module_of_run(load_run(repeats.RUN_CAPTURED)) is repeats
     assert module_of_run(load_run(runs.RUN_CAPTURED)) is runs
+
+
+def test_a_repeats_run_belongs_to_its_repeats_module_though_the_lesson_run_id_prefixes_it():
+    from labkit.course.lessons import module_of_run
+
+    assert module_of_run(load_run("05-system-smollm2-repeats")).__name__ == "labkit.system.repeats"
+    assert module_of_run(load_run("05-system-smollm2")).__name__ == "labkit.system.runs"

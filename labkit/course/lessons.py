@@ -70,7 +70,11 @@ def write_authored(lesson: str, *, runs_dir: Path | None = None, created_at: str
 
 #: Lesson -> the module whose captured run sends each case several times with its own seed (`labkit.trials`),
 #: recorded with `labkit record NN --repeats`.
-REPEAT_MODULES: dict[str, str] = {"04": "labkit.agent.repeats"}
+REPEAT_MODULES: dict[str, str] = {
+    "01": "labkit.evaluator.repeats",
+    "04": "labkit.agent.repeats",
+    "05": "labkit.system.repeats",
+}
 
 
 def repeats_module(lesson: str) -> ModuleType:
@@ -120,18 +124,17 @@ def run_modules(lesson: str) -> list[ModuleType]:
 
 
 def module_of_run(run: RecordedRun) -> ModuleType | None:
-    """Return the lesson module that made a run: the one with its exact id, else one whose ids prefix it, else the only one.
+    """Return the lesson module that made a run: the one whose id is the longest equal to or prefixing the run's.
 
     ``04-agent-smollm2-repeats`` is the repeats module's own id, though ``04-agent-smollm2`` prefixes it.
     """
     modules = run_modules(run.lesson)
-    ids = {module: [getattr(module, name, None) for name in ("RUN_AUTHORED", "RUN_CAPTURED")] for module in modules}
+    matches = []  # (length of the matching id, module): the longest wins, so 05-x-repeats is not taken for 05-x
     for module in modules:
-        if run.run_id in ids[module]:
-            return module
-    for module in modules:
-        if any(i and run.run_id.startswith(i + "-") for i in ids[module]):
-            return module
+        ids = [getattr(module, name, None) for name in ("RUN_AUTHORED", "RUN_CAPTURED")]
+        matches += [(len(i), module) for i in ids if i and (run.run_id == i or run.run_id.startswith(i + "-"))]
+    if matches:
+        return max(matches, key=lambda match: match[0])[1]
     return modules[0] if len(modules) == 1 else None
 
 

@@ -1,0 +1,114 @@
+"""Lesson 05's golden set over repeated trials: every golden case sent once per seed, and what the repeats show.
+
+The lesson's captured run asks each golden case once, at temperature 0: one
+trace per case. Here each case is the same request sent ``TRIALS.n`` times at a
+temperature above zero, each trial with its own ``seed`` (`labkit.trials`), so
+each trial has its own replay binding. `outcomes` turns the trials into a pass
+or fail per seed, scored by the same `passed` as the single run; `repeat_table`
+gives each case's pass rate with a Wilson interval over those seeds, and
+`misled_by_one_trace` names the cases whose first trial says something the
+later ones contradict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labkit.system.contract import SETTINGS as BASE_SETTINGS
+from labkit.system.golden import GOLDEN, GoldenCase, passed
+from labkit.system.runs import run_fixtures as _run_fixtures
+from labkit.trials import Trials, misled_by_one_trace, repeat_table
+
+#: Five seeds per golden case at 0.4: at 0.7 a pilot got no reply the contract accepts (0 of 6), so a lower
+#: temperature, still sampling; five is the fewest a rate is shown over, as each request took a minute or more to record.
+TRIALS = Trials(n=5, temperature=0.4, first_seed=500)
+RUN_CAPTURED = "05-system-smollm2-repeats"
+#: The lesson's settings with the first trial's seed and the plan's temperature; each trial sends its own seed.
+SETTINGS = TRIALS.settings_for(BASE_SETTINGS, 0)
+CAPTURED_DESCRIPTION = (
+    "Lesson 05's three golden cases sent repeatedly to a real model through the LangGraph workflow, "
+    "schema-constrained JSON, one binding per trial. " + TRIALS.describe()
+)
+
+
+def run_fixtures() -> list[Path]:
+    """Return the files the requests depend on: the same policy PDF and saved embeddings as the lesson's run."""
+    return _run_fixtures()
+
+
+@dataclass(frozen=True)
+class GoldenTrial:
+    """One trial of one golden case: its seed, the thread it ran on, the system's result and whether it passed."""
+
+    case: GoldenCase
+    trial: int
+    seed: int
+    session_id: str
+    result: dict[str, Any]
+    passed: bool
+
+
+def make_requests(adapter: Any, *, trace_path: str | Path | None = None) -> list[GoldenTrial]:
+    """Ask every golden case once per trial of `TRIALS`, each on a fresh thread; return every trial in order."""
+    from labkit.system.policy import load_policy_index
+    from labkit.system.workflow import MinimalSystem
+
+    index = load_policy_index()
+    systems = [MinimalSystem(trial, index=index, trace_path=trace_path) for trial in TRIALS.each(adapter)]
+    trials = []
+    for case_number, case in enumerate(GOLDEN, start=1):
+        for system in systems:
+            trial = system.adapter
+            session_id = system.new_session(f"case{case_number}-seed{trial.seed}")
+            result = _ask_or_failure(system, case, session_id)
+            trials.append(GoldenTrial(case, trial.trial, trial.seed, session_id, result, passed(result, case)))
+    return trials
+
+
+def _ask_or_failure(system: Any, case: GoldenCase, session_id: str) -> dict[str, Any]:
+    """Ask one trial; a request that got no reply (recorded so, and replayed so) is a failed trial, kept as one."""
+    import openai
+
+    from labkit.boundary import EndpointUnreachable
+    from labkit.errors import LabkitError
+    from labkit.system.contract import ModelReplyMissing
+
+    try:
+        return system.ask(case.question, case.team, session_id)
+    except (EndpointUnreachable, openai.APIConnectionError) as exc:
+        if isinstance(exc.__cause__, LabkitError):  # a replay refusal (a changed request) is a defect, not a trial
+            raise
+        return {"status": "request_failed", "reason": str(exc)}
+    except ModelReplyMissing as exc:
+        return {"status": "no_reply", "reason": str(exc)}
+
+
+def outcomes(trials: list[GoldenTrial]) -> dict[str, list[bool]]:
+    """Return golden question -> pass or fail per trial, in seed order (what `repeat_table` reads)."""
+    by_case: dict[str, list[GoldenTrial]] = {}
+    for trial in trials:
+        by_case.setdefault(trial.case.question, []).append(trial)
+    return {question: [t.passed for t in sorted(rows, key=lambda t: t.seed)] for question, rows in by_case.items()}
+
+
+def golden_repeat_table(trials: list[GoldenTrial]) -> Any:
+    """Return `repeat_table` of the golden set: per case its trials, pass rate and Wilson interval, first trial, verdict."""
+    return repeat_table(outcomes(trials)).set_index("case")
+
+
+def status_table(trials: list[GoldenTrial]) -> Any:
+    """Return a pandas table counting, per golden case, the statuses its trials ended with (a column per status)."""
+    import pandas as pd
+
+    rows = [{"case": t.case.question, "status": t.result["status"]} for t in trials]
+    table = pd.crosstab(pd.DataFrame(rows)["case"], pd.DataFrame(rows)["status"])
+    table = table.reindex([case.question for case in GOLDEN if case.question in table.index])
+    table.columns.name = None
+    return table
+
+
+def misled_cases(trials: list[GoldenTrial]) -> list[str]:
+    """Return the golden questions whose first trial a later trial contradicts: one trace would have misled."""
+    return misled_by_one_trace(outcomes(trials))
