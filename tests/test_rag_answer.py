@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.documents import Document
 
 from labkit.authored import AuthoringAdapter
 from labkit.rag.answer import SETTINGS, FilingsRAG, InvalidCitation, InvalidReply, bm25_rerank, naive_answer, naive_key
@@ -137,3 +138,52 @@ def test_the_naive_baseline_sends_no_passages_and_may_cite_nothing():
     request = adapter.exchanges[0][1]
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert request["messages"][1]["content"] == REVENUE
+
+
+class SmallStore:
+    """A single-document store of a few pages, built here; search returns them in the order given."""
+
+    def __init__(self, *texts: str):
+        self.chunks = [
+            Document(page_content=text, metadata={"doc_name": "TINY_2024_10K", "source_page": page})
+            for page, text in enumerate(texts, start=1)
+        ]
+        self.store = self
+
+    def similarity_search_with_score(self, question, k):
+        return [(chunk, 0.25 * rank) for rank, chunk in enumerate(self.chunks[:k])]
+
+
+TOTAL_REVENUE = "What was total revenue?"
+
+
+def test_a_two_page_store_keeps_the_page_holding_the_answer_although_bm25_gives_it_no_weight():
+    store = SmallStore("Total revenue was $2,374.4 million.", "Operating income rose.")
+    assert bm25_rerank(TOTAL_REVENUE, [c for c, _ in store.similarity_search_with_score(TOTAL_REVENUE, 12)]) == [
+        (store.chunks[0], 0.0)  # "total" and "revenue" are in half the candidates: BM25 weighs them 0
+    ]
+    adapter = replying(TOTAL_REVENUE, cited_pages=["TINY_2024_10K#p1"])
+    record = FilingsRAG(store, adapter).answer_with_rag(TOTAL_REVENUE, k=5)
+    assert record["status"] == "answered" and [r["citation_id"] for r in record["retrieved"]] == ["TINY_2024_10K#p1"]
+
+
+def test_the_rerank_reorders_by_bm25_and_drops_only_candidates_sharing_no_word_with_the_question():
+    store = SmallStore(
+        "The board met four times.",
+        "Revenue by segment: tools and services.",
+        "Total revenue was $2,374.4 million in fiscal 2024, up from fiscal 2023.",
+        "Employees numbered 9,100.",
+    )
+    question = "What was total revenue in fiscal 2024?"
+    _, selected = FilingsRAG(store, NoModel()).retrieve(question, k=12)
+    assert [s["source_page"] for s in selected] == [3, 2]
+    assert selected[0]["reranker_score"] > selected[1]["reranker_score"]
+
+
+def test_candidates_bm25_cannot_tell_apart_keep_their_search_order():
+    pages = ("Revenue rose.", "Income rose.", "Staff grew.", "Debt fell.")
+    for order in (pages, (pages[1], pages[0], *pages[2:])):
+        store = SmallStore(*order)
+        _, selected = FilingsRAG(store, NoModel()).retrieve("What was revenue or income?", k=12)
+        assert [s["chunk_text"] for s in selected] == list(order[:2])
+        assert selected[0]["reranker_score"] == selected[1]["reranker_score"] > 0
