@@ -1,5 +1,9 @@
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -495,7 +499,8 @@ def test_a_stale_corpus_names_three_of_its_unrecorded_passages(tmp_path):
     with pytest.raises(StaleIndex) as info:
         load_docs_index(corpus_file=edited)
     listed = str(info.value).split("have no saved vector (")[1].split(")")[0]
-    assert len(listed.split(", ")) == 3 and all(":" in item for item in listed.split(", "))
+    assert len(listed.split(", ")) == 3
+    assert all(re.fullmatch(r"[a-z0-9-]+:[0-9a-f]{16}", item) for item in listed.split(", ")), listed
 
 
 def test_a_source_outside_the_context_is_rejected_in_the_trace_with_the_contract_as_reason(index, adapter):
@@ -530,3 +535,17 @@ def test_an_unknown_summary_id_lists_the_ids_to_choose_from(tmp_path):
     with pytest.raises(CorpusError) as info:
         write_edited_corpus(tmp_path / "c.json", source_id="nope", old="a", new="b")
     assert str(info.value).endswith(f"its ids are {ids}")
+
+
+def test_an_edited_corpus_is_written_as_utf8_whatever_the_locale(tmp_path):
+    path = tmp_path / "corpus.json"
+    script = (
+        "import sys; from labkit.rag.trace import write_edited_corpus; "
+        "write_edited_corpus(sys.argv[1], source_id='zoneinfo', old='IANA', new='IANA (Z\\u00fcrich)')"
+    )
+    # An ASCII locale with neither UTF-8 mode nor locale coercion: the platform default would fail on the umlaut.
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)  # the labkit this test imports, not another installed one
+    subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True, capture_output=True)
+    [text] = [d.page_content for d in load_corpus(path) if d.metadata["id"] == "zoneinfo"]
+    assert "IANA (Z\u00fcrich)" in text
