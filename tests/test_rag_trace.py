@@ -537,15 +537,18 @@ def test_an_unknown_summary_id_lists_the_ids_to_choose_from(tmp_path):
     assert str(info.value).endswith(f"its ids are {ids}")
 
 
-def test_an_edited_corpus_is_written_as_utf8_whatever_the_locale(tmp_path):
-    path = tmp_path / "corpus.json"
-    script = (
-        "import sys; from labkit.rag.trace import write_edited_corpus; "
-        "write_edited_corpus(sys.argv[1], source_id='zoneinfo', old='IANA', new='IANA (Z\\u00fcrich)')"
-    )
+def test_an_edited_corpus_is_the_same_utf8_file_whatever_the_locale(tmp_path):
+    from labkit.rag.trace import write_edited_corpus
+
+    edit = {"source_id": "zoneinfo", "old": "IANA", "new": "IANA (Z\u00fcrich)"}
+    here = write_edited_corpus(tmp_path / "here.json", **edit)
+    script = "import sys, json; from labkit.rag.trace import write_edited_corpus; "
+    script += "write_edited_corpus(sys.argv[1], **json.loads(sys.argv[2]))"
     # An ASCII locale with neither UTF-8 mode nor locale coercion: the platform default would fail on the umlaut.
     env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)  # the labkit this test imports, not another installed one
-    subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True, capture_output=True)
-    [text] = [d.page_content for d in load_corpus(path) if d.metadata["id"] == "zoneinfo"]
+    ascii_locale = tmp_path / "ascii-locale.json"
+    subprocess.run([sys.executable, "-c", script, str(ascii_locale), json.dumps(edit)], env=env, check=True)
+    assert ascii_locale.read_bytes() == here.read_bytes()
+    [text] = [d.page_content for d in load_corpus(here) if d.metadata["id"] == "zoneinfo"]
     assert "IANA (Z\u00fcrich)" in text
