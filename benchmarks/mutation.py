@@ -3,6 +3,9 @@
 .venv/bin/python benchmarks/mutation.py                 # every module below
 .venv/bin/python benchmarks/mutation.py routing.grader  # one or more modules by their short name
 .venv/bin/python benchmarks/mutation.py --list          # the module names and the tests that guard each
+.venv/bin/python benchmarks/mutation.py rag.answer --show                     # each survivor's full diff too
+.venv/bin/python benchmarks/mutation.py rag.answer --mutants '*bm25_rerank*'  # only these mutants (fnmatch)
+.venv/bin/python benchmarks/mutation.py rag.answer --max-children 1           # one test process on a busy machine
 
 Each module runs in its own temporary copy of the checkout (mutmut writes a ``mutants/`` folder beside the
 code it mutates; the checkout is never touched), with only the unit tests that exercise that module and
@@ -10,11 +13,16 @@ without nbval. The table prints killed / survived / equivalent per module and in
 ``benchmarks/mutation_equivalents.toml`` (each with a one-line reason) counts as equivalent. The score is
 killed / (killed + survived), the share of non-equivalent mutants the unit tests kill; the target is 90%.
 Exit status 0 when every module run reaches the target, 1 otherwise.
+
+mutmut runs, per mutant, only the tests it saw call the mutated function. A module-scoped fixture is built inside
+the first test that uses it, so the later tests that only read its result are never run against that function's
+mutants: a rule they alone guard shows up as a survivor. Guard such a rule with a test that calls the function.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -110,8 +118,21 @@ def _pyproject_for(module: str, tests: tuple[str, ...]) -> str:
     )
 
 
-def run_module(name: str, *, equivalents: dict[str, str], workdir: Path, verbose: bool = False) -> ModuleScore:
-    """Run mutmut over one module in a fresh copy under ``workdir`` and sort its mutants."""
+def run_module(
+    name: str,
+    *,
+    equivalents: dict[str, str],
+    workdir: Path,
+    verbose: bool = False,
+    show: bool = False,
+    mutants: tuple[str, ...] = (),
+    max_children: int | None = None,
+) -> ModuleScore:
+    """Run mutmut over one module in a fresh copy under ``workdir`` and sort its mutants.
+
+    ``show`` prints each survivor's full ``mutmut show`` diff; ``mutants`` (fnmatch patterns) limits the run and
+    the count to the mutants they match; ``max_children`` caps mutmut's parallel test processes.
+    """
     module, tests = MODULES[name]
     copy = workdir / name
     shutil.copytree(ROOT / "labkit", copy / "labkit", ignore=shutil.ignore_patterns("__pycache__"))
@@ -121,8 +142,9 @@ def run_module(name: str, *, equivalents: dict[str, str], workdir: Path, verbose
     (copy / "pyproject.toml").write_text(_pyproject_for(module, tests), encoding="utf-8")
     env = {key: value for key, value in os.environ.items() if key not in ("LABKIT_ROOT", "PYTHONPATH")}
     mutmut = [sys.executable, "-m", "mutmut"]
+    children = [] if max_children is None else ["--max-children", str(max_children)]
     started = time.perf_counter()
-    done = subprocess.run([*mutmut, "run"], cwd=copy, env=env, capture_output=True, text=True)
+    done = subprocess.run([*mutmut, "run", *children, *mutants], cwd=copy, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if verbose or done.returncode != 0:
         print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
@@ -137,6 +159,8 @@ def run_module(name: str, *, equivalents: dict[str, str], workdir: Path, verbose
         if not match:
             continue
         mutant, status = match["name"], match["status"].strip()
+        if mutants and not any(fnmatch.fnmatchcase(mutant, pattern) for pattern in mutants):
+            continue
         if status == "killed" or status == "timeout":
             result.killed.append(mutant)
         elif status in _SURVIVED and mutant in equivalents:
@@ -149,6 +173,8 @@ def run_module(name: str, *, equivalents: dict[str, str], workdir: Path, verbose
         diff = subprocess.run([*mutmut, "show", mutant], cwd=copy, env=env, capture_output=True, text=True)
         changed = [line for line in diff.stdout.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
         print(f"  survived {mutant}: " + " | ".join(changed))
+        if show:
+            print(diff.stdout.rstrip() + "\n")
     return result
 
 
@@ -185,7 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="short module names (default: all); see --list")
     parser.add_argument("--list", action="store_true", help="print the module names and their tests")
     parser.add_argument("--verbose", action="store_true", help="print mutmut's own output")
+    parser.add_argument("--show", action="store_true", help="print each survivor's full diff (mutmut show)")
+    parser.add_argument(
+        "--mutants",
+        nargs="+",
+        default=(),
+        metavar="PATTERN",
+        help="run and count only the mutants matching these fnmatch patterns, e.g. '*bm25_rerank*'",
+    )
+    parser.add_argument(
+        "--max-children",
+        type=int,
+        metavar="N",
+        help="at most N parallel test processes (mutmut's default: one per CPU)",
+    )
     args = parser.parse_args(argv)
+    if args.max_children is not None and args.max_children < 1:
+        parser.error("--max-children must be 1 or more")
     if args.list:
         for name, (module, tests) in MODULES.items():
             print(f"{name:<24}{module}  <- {' '.join(tests)}")
@@ -198,7 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="labkit-mutation-") as folder:
         for name in args.modules or list(MODULES):
             print(f"{name}: mutating {MODULES[name][0]}", flush=True)
-            scores.append(run_module(name, equivalents=equivalents, workdir=Path(folder), verbose=args.verbose))
+            score = run_module(
+                name,
+                equivalents=equivalents,
+                workdir=Path(folder),
+                verbose=args.verbose,
+                show=args.show,
+                mutants=tuple(args.mutants),
+                max_children=args.max_children,
+            )
+            scores.append(score)
     print_table(scores)
     return 0 if all(score.score >= TARGET for score in scores) else 1
 

@@ -1,9 +1,15 @@
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
+from labkit.authored import AUTHORED_MODEL, AuthoringAdapter
 from labkit.boundary import connect
+from labkit.canonical import canonical_sha256, file_sha256
 from labkit.errors import RecordedRunError
 from labkit.rag import trace as rag_trace
 from labkit.rag.trace import (
@@ -13,13 +19,17 @@ from labkit.rag.trace import (
     SETTINGS,
     CorpusError,
     StaleIndex,
+    check_reply,
+    chunk_id,
     load_corpus,
     load_docs_index,
+    prompt,
     request_key,
+    split_corpus,
     trace_request,
 )
 from labkit.recording import load_run
-from labkit.replay import BindingStore, replay_client
+from labkit.replay import BindingStore, FieldDiff, ReplayRequestMismatch, replay_client
 from labkit.traces import Trace
 
 ANSWERED, UNSUPPORTED = QUESTIONS["answered"], QUESTIONS["not_in_docs"]
@@ -42,8 +52,10 @@ class NeverCalled:
         raise AssertionError("the model adapter must not be called here")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def index():
+    # Built per test (about 0.1 s once the vectors are cached): a module-scoped index would be built inside the
+    # first test only, and a mutation run would then credit the index's code to that test alone.
     return load_docs_index()
 
 
@@ -278,3 +290,265 @@ def test_every_trace_names_the_run_id_and_the_run_files_sha256(index, adapter):
     for question in [ANSWERED, "   "]:
         first = trace_request(question, index, adapter).trace.events[0]
         assert {k: first.data[k] for k in expected} == expected
+
+
+# --- what each step records, and the errors a learner reads ------------------------------------------------------
+
+
+def test_every_step_of_an_answered_request_records_what_it_decided(index, adapter):
+    traced = trace_request(ANSWERED, index, adapter)
+    key = request_key(ANSWERED, index.identity)
+    assert (traced.question, traced.request_key, traced.status) == (ANSWERED, key, "answered")
+    accepted = traced.trace.first("request_accepted").data
+    assert accepted["question"] == ANSWERED and accepted["request_key"] == key
+    assert accepted["logical_index_id"] == index.identity["logical_index_id"]
+    ranked = index.store.similarity_search_with_score(ANSWERED, k=rag_trace.K)
+    retrieval = traced.trace.first("retrieval_completed").data
+    assert retrieval["score_kind"] == "cosine similarity (InMemoryVectorStore)"
+    assert [(c["chunk_id"], c["text"], c["url"]) for c in retrieval["candidates"]] == [
+        (chunk_id(doc), doc.page_content, doc.metadata["url"]) for doc, _ in ranked
+    ]
+    assert traced.trace.first("context_selected").data == {
+        "chunk_ids": [chunk_id(doc) for doc, _ in ranked],
+        "source_ids": [doc.metadata["id"] for doc, _ in ranked],
+    }
+    messages = prompt(ANSWERED, [doc for doc, _ in ranked])
+    assert traced.trace.first("model_request_ready").data == {
+        "messages": messages,
+        "request_sha256": canonical_sha256(messages),
+        "mode": "replay",
+    }
+    assert traced.trace.first("reply_checked").data == {
+        "status": "answered",
+        "source_ids": ["datetime-fromisoformat"],
+        "checks": ["reply_shape", "source_membership", "status_source_consistency"],
+    }
+    link = "https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat"
+    assert traced.trace.first("source_links_resolved").data == {"source_links": [link]}
+    assert traced.trace.first("request_completed").data == {"status": "answered"}
+    assert traced.result == {
+        "question": ANSWERED,
+        "context_ids": [doc.metadata["id"] for doc, _ in ranked],
+        **json.loads(AUTHORED_REPLIES[ANSWERED]),
+        "source_links": [link],
+    }
+
+
+def test_the_model_is_asked_the_question_itself_with_k_passages():
+    index = load_docs_index()
+    reply = AUTHORED_REPLIES[ANSWERED]
+    traced = trace_request(ANSWERED, index, AuthoringAdapter({ANSWERED: reply}, settings=SETTINGS), k=1)
+    assert traced.outcome == "completed" and traced.request_key == request_key(ANSWERED, index.identity)
+    assert len(traced.trace.first("retrieval_completed").data["candidates"]) == 1
+    returned = traced.trace.first("model_reply_returned").data
+    assert (returned["supplied_by"], returned["model"]) == ("authoring", AUTHORED_MODEL)
+
+
+def test_a_reply_of_the_wrong_shape_says_what_is_wrong_with_it(index, adapter):
+    traced = trace_request(ANSWERED, index, adapter, reply_override='{"status": "maybe"}')
+    assert traced.error.startswith("invalid shape: ") and "'answered' or 'not_in_docs'" in traced.error
+    assert traced.trace.first("reply_rejected").data["error"] == traced.error
+    assert (traced.question, traced.request_key) == (ANSWERED, request_key(ANSWERED, index.identity))
+    assert traced.status == "reply_rejected"
+
+
+def test_a_blank_question_is_rejected_with_its_reason_and_what_to_do(index):
+    traced = trace_request("   ", index, NeverCalled())
+    assert traced.trace.first("request_rejected").data["reason"] == "blank_question"
+    assert (traced.question, traced.request_key, traced.status) == ("   ", None, "request_rejected")
+    assert traced.error == "Ask a question that is not blank."
+
+
+def test_an_unrecorded_question_says_why_retrieval_was_refused(index):
+    question = "What does shutil.move do?"
+    traced = trace_request(question, index, NeverCalled())
+    assert traced.trace.first("retrieval_refused").data == {
+        "reason": "unrecorded_query_embedding",
+        "error": traced.error,
+    }
+    assert (traced.question, traced.request_key) == (question, request_key(question, index.identity))
+    assert traced.status == "retrieval_refused" and "no recorded embedding" in traced.error
+
+
+def test_an_empty_index_is_not_searched_and_says_no_documentation_was_found():
+    empty = load_docs_index(empty=True)
+
+    def refuse(question, k):
+        raise AssertionError("an empty index must not be searched")
+
+    empty.store.similarity_search_with_score = refuse
+    traced = trace_request(ANSWERED, empty, NeverCalled())
+    assert traced.trace.first("model_skipped").data == {"reason": "empty_context"}
+    assert traced.result["answer"] == "No documentation was found for this question."
+    assert traced.request_key == request_key(ANSWERED, empty.identity) and traced.result["question"] == ANSWERED
+
+
+def test_a_refused_replay_records_each_differing_field_with_its_note_when_it_has_one(index):
+    diff = [FieldDiff("messages[0].content", "caf\u00e9", "cafe\u0301", "NFC vs NFD"), FieldDiff("seed", 7, 8)]
+
+    class Mismatched:
+        mode = "replay"
+
+        def generate(self, question, messages):
+            raise ReplayRequestMismatch(
+                "no reply is recorded for this exact request\n  seed: 7 -> 8", diff=diff, nearest_key=None, run_id=None
+            )
+
+    traced = trace_request(ANSWERED, index, Mismatched())
+    assert traced.trace.first("replay_refused").data["diff"] == [
+        {"path": "messages[0].content", "recorded": "caf\u00e9", "actual": "cafe\u0301", "note": "NFC vs NFD"},
+        {"path": "seed", "recorded": 7, "actual": 8},
+    ]
+    assert traced.extra["diff"] == diff
+    assert traced.trace.first("replay_refused").data["error"] == "no reply is recorded for this exact request"
+    assert traced.error == "no reply is recorded for this exact request\n  seed: 7 -> 8"
+    assert (traced.question, traced.request_key) == (ANSWERED, request_key(ANSWERED, index.identity))
+
+
+def test_a_reply_with_no_content_is_recorded_as_empty_and_rejected(index):
+    class Silent:
+        mode = "replay"
+
+        def generate(self, question, messages):
+            from openai.types.chat import ChatCompletion
+
+            message = {"role": "assistant", "content": None}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            return ChatCompletion.model_validate(
+                {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+            )
+
+    traced = trace_request(ANSWERED, index, Silent())
+    assert traced.trace.first("model_reply_returned").data["reply"] == ""
+    assert traced.outcome == "reply_rejected"
+
+
+def test_the_source_contract_errors_say_what_the_reply_must_do():
+    [doc] = [d for d in load_corpus() if d.metadata["id"] == "zoneinfo"]
+    answered = rag_trace.Reply(status="answered", answer="Use ZoneInfo.", source_ids=[])
+    with pytest.raises(rag_trace.ReplyRejected, match=r"^an answered reply must cite at least one selected source$"):
+        check_reply(answered, [doc])
+    unsupported = rag_trace.Reply(status="not_in_docs", answer="Not covered.", source_ids=["zoneinfo"])
+    with pytest.raises(rag_trace.ReplyRejected, match=r"may not attach sources, but cites \['zoneinfo'\]"):
+        check_reply(unsupported, [doc])
+
+
+def test_the_prompt_sends_passages_as_written_not_escaped():
+    [doc] = [d for d in load_corpus() if d.metadata["id"] == "zoneinfo"]
+    question = "Which zone is Zürich in?"
+    [system, user] = prompt(question, [doc])
+    assert system == {"role": "system", "content": rag_trace.SYSTEM_POLICY}
+    assert user["content"] == json.dumps(
+        {"question": question, "passages": [{"source_id": "zoneinfo", "text": doc.page_content}]}, ensure_ascii=False
+    )
+    assert "Zürich" in user["content"]
+
+
+def test_the_request_key_is_the_hash_of_the_question_and_the_logical_index_id(index):
+    expected = canonical_sha256({"question": ANSWERED, "index": index.identity["logical_index_id"]})
+    assert request_key(ANSWERED, index.identity) == expected
+
+
+def test_corpus_that_is_not_a_non_empty_list_is_refused(tmp_path):
+    for text in ("[]", "{}", '{"id": "x"}'):
+        path = tmp_path / "corpus.json"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(CorpusError, match="the corpus must be a non-empty JSON list of summaries"):
+            load_corpus(path)
+
+
+def test_each_passage_keeps_its_summarys_id_title_and_link():
+    data = json.loads(rag_trace.corpus_path().read_text(encoding="utf-8"))
+    docs = load_corpus()
+    assert [d.metadata for d in docs] == [{"id": s["id"], "title": s["title"], "url": s["url"]} for s in data]
+    assert [d.page_content for d in docs] == [s["text"] for s in data]
+
+
+def test_a_chunk_id_is_the_source_id_and_a_hash_of_the_passage_text_and_link():
+    [doc] = [d for d in load_corpus() if d.metadata["id"] == "zoneinfo"]
+    digest = canonical_sha256({"text": doc.page_content, "url": doc.metadata["url"]})
+    assert chunk_id(doc) == f"zoneinfo:{digest[:16]}"
+
+
+def test_the_logical_index_identity_hashes_corpus_vectors_splitter_and_ordered_chunk_ids():
+    index = load_docs_index()
+    chunks = split_corpus(load_corpus())
+    vectors = rag_trace.SavedEmbeddings.from_set(rag_trace.EMBEDDING_SET)
+    descriptor = {
+        "corpus_sha256": file_sha256(rag_trace.corpus_path()),
+        "embedding_model": vectors.model,
+        "saved_vectors_sha256": canonical_sha256({c.page_content: vectors.vector(c.page_content) for c in chunks}),
+        "splitter": {"name": "RecursiveCharacterTextSplitter", "chunk_size": 220, "chunk_overlap": 40},
+        "chunk_ids": [chunk_id(c) for c in chunks],
+    }
+    assert index.identity == {"logical_index_id": canonical_sha256(descriptor), "index_descriptor": descriptor}
+    assert [d.id for d in index.store.get_by_ids(descriptor["chunk_ids"])] == descriptor["chunk_ids"]
+
+
+def test_a_changed_chunk_overlap_refuses_to_load_against_old_vectors():
+    with pytest.raises(StaleIndex):
+        load_docs_index(chunk_overlap=0)
+
+
+def test_a_stale_corpus_names_three_of_its_unrecorded_passages(tmp_path):
+    data = json.loads(rag_trace.corpus_path().read_text(encoding="utf-8"))
+    for summary in data[:5]:
+        summary["text"] += " Edited."
+    edited = tmp_path / "api_summaries.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(StaleIndex) as info:
+        load_docs_index(corpus_file=edited)
+    listed = str(info.value).split("have no saved vector (")[1].split(")")[0]
+    assert len(listed.split(", ")) == 3
+    assert all(re.fullmatch(r"[a-z0-9-]+:[0-9a-f]{16}", item) for item in listed.split(", ")), listed
+
+
+def test_a_source_outside_the_context_is_rejected_in_the_trace_with_the_contract_as_reason(index, adapter):
+    probe = json.dumps({"status": "answered", "answer": "Use json.dumps.", "source_ids": ["json-dumps"]})
+    traced = trace_request(ANSWERED, index, adapter, reply_override=probe)
+    assert traced.trace.kinds()[-1] == "reply_rejected"
+    assert traced.trace.first("reply_rejected").data == {"reason": "source_contract", "error": traced.error}
+    assert traced.error.startswith("reply cites ['json-dumps'], outside this request's selected context")
+    assert (traced.question, traced.request_key) == (ANSWERED, request_key(ANSWERED, index.identity))
+
+
+def test_the_lessons_requests_ask_each_recorded_question_in_order(adapter):
+    requests = rag_trace.make_requests(adapter)
+    assert [r.question for r in requests] == list(QUESTIONS.values())
+    assert [r.status for r in requests] == ["answered", "not_in_docs"]
+    assert all(r.outcome == "completed" for r in requests)
+
+
+def test_an_edited_corpus_changes_only_the_first_occurrence_of_the_words(tmp_path):
+    from labkit.rag.trace import write_edited_corpus
+
+    path = write_edited_corpus(tmp_path / "corpus.json", source_id="zoneinfo", old="datetime", new="DT")
+    [text] = [d.page_content for d in load_corpus(path) if d.metadata["id"] == "zoneinfo"]
+    assert text.count("DT") == 1 and text.count("datetime") == 1
+    assert text.index("DT") < text.index("datetime")
+
+
+def test_an_unknown_summary_id_lists_the_ids_to_choose_from(tmp_path):
+    from labkit.rag.trace import write_edited_corpus
+
+    ids = ", ".join(sorted(d.metadata["id"] for d in load_corpus()))
+    with pytest.raises(CorpusError) as info:
+        write_edited_corpus(tmp_path / "c.json", source_id="nope", old="a", new="b")
+    assert str(info.value).endswith(f"its ids are {ids}")
+
+
+def test_an_edited_corpus_is_the_same_utf8_file_whatever_the_locale(tmp_path):
+    from labkit.rag.trace import write_edited_corpus
+
+    edit = {"source_id": "zoneinfo", "old": "IANA", "new": "IANA (Z\u00fcrich)"}
+    here = write_edited_corpus(tmp_path / "here.json", **edit)
+    script = "import sys, json; from labkit.rag.trace import write_edited_corpus; "
+    script += "write_edited_corpus(sys.argv[1], **json.loads(sys.argv[2]))"
+    # An ASCII locale with neither UTF-8 mode nor locale coercion: the platform default would fail on the umlaut.
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)  # the labkit this test imports, not another installed one
+    ascii_locale = tmp_path / "ascii-locale.json"
+    subprocess.run([sys.executable, "-c", script, str(ascii_locale), json.dumps(edit)], env=env, check=True)
+    assert ascii_locale.read_bytes() == here.read_bytes()
+    [text] = [d.page_content for d in load_corpus(here) if d.metadata["id"] == "zoneinfo"]
+    assert "IANA (Z\u00fcrich)" in text

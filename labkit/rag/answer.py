@@ -115,14 +115,20 @@ def tokens(text: str) -> list[str]:
 
 
 def bm25_rerank(question: str, docs: list[Any]) -> list[tuple[Any, float]]:
-    """Return the documents sharing a word with the question, best BM25 score first (ties keep search order)."""
+    """Return the documents sharing a word with the question, best BM25 score first (ties keep search order).
+
+    A shared word keeps a document even at a score of 0 or below: over a few candidates, BM25 gives a word
+    found in half of them or more no weight, and the page holding the answer must not be dropped for that.
+    """
     from rank_bm25 import BM25Okapi
 
     if not docs:
         return []
-    scores = BM25Okapi([tokens(d.page_content) or [""] for d in docs]).get_scores(tokens(question))
+    texts = [tokens(d.page_content) for d in docs]
+    asked = tokens(question)
+    scores = BM25Okapi([text or [""] for text in texts]).get_scores(asked)
     ranked = sorted(range(len(docs)), key=lambda i: -scores[i])  # sorted() is stable: ties stay in search order
-    return [(docs[i], round(float(scores[i]), 4)) for i in ranked if scores[i] > 0]
+    return [(docs[i], round(float(scores[i]), 4)) for i in ranked if not set(asked).isdisjoint(texts[i])]
 
 
 def render_grounded_prompt(*, question: str, evidence: list[dict[str, Any]]) -> list[dict[str, str]]:
