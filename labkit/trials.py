@@ -21,12 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     import pandas as pd
+
+K = TypeVar("K")
 
 
 class Trials(BaseModel):
@@ -170,6 +172,9 @@ def repeat_table(outcomes: Mapping[str, Sequence[bool]]) -> pd.DataFrame:
 _COLUMNS = ["case", "trials", "passed", "rate", "wilson_low", "wilson_high", "first trial", "verdict"]
 
 
-def misled_by_one_trace(outcomes: Mapping[str, Sequence[bool]]) -> list[str]:
-    """Return the cases whose first trial disagrees with a later one: one trace would have misled you about them."""
-    return [case for case, passes in outcomes.items() if passes and any(bool(p) != bool(passes[0]) for p in passes)]
+def misled_by_one_trace(outcomes: Mapping[K, Sequence[Any]]) -> list[K]:
+    """Return the cases whose first trial disagrees with a later one: one trace would have misled you about them.
+
+    An outcome is whatever a trial ends with: a pass or fail, or a verdict such as a judge's label.
+    """
+    return [case for case, seen in outcomes.items() if seen and any(outcome != seen[0] for outcome in seen[1:])]

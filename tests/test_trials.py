@@ -103,3 +103,8 @@ def test_a_case_without_trials_is_refused_in_the_table():
 
 def test_pattern_marks_each_trial_in_order():
     assert pattern([True, False, False]) == "✓✗✗"
+
+
+def test_a_verdict_that_changes_on_repeat_is_shown_as_misleading():
+    outcomes = {("p07", "tone"): ["fail", "pass", "fail"], ("p07", "completeness"): ["pass"] * 3}
+    assert misled_by_one_trace(outcomes) == [("p07", "tone")]

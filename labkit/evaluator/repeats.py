@@ -22,7 +22,7 @@ from labkit.evaluator.judge import JudgeCall, judge_description
 from labkit.evaluator.lesson import SETTINGS as BASE_SETTINGS
 from labkit.evaluator.lesson import LessonInputs, load_inputs
 from labkit.evaluator.lesson import run_fixtures as _run_fixtures
-from labkit.trials import Trials, wilson
+from labkit.trials import Trials, misled_by_one_trace, wilson
 
 #: Five seeds per call at 0.7, a temperature at which a judge samples rather than decodes greedily; five is the
 #: fewest a share is shown over.
@@ -93,7 +93,7 @@ def verdicts(trials: list[JudgeTrial]) -> dict[tuple[str, str], list[str]]:
 
 def flips_on_repeat(trials: list[JudgeTrial]) -> list[tuple[str, str]]:
     """Return the (product, criterion) pairs whose verdict on some later seed differs from the first trace's."""
-    return [key for key, seen in verdicts(trials).items() if any(v != seen[0] for v in seen[1:])]
+    return misled_by_one_trace(verdicts(trials))
 
 
 def stability_table(trials: list[JudgeTrial], labels: Any) -> Any:
