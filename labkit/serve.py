@@ -392,6 +392,27 @@ def local_model_server(
         server.stop()
 
 
+def without_weight_repacking() -> None:
+    """Load models without llama.cpp's extra buffer types, so no weight is repacked for AMX.
+
+    On CPUs with Intel AMX (Sapphire Rapids and later), a llama-cpp-python built from
+    source repacks the weights into an AMX buffer and the first reply then dies with
+    SIGSEGV in ``ggml_backend_amx_mul_mat`` (seen with 0.3.36 on this model;
+    ggml-org/llama.cpp#20824, closed unfixed). Without extra buffer types every matrix
+    product runs on the ordinary CPU kernels, on every machine.
+    """
+    import llama_cpp.llama_cpp as bindings  # `Llama` reads its model defaults from this module
+
+    default_params = bindings.llama_model_default_params
+
+    def params_without_extra_buffers() -> Any:
+        params = default_params()
+        params.use_extra_bufts = False
+        return params
+
+    bindings.llama_model_default_params = params_without_extra_buffers
+
+
 def _serve_child() -> None:
     """Run ``python -m llama_cpp.server`` with this process's arguments, evaluating every prompt in full.
 
@@ -404,6 +425,7 @@ def _serve_child() -> None:
     import runpy
 
     _die_with_parent()
+    without_weight_repacking()
     from llama_cpp import Llama
 
     generate = Llama.generate

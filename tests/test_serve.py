@@ -381,3 +381,14 @@ def test_real_reply_is_recorded_in_record_mode_and_replayed_offline(server, tmp_
     monkeypatch.setattr(socket.socket, "connect", no_sockets)
     replayed = connect("live-check-1", lesson="02", settings=settings, mode="replay").chat(messages)
     assert replayed.choices[0].message.content == live_text
+
+
+@needs_local
+def test_served_model_loads_without_weight_repacking(monkeypatch):
+    """On AMX CPUs a repacked model dies with SIGSEGV at its first reply; the serve child turns repacking off."""
+    import llama_cpp.llama_cpp as bindings
+
+    monkeypatch.setattr(bindings, "llama_model_default_params", bindings.llama_model_default_params)
+    assert bindings.llama_model_default_params().use_extra_bufts is True
+    serve.without_weight_repacking()
+    assert bindings.llama_model_default_params().use_extra_bufts is False
