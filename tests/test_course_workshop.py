@@ -188,9 +188,9 @@ def test_every_exercise_check_fails_on_its_stub_and_passes_on_the_worked_solutio
         assert "hint" in result.message, f"{notebook.name} ex:{slug}: the stub's NotImplementedError gives no hint"
 
 
-def test_the_readme_states_each_notebooks_exercise_count():
-    readme = (project_root() / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**Student copies and exercises.**") :]
+def test_the_instructors_page_states_each_notebooks_exercise_count():
+    page = (project_root() / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = page[page.index("**Student copies and exercises.**") :]
     stated = dict(re.findall(r"^\| `(\d\d_\w+\.ipynb)` \| (\d+) \|", section, flags=re.MULTILINE))
     actual = {p.name: str(len(find_exercises(nbformat.read(p, as_version=4), name=p.name))) for p in course_notebooks()}
     assert stated == actual
