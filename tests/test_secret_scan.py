@@ -330,9 +330,19 @@ def test_the_scan_refuses_a_run_file_nested_too_deeply_with_the_loaders_message(
 
 
 def test_a_value_nested_as_deep_as_the_loader_reads_is_scanned_to_its_bottom(tmp_path):
-    import sys
+    from labkit.errors import InvalidJSON
 
-    depth = sys.getrecursionlimit() - 100  # deeper than a recursive walk could go from the scan's own frames
     secret = "\\u0073" + KINDS["OpenAI key"][0][1:]  # escaped: found only in the decoded value
-    (tmp_path / "run.json").write_text('{"a": ' * depth + '"' + secret + '"' + "}" * depth, encoding="utf-8")
-    assert [f.kind for f in scan_for_secrets(tmp_path)] == ["OpenAI-style key"]
+
+    def scan(depth):
+        (tmp_path / "run.json").write_text('{"a": ' * depth + '"' + secret + '"' + "}" * depth, encoding="utf-8")
+        try:
+            return [f.kind for f in scan_for_secrets(tmp_path)]
+        except InvalidJSON:  # deeper than the loader reads
+            return None
+
+    read, refused = 1, 100_000
+    while read + 1 < refused:  # the deepest nesting the loader reads, as the scan calls it
+        middle = (read + refused) // 2
+        read, refused = (read, middle) if scan(middle) is None else (middle, refused)
+    assert scan(read) == ["OpenAI-style key"] and scan(refused) is None
