@@ -6,8 +6,10 @@ Lesson code asks `connect` for a `ModelBoundary` and calls its real
 ``LABKIT_MODE`` chooses:
 - ``replay`` (default): answers come from a recorded run, bound to exact requests; no key, no socket.
 - ``live``: a real OpenAI-compatible endpoint (``LABKIT_BASE_URL``, ``LABKIT_API_KEY``, ``LABKIT_MODEL``),
-  with a connect timeout of 5 s and a read timeout of 60 s (``LABKIT_CONNECT_TIMEOUT``,
-  ``LABKIT_READ_TIMEOUT``), three attempts in all.
+  with a connect timeout of 5 s, a read timeout of 60 s and a deadline of 120 s for the whole
+  request (``LABKIT_CONNECT_TIMEOUT``, ``LABKIT_READ_TIMEOUT``, ``LABKIT_REQUEST_DEADLINE``), per
+  attempt, three attempts in all. A password in the base URL is sent as HTTP basic auth and shown
+  as ``***`` in every message (`redact_url`).
 - ``record``: live, and every exchange is kept; `ModelBoundary.save` writes a new captured run.
 
 The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,8 +43,32 @@ class BoundaryConfigError(LabkitError, ValueError):
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds to wait for a live endpoint's reply (``LABKIT_READ_TIMEOUT``).
 READ_TIMEOUT_S = 60.0
+#: Seconds one attempt may take in all, however the endpoint trickles its reply (``LABKIT_REQUEST_DEADLINE``).
+REQUEST_DEADLINE_S = 120.0
 #: Attempts after the first when a live call times out or is refused (the openai client's retries).
 MAX_RETRIES = 2
+
+#: A URL's scheme and authority (up to the path, query or fragment); its user information ends at the last ``@``.
+_URL_AUTHORITY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s'\"<>]*)")
+
+
+def redact_url(text: str) -> str:
+    """Return ``text`` with the password of every URL in it shown as ``***``: ``http://user:***@host/v1``.
+
+    A URL with a user name and no password (``https://TOKEN@host``, as tokens are often
+    passed) has the user name hidden instead. Every message, log line and saved run that
+    names an endpoint goes through this function.
+    """
+
+    def hide(match: re.Match[str]) -> str:
+        authority = match["authority"]
+        if "@" not in authority:
+            return match[0]
+        userinfo, host = authority.rsplit("@", 1)
+        user, colon, _ = userinfo.partition(":")
+        return f"{match['scheme']}{user + ':***' if colon else '***'}@{host}"
+
+    return _URL_AUTHORITY.sub(hide, text)
 
 
 class EndpointUnreachable(LabkitError, ConnectionError):
@@ -49,20 +76,29 @@ class EndpointUnreachable(LabkitError, ConnectionError):
 
     @classmethod
     def for_endpoint(cls, base_url: str, exc: Exception) -> EndpointUnreachable:
-        """Return the error for ``base_url`` from the openai client's connection or timeout error."""
+        """Return the error for ``base_url`` (its password hidden) from the openai client's connection or timeout error."""
         import openai
 
-        if isinstance(exc, openai.APITimeoutError):
+        from labkit.capture import RequestDeadlineExceeded
+
+        attempts = f"{MAX_RETRIES + 1} attempts"
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, RequestDeadlineExceeded):
+            what = (
+                f"no complete reply within the {timeout_from_env('LABKIT_REQUEST_DEADLINE', REQUEST_DEADLINE_S):g} s "
+                f"deadline of each request ({attempts}): it answers too slowly, a little at a time, or not at all"
+            )
+            fix = "check that it is serving, or raise LABKIT_REQUEST_DEADLINE for a slow model"
+        elif isinstance(exc, openai.APITimeoutError):
             what = (
                 f"no reply within the timeouts (connect {timeout_from_env('LABKIT_CONNECT_TIMEOUT', CONNECT_TIMEOUT_S):g} s, "
-                f"read {timeout_from_env('LABKIT_READ_TIMEOUT', READ_TIMEOUT_S):g} s, {MAX_RETRIES + 1} attempts)"
+                f"read {timeout_from_env('LABKIT_READ_TIMEOUT', READ_TIMEOUT_S):g} s, {attempts})"
             )
             fix = "check that it is serving, or raise LABKIT_READ_TIMEOUT for a slow model"
         else:
-            cause = exc.__cause__ or exc.__context__
             what = f"cannot connect ({cause or exc})"
             fix = "start it (`labkit serve` for the bundled model) or fix LABKIT_BASE_URL"
-        return cls(f"model endpoint {base_url}: {what}; {fix}")
+        return cls(redact_url(f"model endpoint {base_url}: {what}; {fix}"))
 
 
 def timeout_from_env(name: str, default: float) -> float:
@@ -94,8 +130,16 @@ class Endpoint:
     """A live OpenAI-compatible endpoint, read from the environment."""
 
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)
     model: str
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL as messages show it: a password in it written ``***``."""
+        return redact_url(self.base_url)
+
+    def __repr__(self) -> str:
+        return f"Endpoint(base_url={self.shown_url!r}, model={self.model!r})"  # never the key or a password
 
     @property
     def kind(self) -> str:
@@ -229,20 +273,30 @@ def connect(
             settings=settings,
         )
     endpoint = endpoint_from_env()
-    from labkit.capture import LiveTransport, RecordingTransport
+    from labkit.capture import EndpointTransport, LiveTransport, RecordingTransport
 
     timeout = httpx2.Timeout(
         timeout_from_env("LABKIT_READ_TIMEOUT", READ_TIMEOUT_S),
         connect=timeout_from_env("LABKIT_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
     )
+    wire = EndpointTransport(
+        deadline_s=timeout_from_env("LABKIT_REQUEST_DEADLINE", REQUEST_DEADLINE_S), name=endpoint.shown_url
+    )
+    # The user name and password leave the URL for a basic-auth header (what httpx would send for them), so no
+    # request URL, log line or error message further down holds them.
+    url = httpx2.URL(endpoint.base_url)
+    auth = httpx2.BasicAuth(url.username, url.password) if url.userinfo else None
     recorder = None
     if mode == "record":
-        recorder = RecordingTransport()
-        http_client = httpx2.Client(transport=recorder, timeout=timeout)
+        recorder = RecordingTransport(wire)
+        http_client = httpx2.Client(transport=recorder, timeout=timeout, auth=auth)
     else:
-        http_client = httpx2.Client(transport=LiveTransport(), timeout=timeout)
+        http_client = httpx2.Client(transport=LiveTransport(wire), timeout=timeout, auth=auth)
     client = openai.OpenAI(
-        base_url=endpoint.base_url, api_key=endpoint.api_key, http_client=http_client, max_retries=MAX_RETRIES
+        base_url=str(url.copy_with(userinfo=b"")) if url.userinfo else endpoint.base_url,
+        api_key=endpoint.api_key,
+        http_client=http_client,
+        max_retries=MAX_RETRIES,
     )
     return ModelBoundary(
         mode, client, endpoint.model, run_id, lesson, recorder=recorder, endpoint=endpoint, settings=settings

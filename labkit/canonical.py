@@ -112,6 +112,19 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
         raise InvalidJSON(f"{source}: JSON nested too deeply to read") from None
 
 
+def file_kind(mode: int) -> str:
+    """Name what a file mode (``os.stat().st_mode``) is: ``a folder``, ``a named pipe (FIFO)``, ``a regular file`` ..."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def read_strict_bytes(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
     """Read a regular file's bytes, refusing a pipe or device, and one larger than ``max_bytes``."""
     path = Path(path)
@@ -120,7 +133,7 @@ def read_strict_bytes(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> b
     except FileNotFoundError:
         raise InvalidJSON(f"{path}: no such file; check the path") from None
     if not stat.S_ISREG(status.st_mode):  # a FIFO would block and a device never end: refused before reading
-        raise InvalidJSON(f"{path}: not a regular file (a pipe, device or folder); pass the path of a JSON file")
+        raise InvalidJSON(f"{path} is {file_kind(status.st_mode)}, not a regular file; pass the path of a JSON file")
     size = status.st_size
     if size > max_bytes:
         raise InvalidJSON(f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit; refusing to read it")

@@ -19,6 +19,8 @@ rest are defined beside the code that raises them.
     ├── model boundary, replay and recording
     │   ├── BoundaryConfigError(ValueError)          boundary.py: LABKIT_MODE or the endpoint settings
     │   ├── EndpointUnreachable(ConnectionError)     boundary.py: a live endpoint refused or stayed silent
+    │   │   └── UnusableReply                        capture.py: a reply not a JSON object, or over a size limit
+    │   ├── RequestDeadlineExceeded(TimeoutError)    capture.py: one attempt past LABKIT_REQUEST_DEADLINE
     │   ├── ReplayRequestMismatch(ValueError)        replay.py: no reply is recorded for this exact request
     │   ├── ReplayUnsupported(NotImplementedError)   replay.py: replay answers chat completions only
     │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline

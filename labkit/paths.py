@@ -37,7 +37,14 @@ def scratch_dir() -> Path:
     """Return (and create) the scratch folder, the only place notebooks write: ``$LABKIT_SCRATCH`` or ``scratch/``."""
     override = os.environ.get("LABKIT_SCRATCH")
     path = Path(override) if override else project_root() / "scratch"
-    path.mkdir(parents=True, exist_ok=True)
+    named = f"LABKIT_SCRATCH={override}" if override else f"the scratch folder {path}"
+    fix = "point LABKIT_SCRATCH at a folder (it is created if missing)" + ("" if override else " or remove that file")
+    if path.exists() and not path.is_dir():
+        raise FolderNotWritable(f"{named} is a file, not a folder; {fix}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, or no permission
+        raise FolderNotWritable(f"cannot create {named} ({exc.strerror or exc}); {fix}") from None
     return path
 
 

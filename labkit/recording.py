@@ -440,8 +440,13 @@ def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: b
     path = folder / RUN_FILE
     if path.exists() and not replace:
         raise RecordedRunError(f"{path} already exists; a recorded run is never overwritten. Choose a new run id.")
-    folder.mkdir(parents=True, exist_ok=True)
     text = ordered_pretty_json(data)
+    if len(text.encode("utf-8")) > MAX_RUN_BYTES:  # `load_run` would refuse it: it is never written
+        raise RecordedRunError(
+            f"run {run.run_id!r} was not saved: it would be {len(text.encode('utf-8')):,} bytes, over the "
+            f"{MAX_RUN_BYTES:,}-byte limit of a run; record fewer or shorter replies"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
     runs = read_manifest(runs_dir)
     runs[run.run_id] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "origin": run.origin}

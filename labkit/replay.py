@@ -24,9 +24,9 @@ from typing import Any
 
 import httpx2
 
-from labkit.canonical import canonical_json
+from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import CHAT_PATH, Binding, RecordedRun, request_body, request_key
+from labkit.recording import CHAT_PATH, Binding, RecordedRun, StreamingNotRecorded, request_body, request_key
 from labkit.tables import text_table
 
 #: What a refusal says when the nearest request holds the same values written as other text.
@@ -114,12 +114,28 @@ def code_points(text: str) -> str:
     return " ".join(f"U+{ord(c):04X}" for c in text)
 
 
-def unicode_note(recorded: Any, actual: Any) -> str:
-    """Return the code points where two strings differ only in Unicode normalisation (NFC vs NFD), else ""."""
+@dataclass(frozen=True)
+class UnicodeFormDifference:
+    """Where two strings that differ only in Unicode normalisation first differ, and in which forms they are."""
+
+    recorded_form: str
+    """``NFC``, ``NFD`` or ``mixed``: the form of the first (recorded, expected) string."""
+    actual_form: str
+    """The form of the second string."""
+    at: int
+    """The index of the first character that differs, moved back to its base letter."""
+    recorded: str
+    """The differing sequence in the first string (a base letter and its combining marks)."""
+    actual: str
+    """The differing sequence in the second string."""
+
+
+def unicode_form_difference(recorded: Any, actual: Any) -> UnicodeFormDifference | None:
+    """Return how two strings that differ only in Unicode normalisation (NFC vs NFD) differ; None otherwise."""
     if not (isinstance(recorded, str) and isinstance(actual, str)) or recorded == actual:
-        return ""
+        return None
     if unicodedata.normalize("NFC", recorded) != unicodedata.normalize("NFC", actual):
-        return ""
+        return None
     start = _first_difference(recorded, actual)
     while start > 0 and unicodedata.combining(recorded[start] if start < len(recorded) else actual[start]):
         start -= 1  # back to the base letter of a combining sequence
@@ -138,10 +154,18 @@ def unicode_note(recorded: Any, actual: Any) -> str:
             else "mixed"
         )
 
+    return UnicodeFormDifference(label(recorded), label(actual), start, recorded[start:end_r], actual[start:end_a])
+
+
+def unicode_note(recorded: Any, actual: Any) -> str:
+    """Return the code points where two strings differ only in Unicode normalisation (NFC vs NFD), else ""."""
+    d = unicode_form_difference(recorded, actual)
+    if d is None:
+        return ""
     return (
-        f"same text in another Unicode form ({label(recorded)} recorded, {label(actual)} here): "
-        f"at character {start}, recorded {recorded[start:end_r]!r} is {code_points(recorded[start:end_r])}, "
-        f"this request has {actual[start:end_a]!r} = {code_points(actual[start:end_a])}"
+        f"same text in another Unicode form ({d.recorded_form} recorded, {d.actual_form} here): "
+        f"at character {d.at}, recorded {d.recorded!r} is {code_points(d.recorded)}, "
+        f"this request has {d.actual!r} = {code_points(d.actual)}"
     )
 
 
@@ -314,24 +338,45 @@ class BindingStore:
             if nearest is None or len(candidate) < len(diff):
                 nearest, diff = binding, candidate
         where = f"run {self.run_id!r}" if self.run_id else "this store"
+        key = request_key(request, path=path, query=query)
         if nearest is None:
             detail = f"{where} has no recorded requests."
         else:
             diff = explain_difference(nearest, request, path=path, query=query)
             same = f" ({SAME_JSON})" if all(d.note == SAME_JSON for d in diff) else ""
             detail = (
-                f"nearest recorded request ({nearest.key[:12]}…) differs in {len(diff)} field(s){same}:\n"
-                f"{describe_diff(diff)}"
+                f"the nearest recorded request (binding key {nearest.key[:12]}…) differs in {len(diff)} field(s)"
+                f"{same}:\n{describe_diff(diff)}"
             )
         lesson = self.lesson or "LESSON"
+        fix = (
+            "Call without stream=True: streaming is never recorded, so no binding can answer it."
+            if any(d.path == "stream" for d in diff)
+            else f"Restore the original request, or record a new run for it with `labkit record {lesson}` "
+            "(or LABKIT_MODE=record)."
+        )
         raise ReplayRequestMismatch(
-            f"no reply is recorded for this exact request in {where}; {detail}\n"
-            f"Restore the original request, or record a new run for it with `labkit record {lesson}` "
-            "(or LABKIT_MODE=record). An old reply is never returned for a request that was not made.",
+            f"no reply is recorded for this exact request in {where}: no binding key is the SHA-256 of its request "
+            f"({key[:12]}…); {detail}\n{fix} An old reply is never returned for a request that was not made.",
             diff=diff,
             nearest_key=nearest.key if nearest else None,
             run_id=self.run_id,
         )
+
+
+def replayed_body(request: httpx2.Request) -> dict[str, Any]:
+    """Parse a chat-completion request body for replay, keeping ``stream``: a streamed request is refused by lookup.
+
+    Record and live modes refuse ``stream=True`` before sending (`StreamingNotRecorded`). In
+    replay it is one more setting no binding was recorded with, so it gets the same refusal
+    as any other changed setting: `ReplayRequestMismatch`, whose diff names ``stream``.
+    """
+    raw = request.read()
+    try:
+        return request_body(raw, url=str(request.url))
+    except StreamingNotRecorded:
+        body: dict[str, Any] = loads_strict(raw, source=f"request body to {request.url}")  # an object: checked above
+        return body
 
 
 class ReplayTransport(httpx2.BaseTransport):
@@ -345,7 +390,7 @@ class ReplayTransport(httpx2.BaseTransport):
             raise ReplayUnsupported(
                 f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"
             )
-        body = request_body(request.read(), url=str(request.url))
+        body = replayed_body(request)
         binding = self.store.lookup(body, path=request.url.path, query=list(request.url.params.multi_items()))
         if binding.response is None:
             last = binding.transport_errors[-1].error if binding.transport_errors else "no response"

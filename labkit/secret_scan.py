@@ -1,12 +1,10 @@
 """Find credentials in recorded runs with Yelp's ``detect-secrets``, so a run can never carry a key.
 
 The detectors are detect-secrets' own plugins (AWS, GitHub, GitLab, JWT, private
-keys, Slack, Stripe, basic-auth URLs, and the rest of its regex plugins). Providers it
-has no plugin for (OpenAI-style ``sk-`` keys, Hugging Face, Google API keys,
-Bearer tokens, AWS secret keys outside its ``aws...key = '...'`` shape, an
-authorization or api-key header) are added as plugin classes on its
-`RegexBasedDetector` base, so ``detect-secrets scan --plugin labkit/secret_scan.py``
-runs them too. Entropy detectors are left out: run files hold SHA-256 digests.
+keys, Slack, Stripe, basic-auth URLs, and the rest of its regex plugins) and labkit's
+plugins for the token formats its 1.5 release misses, written on its base class in
+`labkit.secret_plugins`, a file ``detect-secrets scan --plugin labkit/secret_plugins.py``
+loads too. Entropy detectors are left out: run files hold SHA-256 digests.
 
 Every text is scanned as written and again after decoding: JSON values with
 escapes resolved (``\\u0073k-...`` is ``sk-...``), base64 runs decoded, and a
@@ -27,67 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
+from detect_secrets.plugins.base import BasePlugin
 
-from labkit.errors import LabkitError
+from labkit.canonical import loads_strict
+from labkit.errors import InvalidJSON, LabkitError
+from labkit.secret_plugins import OWN_PLUGINS
 
 #: detect-secrets plugins left out: entropy and keyword guesses flag the hashes and prose of every run.
 _SKIPPED = {"Base64 High Entropy String", "Hex High Entropy String", "Secret Keyword", "Public IP (ipv4)"}
 
 
-class OpenAIStyleKeyDetector(RegexBasedDetector):
-    """Scans for OpenAI-style ``sk-`` keys in every current shape (``sk-proj-``, ``sk-ant-``, ``_`` and ``-``)."""
-
-    secret_type = "OpenAI-style key"
-    denylist = (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),)
-
-
-class HuggingFaceTokenDetector(RegexBasedDetector):
-    """Scans for Hugging Face access tokens (``hf_`` and 30 or more letters and digits)."""
-
-    secret_type = "Hugging Face token"
-    denylist = (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"),)
-
-
-class GoogleAPIKeyDetector(RegexBasedDetector):
-    """Scans for Google API keys (``AIza`` and 35 characters)."""
-
-    secret_type = "Google API key"
-    denylist = (re.compile(r"AIza[0-9A-Za-z_-]{35}"),)
-
-
-class BearerTokenDetector(RegexBasedDetector):
-    """Scans for a Bearer token, as in an echoed ``Authorization`` header."""
-
-    secret_type = "Bearer token"
-    denylist = (re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE),)
-
-
-class AWSSecretKeyDetector(RegexBasedDetector):
-    """Scans for an AWS secret access key named as such (``aws_secret_access_key`` and 40 characters)."""
-
-    secret_type = "AWS secret access key"
-    denylist = (re.compile(r"aws_?secret_?(?:access_?)?key\W{0,6}([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])", re.IGNORECASE),)
-
-
-class CredentialHeaderDetector(RegexBasedDetector):
-    """Scans for an ``Authorization`` or api-key header or field: recorded runs never keep headers."""
-
-    secret_type = "authorization or api-key header"
-    denylist = (
-        re.compile(r"[\"']?\bauthorization[\"']?\s*[:=]\s*[\"']?\S", re.IGNORECASE),
-        re.compile(r"[\"']\s*(?:x-)?api[-_]?key[\"']\s*:", re.IGNORECASE),
-    )
-
-
-_OWN_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
-    OpenAIStyleKeyDetector,
-    HuggingFaceTokenDetector,
-    GoogleAPIKeyDetector,
-    BearerTokenDetector,
-    AWSSecretKeyDetector,
-    CredentialHeaderDetector,
-)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
 
 
@@ -126,7 +73,7 @@ def plugins() -> tuple[BasePlugin, ...]:
         get_mapping_from_secret_type_to_class()
     )  # plugin classes; secret_type is a class attribute
     shipped = [cls for kind, cls in mapping.items() if kind not in _SKIPPED]
-    return tuple(cls() for cls in sorted(shipped, key=lambda c: c.secret_type)) + tuple(cls() for cls in _OWN_PLUGINS)
+    return tuple(cls() for cls in sorted(shipped, key=lambda c: c.secret_type)) + tuple(cls() for cls in OWN_PLUGINS)
 
 
 def _base64_texts(text: str) -> Iterator[str]:
@@ -152,26 +99,35 @@ def secret_kinds(text: str, *, depth: int = 2) -> list[str]:
 
 
 def scan_value(value: Any, where: str = "") -> list[tuple[str, str]]:
-    """Return ``(place, kind)`` for every secret in a parsed JSON value; each key and value is scanned decoded."""
+    """Return ``(place, kind)`` for every secret in a parsed JSON value; each key and value is scanned decoded.
+
+    The walk keeps its own stack, so a value nested as deep as the JSON loader reads is scanned whole.
+    """
     found: list[tuple[str, str]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            place = f"{where}.{key}" if where else str(key)
-            # Key and value together, so a detector that needs the field's name (``"api_key": ...``) sees it.
-            leaf = item if isinstance(item, str | int | float | bool) or item is None else ""
-            found.extend((place, kind) for kind in secret_kinds(json.dumps({key: leaf}, ensure_ascii=False)))
-            if isinstance(item, dict | list):
-                found.extend(scan_value(item, place))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(scan_value(item, f"{where}[{index}]"))
-    elif isinstance(value, str):
-        found.extend((where, kind) for kind in secret_kinds(value))
+    pending: list[tuple[Any, str]] = [(value, where)]
+    while pending:
+        value, where = pending.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                place = f"{where}.{key}" if where else str(key)
+                # Key and value together, so a detector that needs the field's name (``"api_key": ...``) sees it.
+                leaf = item if isinstance(item, str | int | float | bool) or item is None else ""
+                found.extend((place, kind) for kind in secret_kinds(json.dumps({key: leaf}, ensure_ascii=False)))
+                if isinstance(item, dict | list):
+                    pending.append((item, place))
+        elif isinstance(value, list):
+            pending.extend((item, f"{where}[{index}]") for index, item in enumerate(value))
+        elif isinstance(value, str):
+            found.extend((where, kind) for kind in secret_kinds(value))
     return sorted(set(found))
 
 
 def scan_file(path: Path) -> list[SecretFinding]:
-    """Return the secrets in one file: line by line as written, then in its decoded JSON values."""
+    """Return the secrets in one file: line by line as written, then in its decoded JSON values.
+
+    A ``.json`` file nested too deeply to read is refused with the strict loader's `InvalidJSON`,
+    as `labkit.recording.load_run` refuses it: a scan that cannot read a file cannot clear it.
+    """
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -186,9 +142,14 @@ def scan_file(path: Path) -> list[SecretFinding]:
     ]
     if path.suffix == ".json":
         try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
+            data = loads_strict(text, source=str(path))
+        except InvalidJSON as refusal:
+            try:
+                data = json.loads(text)  # a repeated key or NaN: still scanned, as Python's json reads it
+            except RecursionError:
+                raise refusal from None  # nested too deeply to read: refused in the loader's own words
+            except ValueError:
+                data = None
         findings.extend(SecretFinding(path, 0, kind, where) for where, kind in scan_value(data))
     return findings
 

@@ -143,3 +143,128 @@ def test_a_reply_that_echoes_the_authorization_header_is_refused_and_nothing_is_
     assert "binding 1 (Where is my order?)" in message and "Bearer token" in message and "OpenAI-style key" in message
     assert KEY not in message
     assert not (course_root / "recorded_runs" / "06-demo").exists()
+
+
+# --- what a broken or hostile endpoint sends is refused, and kept only as a transport error -----------------
+
+
+def _recording(monkeypatch, base_url, mode="record"):
+    monkeypatch.setenv("LABKIT_MODE", mode)
+    monkeypatch.setenv("LABKIT_BASE_URL", base_url)
+    monkeypatch.setenv("LABKIT_MODEL", "m")
+    return connect("06-demo", lesson="06")
+
+
+@pytest.mark.parametrize("mode", ["record", "live"])
+def test_a_reply_of_truncated_json_is_refused_naming_the_endpoint_and_what_was_wrong(course_root, monkeypatch, mode):
+    from labkit.boundary import EndpointUnreachable
+    from labkit.capture import UnusableReply
+
+    with FakeEndpoint(truncate=True) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.url_with_password(), mode)
+        with pytest.raises(UnusableReply) as caught:
+            boundary.chat([{"role": "user", "content": "hi"}])
+        assert endpoint.attempts == 1  # a malformed reply is not asked for again
+    assert isinstance(caught.value, EndpointUnreachable) and isinstance(caught.value, ConnectionError)
+    message = str(caught.value)
+    assert message.startswith(
+        f"model endpoint {endpoint.url_with_password(password='***')}: its HTTP 200 reply to POST "
+        "/v1/chat/completions is not a chat completion (malformed JSON at line 1, column "
+    )
+    assert message.endswith("; check that LABKIT_BASE_URL points at an OpenAI-compatible endpoint, and its log")
+
+
+def test_a_refused_reply_is_kept_in_the_run_as_a_transport_error_without_a_response(course_root, monkeypatch):
+    from labkit.capture import UnusableReply
+
+    with FakeEndpoint(truncate=True) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.base_url)
+        with pytest.raises(UnusableReply):
+            boundary.chat([{"role": "user", "content": "hi"}])
+        path = boundary.save(description="A truncated reply.", fixtures=[], run_id="06-truncated")
+    (binding,) = load_run(path.parent, root=course_root).bindings
+    assert binding.response is None and binding.status_code == 0 and binding.retries == 0
+    assert binding.transport_errors[0].error.startswith(f"UnusableReply: model endpoint {endpoint.base_url}: its HTTP")
+
+
+def test_a_reply_over_the_limit_of_one_reply_is_refused_and_nothing_of_it_is_written(course_root, monkeypatch):
+    from labkit.capture import MAX_REPLY_BYTES, UnusableReply
+
+    assert MAX_REPLY_BYTES == 1_000_000
+    with FakeEndpoint(pad_reply=MAX_REPLY_BYTES + 1) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.base_url)
+        with pytest.raises(UnusableReply) as caught:
+            boundary.chat([{"role": "user", "content": "hi"}])
+        path = boundary.save(description="A huge reply.", fixtures=[], run_id="06-huge")
+    assert str(caught.value) == (
+        f"model endpoint {endpoint.base_url}: its reply to POST /v1/chat/completions is over the 1,000,000-byte "
+        "limit of one reply; nothing of it was kept; ask for a shorter reply (max_tokens) or check what the endpoint "
+        "sends"
+    )
+    assert path.stat().st_size < 10_000 and load_run(path.parent, root=course_root).bindings[0].response is None
+
+
+def test_a_run_never_grows_past_the_run_limit(course_root, monkeypatch):
+    from labkit import capture
+
+    monkeypatch.setattr(capture, "MAX_RUN_BYTES", 200_000)  # room for two replies of 40 kB besides the headroom
+    with FakeEndpoint(pad_reply=40_000) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.base_url)
+        boundary.chat([{"role": "user", "content": "one"}])
+        boundary.chat([{"role": "user", "content": "two"}])
+        with pytest.raises(capture.UnusableReply) as caught:
+            boundary.chat([{"role": "user", "content": "three"}])
+        path = boundary.save(description="Replies that outgrow a run.", fixtures=[], run_id="06-outgrown")
+    assert f"model endpoint {endpoint.base_url}: its replies would make the run larger than the 200,000-byte " in str(
+        caught.value
+    )
+    run = load_run(path.parent, root=course_root)
+    assert [b.response is not None for b in run.bindings] == [True, True, False]
+    assert path.stat().st_size <= 200_000
+
+
+def test_the_saved_run_names_the_endpoint_with_its_password_hidden(course_root, monkeypatch):
+    import openai
+
+    with FakeEndpoint(fail_first=99, fail_message="no upstream at {url}") as endpoint:
+        boundary = _recording(monkeypatch, endpoint.url_with_password())
+        with pytest.raises(openai.RateLimitError):
+            boundary.chat([{"role": "user", "content": "hi"}])
+        path = boundary.save(description="Every attempt refused.", fixtures=[], run_id="06-refused")
+    text = path.read_text(encoding="utf-8")
+    assert "hunter2" not in text
+    assert f"no upstream at {endpoint.url_with_password(password='***')}" in text
+
+
+def test_a_deadline_that_passed_is_kept_in_the_run_naming_the_endpoint_with_its_password_hidden(
+    course_root, monkeypatch
+):
+    from labkit.boundary import EndpointUnreachable
+
+    monkeypatch.setenv("LABKIT_REQUEST_DEADLINE", "0.3")
+    with FakeEndpoint(silent=True) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.url_with_password())
+        with pytest.raises(EndpointUnreachable):
+            boundary.chat([{"role": "user", "content": "hi"}])
+        path = boundary.save(description="A silent endpoint.", fixtures=[], run_id="06-silent")
+    (binding,) = load_run(path.parent, root=course_root).bindings
+    assert [f.error for f in binding.transport_errors] == [
+        f"RequestDeadlineExceeded: no complete reply from {endpoint.url_with_password(password='***')} within the "
+        "0.3 s deadline of one request (LABKIT_REQUEST_DEADLINE)"
+    ] * 3
+    assert "hunter2" not in path.read_text(encoding="utf-8")
+
+
+def test_a_run_over_the_run_limit_is_never_written(course_root, monkeypatch):
+    from labkit import recording
+    from labkit.errors import RecordedRunError
+
+    with FakeEndpoint(pad_reply=40_000) as endpoint:
+        boundary = _recording(monkeypatch, endpoint.base_url)
+        boundary.chat([{"role": "user", "content": "one"}])
+        monkeypatch.setattr(recording, "MAX_RUN_BYTES", 30_000)  # the run, built, is over it
+        with pytest.raises(RecordedRunError) as caught:
+            boundary.save(description="Too large a run.", fixtures=[], run_id="06-large")
+    assert str(caught.value).startswith("run '06-large' was not saved: it would be ")
+    assert "bytes, over the 30,000-byte limit of a run; record fewer or shorter replies" in str(caught.value)
+    assert not (course_root / "recorded_runs" / "06-large").exists()

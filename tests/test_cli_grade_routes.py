@@ -98,7 +98,7 @@ def nan_text(folder, name):
         (lambda f, n: write_candidate(f, n, add_field), 'unexpected field(s) "notes"'),
         (nan_text, "non-finite number NaN"),
         (lambda f, n: None, "no such file"),
-        (lambda f, n: (f / n).mkdir(), "not a regular file"),
+        (lambda f, n: (f / n).mkdir(), "bad.json is a folder, not a regular file"),
     ],
     ids=["missing-id", "unexpected-field", "nan", "missing-file", "folder"],
 )
@@ -283,4 +283,38 @@ def test_a_pipe_or_device_as_input_is_refused_before_reading(folder, capsys, kin
         code = main(["grade-routes", str(folder / "suite.json"), str(folder / "baseline.json"), "/dev/zero"])
     assert code == 1
     err = capsys.readouterr().err
-    assert "not a regular file" in err and err.count("\n") == 1
+    named = {"fifo": f"{folder / 'candidate.fifo'} is a named pipe (FIFO)", "device": "/dev/zero is a character device"}
+    assert f"{named[kind]}, not a regular file; pass the path of a JSON file" in err and err.count("\n") == 1
+
+
+def test_a_folder_given_for_the_suite_is_refused_saying_it_is_a_folder(folder, capsys):
+    (folder / "suites").mkdir()
+    code = main(["grade-routes", str(folder / "suites"), str(folder / "baseline.json"), str(folder / "candidate.json")])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (1, "")
+    assert captured.err == (
+        f"labkit grade-routes: {folder / 'suites'} is a folder, not a regular file; pass the path of a JSON file\n"
+    )
+
+
+def test_ids_that_differ_from_the_suites_only_in_unicode_form_are_named_with_both_forms(folder, capsys):
+    import unicodedata
+
+    suite, _ = load(folder / "suite.json")
+    suite["cases"][0]["id"] = "café"  # NFC: é is one code point
+    (folder / "suite.json").write_text(pretty_json(suite), encoding="utf-8")
+    digest = hashlib.sha256((folder / "suite.json").read_bytes()).hexdigest()
+    for name in ("baseline.json", "candidate.json"):
+        run, _ = load(folder / name)
+        run["suite_sha256"] = digest
+        run["predictions"][0]["id"] = unicodedata.normalize("NFD", "café") if name == "candidate.json" else "café"
+        (folder / name).write_text(pretty_json(run), encoding="utf-8")
+    assert grade(folder) == 1
+    err = capsys.readouterr().err
+    assert "candidate run has no prediction for café; a run must answer every suite case" in err
+    assert (
+        'Note: the run\'s id "cafe\u0301" is the suite\'s "café" in another Unicode form (NFD in the run, NFC in the '
+        "suite: at character 3 the suite has U+00E9, the run U+0065 U+0301). Write each id with the same code points "
+        "as the suite (the grader never normalises)"
+    ) in err
+    assert err.count("\n") == 1

@@ -202,3 +202,73 @@ def test_table_json_and_html_report(committed, tmp_path):
     page = write_html(report, tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count("<img") == 5 and "data:image/png;base64," in page
     assert not re.findall(r"""(?:src|href)=["']?(?:https?:)?//""", page)
+
+
+# --- a broken or hostile endpoint ends as a clear error, and what was recorded is kept, incomplete ---------
+
+
+def _evaluate_json(monkeypatch, capsys, base_url, *lessons):
+    monkeypatch.setenv("LABKIT_BASE_URL", base_url)
+    monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+    code = main(["evaluate", "--lessons", *lessons, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def _kept(out):
+    folder = Path(out["folder"])
+    [kept] = [p for p in folder.iterdir() if p.is_dir()]
+    return folder, kept
+
+
+def test_an_endpoint_that_answers_truncated_json_ends_as_a_transport_error_kept_incomplete(monkeypatch, capsys):
+    with FakeEndpoint(answer=_authored_answers("05-system-authored"), truncate=True) as endpoint:
+        code, out, _ = _evaluate_json(monkeypatch, capsys, endpoint.base_url, "05")
+    [lesson] = out["lessons"]
+    assert code == 1 and lesson["passed"] is None and lesson["candidate"] is None
+    assert (
+        "lesson 05: the endpoint " + endpoint.base_url + " failed after 0 recorded exchange(s) (UnusableReply: "
+        in (lesson["reason"])
+    )
+    assert "is not a chat completion (malformed JSON at line 1, column " in lesson["reason"]
+    _, kept = _kept(out)
+    assert kept.name.endswith("-incomplete")
+    (binding,) = load_run(kept).bindings
+    assert binding.status_code == 0 and binding.response is None
+    assert "UnusableReply: model endpoint" in binding.transport_errors[0].error
+
+
+def test_an_endpoint_that_sends_huge_replies_writes_nothing_large_and_names_the_limit(monkeypatch, capsys):
+    with FakeEndpoint(answer=_authored_answers("05-system-authored"), pad_reply=10_000_000) as endpoint:
+        code, out, _ = _evaluate_json(monkeypatch, capsys, endpoint.base_url, "05")
+    [lesson] = out["lessons"]
+    assert code == 1 and endpoint.base_url in lesson["reason"]
+    assert "its reply to POST /v1/chat/completions is over the 1,000,000-byte limit of one reply" in lesson["reason"]
+    folder, kept = _kept(out)
+    written = [p for p in folder.parent.parent.rglob("*") if p.is_file()]  # the whole scratch folder: runs, traces
+    assert written and max(p.stat().st_size for p in written) < 100_000
+    assert load_run(kept).bindings[0].response is None  # the incomplete run is readable: under the run limit
+
+
+def test_evaluate_names_an_endpoint_with_a_password_only_with_the_password_hidden(monkeypatch, capsys, tmp_path):
+    with FakeEndpoint(answer=_authored_answers("05-system-authored"), fail_after=2) as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.url_with_password())
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        code = main(["evaluate", "--lessons", "05", "--html", str(tmp_path / "card.html")])
+    captured = capsys.readouterr()
+    assert code == 1 and f"the endpoint {endpoint.url_with_password(password='***')} failed" in captured.out
+    assert "hunter2" not in captured.out + captured.err + (tmp_path / "card.html").read_text(encoding="utf-8")
+
+
+def test_a_scratch_path_that_is_a_file_is_refused_saying_so(monkeypatch, capsys, tmp_path):
+    scratch = tmp_path / "scratch-file"
+    scratch.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("LABKIT_SCRATCH", str(scratch))
+    monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+    assert main(["evaluate", "--lessons", "05"]) == 1
+    assert capsys.readouterr().err == (
+        f"labkit evaluate: LABKIT_SCRATCH={scratch} is a file, not a folder; point LABKIT_SCRATCH at a folder "
+        "(it is created if missing)\n"
+    )
+    assert scratch.read_text(encoding="utf-8") == "not a folder"

@@ -133,6 +133,43 @@ def test_checker_reports_passed_not_finished_and_failed_and_names_the_unfinished
     assert "not finished: todo\n" in out and "failed: wrong, silent" in out
 
 
+def test_a_cell_that_loops_forever_is_stopped_at_the_cell_timeout_and_named(tmp_path, capsys):
+    path = tmp_path / "learner.ipynb"
+    _notebook(
+        *_exercise("done", "def double(x):\n    return 2 * x", CHECK.format(slug="done")),
+        *_exercise("loops", "while True:\n    pass", CHECK.format(slug="loops")),
+        *_exercise("later", "def double(x):\n    return 2 * x", CHECK.format(slug="later")),
+        path=path,
+    )
+    assert main(["workshop", "check", str(path), "--cell-timeout", "2"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"ex:done +passed\n", out)
+    assert re.search(
+        r"ex:loops +failed: its solution cell \(cell 4\) ran past the 2 s limit for one cell and was stopped; "
+        r"look for a loop that never ends, or give a slow cell more time with --cell-timeout\n",
+        out,
+    )
+    assert re.search(
+        r"ex:later +not run: the notebook stopped at cell 4 \(ex:loops's solution cell\), which ran past the 2 s "
+        r"limit for one cell and was stopped\n",
+        out,
+    )
+    assert "1 of 3 exercises in learner.ipynb pass" in out and "not run: later" in out
+
+
+def test_the_cell_timeout_of_a_check_defaults_to_a_minute_and_must_be_a_positive_whole_number(tmp_path, capsys):
+    import inspect
+
+    from labkit.course.workshop import EXERCISE_CELL_TIMEOUT_S
+
+    assert EXERCISE_CELL_TIMEOUT_S == 60
+    assert inspect.signature(check_exercises).parameters["cell_timeout"].default == 60
+    for bad in ("0", "1.5", "soon"):
+        with pytest.raises(SystemExit):
+            main(["workshop", "check", str(tmp_path / "x.ipynb"), "--cell-timeout", bad])
+        assert "is not a whole number of seconds, 1 or more" in capsys.readouterr().err
+
+
 def test_export_command_writes_the_course_notebooks(tmp_path, capsys):
     assert main(["workshop", "export", str(tmp_path / "copies")]) == 0
     assert {p.name for p in course_notebooks()} == {p.name for p in (tmp_path / "copies").iterdir()}

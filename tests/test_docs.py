@@ -126,3 +126,42 @@ def test_the_readme_links_every_page_under_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in PAGES[1:]:
         assert f"](docs/{page.name})" in readme, f"the README does not link docs/{page.name}"
+
+
+def _words(page: str) -> str:
+    return " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+
+
+def test_the_recording_page_states_the_timeouts_deadline_attempts_and_limits_the_code_uses():
+    from labkit.boundary import CONNECT_TIMEOUT_S, MAX_RETRIES, READ_TIMEOUT_S, REQUEST_DEADLINE_S
+    from labkit.capture import MAX_REPLY_BYTES
+    from labkit.recording import MAX_RUN_BYTES
+
+    page = _words("recording.md")
+    assert (
+        f"waits {CONNECT_TIMEOUT_S:g} s to connect and {READ_TIMEOUT_S:g} s for each read of the reply, and each "
+        f"attempt has a deadline of {REQUEST_DEADLINE_S:g} s in all"
+    ) in page
+    assert f"; {['one', 'two', 'three', 'four'][MAX_RETRIES]} attempts." in page
+    assert f"One reply may be {MAX_REPLY_BYTES:,} bytes and a run {MAX_RUN_BYTES:,} bytes." in page
+    for setting in ("LABKIT_CONNECT_TIMEOUT", "LABKIT_READ_TIMEOUT", "LABKIT_REQUEST_DEADLINE"):
+        assert f"`{setting}`" in page
+
+
+def test_the_recording_page_names_every_token_format_labkits_plugins_add():
+    from labkit.secret_plugins import OWN_PLUGINS
+
+    page = _words("recording.md")
+    prefixes = {"sk-": "`sk-`", "hf_": "`hf_`", "AIza": "`AIza`", "github_pat_": "`github_pat_`", "npm_": "`npm_`"}
+    patterns = " ".join(p.pattern for cls in OWN_PLUGINS for p in cls.denylist)
+    for prefix, shown in prefixes.items():
+        assert prefix in patterns and shown in page
+    assert "`http://user:***@host/v1`" in page
+
+
+def test_the_instructors_page_states_the_cell_timeout_of_a_check():
+    from labkit.course.workshop import EXERCISE_CELL_TIMEOUT_S
+
+    assert f"A cell may run {EXERCISE_CELL_TIMEOUT_S} s (`labkit workshop check --cell-timeout SECONDS`" in _words(
+        "instructors.md"
+    )

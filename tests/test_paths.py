@@ -64,3 +64,29 @@ def test_atomic_write_gives_a_new_file_the_usual_permissions_and_keeps_an_old_fi
         assert stat.S_IMODE(old.stat().st_mode) == 0o640
     finally:
         os.umask(umask)
+
+
+def test_a_scratch_setting_that_names_a_file_is_refused_saying_what_to_do(tmp_path, monkeypatch):
+    from labkit.paths import FolderNotWritable
+
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("LABKIT_SCRATCH", str(tmp_path / "file"))
+    with pytest.raises(FolderNotWritable) as caught:
+        scratch_dir()
+    assert str(caught.value) == (
+        f"LABKIT_SCRATCH={tmp_path / 'file'} is a file, not a folder; point LABKIT_SCRATCH at a folder "
+        "(it is created if missing)"
+    )
+    monkeypatch.setenv("LABKIT_SCRATCH", str(tmp_path / "file" / "below"))
+    with pytest.raises(FolderNotWritable, match=r"cannot create LABKIT_SCRATCH=.*below \(Not a directory\); point"):
+        scratch_dir()
+
+
+def test_a_default_scratch_folder_that_is_a_file_says_so(tmp_path, monkeypatch):
+    from labkit.paths import FolderNotWritable
+
+    monkeypatch.setenv("LABKIT_ROOT", str(tmp_path))
+    monkeypatch.delenv("LABKIT_SCRATCH")
+    (tmp_path / "scratch").write_text("x", encoding="utf-8")
+    with pytest.raises(FolderNotWritable, match=r"the scratch folder .*scratch is a file, not a folder; .* or remove"):
+        scratch_dir()

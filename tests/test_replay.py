@@ -6,7 +6,7 @@ import openai
 import pytest
 
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import Binding, StreamingNotRecorded
+from labkit.recording import Binding, StreamingNotRecorded, request_key
 from labkit.replay import (
     REPLAY_BASE_URL,
     SAME_JSON,
@@ -373,9 +373,15 @@ def test_text_in_another_unicode_form_shows_code_points():
     assert "differs in 0 field" not in message
 
 
-def test_streaming_is_refused_clearly_in_replay(store):
-    with pytest.raises(StreamingNotRecorded, match=r"streaming is not recorded; call without stream=True"):
+def test_streaming_in_replay_is_the_binding_refusal_whose_diff_names_stream(store):
+    with pytest.raises(ReplayRequestMismatch) as caught:
         replay_client(store).chat.completions.create(**_request(QUESTIONS[0]), stream=True)
+    assert not isinstance(caught.value, StreamingNotRecorded)
+    assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [("stream", None, True)]
+    message = str(caught.value)
+    assert "  stream: '(absent)' -> 'true'" in message
+    assert "Call without stream=True: streaming is never recorded, so no binding can answer it." in message
+    assert "labkit record" not in message  # recording it again would not help
 
 
 def test_a_dict_request_is_bound_in_the_order_the_client_sends_it():
@@ -544,12 +550,25 @@ def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
     assert (refusal.nearest_key, refusal.run_id) == (bindings[1].key, "03-demo")  # the second is the nearest
     assert refusal.diff == [FieldDiff("temperature", 0, 1)]
     assert str(refusal) == (
-        "no reply is recorded for this exact request in run '03-demo'; "
-        f"nearest recorded request ({bindings[1].key[:12]}…) differs in 1 field(s):\n"
+        "no reply is recorded for this exact request in run '03-demo': no binding key is the SHA-256 of its "
+        f"request ({request_key(request)[:12]}…); the nearest recorded request (binding key {bindings[1].key[:12]}…) "
+        "differs in 1 field(s):\n"
         "  temperature: '0' -> '1'\n"
         "Restore the original request, or record a new run for it with `labkit record 03` "
         "(or LABKIT_MODE=record). An old reply is never returned for a request that was not made."
     )
+
+
+def test_a_refusal_uses_the_words_of_the_recording_docs():
+    from labkit.paths import project_root
+
+    docs = " ".join((project_root() / "docs" / "recording.md").read_text(encoding="utf-8").split())
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        BindingStore([Binding.make(as_sent(_request(QUESTIONS[0])), _reply("30 days"))]).lookup(
+            as_sent(_request(QUESTIONS[1]))
+        )
+    for words in ("binding key", "SHA-256 of its request"):
+        assert words in str(caught.value) and words in docs
 
 
 def test_a_store_without_run_or_lesson_says_so_in_its_refusal():
@@ -557,7 +576,7 @@ def test_a_store_without_run_or_lesson_says_so_in_its_refusal():
     with pytest.raises(ReplayRequestMismatch) as caught:
         store.lookup(as_sent(_request(QUESTIONS[1])))
     message = str(caught.value)
-    assert "in this store;" in message and "`labkit record LESSON`" in message and SAME_JSON not in message
+    assert "in this store:" in message and "`labkit record LESSON`" in message and SAME_JSON not in message
     with pytest.raises(ReplayRequestMismatch) as caught:
         BindingStore([]).lookup(as_sent(_request(QUESTIONS[0])))
     assert (caught.value.diff, caught.value.nearest_key, caught.value.run_id) == ([], None, None)

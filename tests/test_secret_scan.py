@@ -35,6 +35,8 @@ KINDS = {
     "OpenAI project key": ("s" + "k-proj-" + _body(20) + "_" + _body(20) + "-" + _body(8), "OpenAI-style key"),
     "Anthropic key": ("s" + "k-ant-api03-" + _body(30) + "-" + _body(10), "OpenAI-style key"),
     "Hugging Face token": ("h" + "f_" + _body(34), "Hugging Face token"),
+    "GitHub fine-grained token": ("github" + "_pat_" + _body(22) + "_" + _body(59), "GitHub fine-grained token"),
+    "npm token": ("np" + "m_" + _body(36), "npm access token"),
     "Bearer token": ("Authorization: Bear" + "er " + _body(30), "Bearer token"),
     "password in a URL": ("https://learner:" + "hunter2" + _body(6) + "@example.com/v1", "Basic Auth Credentials"),
 }
@@ -236,3 +238,111 @@ def test_a_key_in_url_safe_base64_is_found_even_when_a_standard_reading_also_giv
     wrapped = base64.urlsafe_b64encode(plain).decode().rstrip("=")
     assert wrapped.count("_") == 1 and len(wrapped) % 4 == 3
     assert secret_kinds(f"data: {wrapped}") == ["Twilio API Key (inside base64)"]
+
+
+# --- token formats detect-secrets 1.5 misses: labkit's plugins, on its own base class ---------------------
+
+NEW_FORMATS = ["GitHub fine-grained token", "npm token"]
+
+
+@pytest.fixture
+def detect_secrets_alone():
+    """Scan a line with detect-secrets' own machinery and only the plugins named (its loader caches; cleared)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import transient_settings
+
+    def scan(line, plugins):
+        get_mapping_from_secret_type_to_class.cache_clear()
+        with transient_settings({"plugins_used": plugins}):
+            return sorted({secret.type for secret in scan_line(line)})
+
+    yield scan
+    get_mapping_from_secret_type_to_class.cache_clear()
+
+
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_detect_secrets_own_plugins_miss_the_formats_labkit_adds(name, detect_secrets_alone):
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    from labkit.secret_scan import _SKIPPED
+
+    mapping = get_mapping_from_secret_type_to_class()
+    shipped = [{"name": cls.__name__} for kind, cls in mapping.items() if kind not in _SKIPPED]
+    assert len(shipped) > 20 and detect_secrets_alone(f"token = {KINDS[name][0]}", shipped) == []
+
+
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_detect_secrets_loads_labkits_plugin_file_as_a_custom_plugin(name, detect_secrets_alone):
+    from labkit import secret_plugins
+    from labkit.paths import project_root
+
+    path = project_root() / "labkit" / "secret_plugins.py"
+    plugin = next(cls for cls in secret_plugins.OWN_PLUGINS if cls.secret_type == KINDS[name][1])
+    found = detect_secrets_alone(f"token = {KINDS[name][0]}", [{"name": plugin.__name__, "path": f"file://{path}"}])
+    assert found == [KINDS[name][1]]
+
+
+def test_the_fine_grained_format_needs_its_exact_lengths():
+    token = KINDS["GitHub fine-grained token"][0]
+    assert "GitHub fine-grained token" in secret_kinds(f"GITHUB_TOKEN={token}")
+    prefix, first, second = "github_pat_", token[11:33], token[34:]
+    for wrong in (prefix + first[1:] + "_" + second, prefix + first + "_" + second[1:], prefix + first + second):
+        assert "GitHub fine-grained token" not in secret_kinds(f"GITHUB_TOKEN={wrong}")
+
+
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_record_refuses_a_run_whose_reply_holds_the_token_and_verify_finds_it(name, course, monkeypatch, capsys):
+    from labkit.cli import main
+    from labkit.paths import recorded_runs_dir
+    from tests.fake_endpoint import FakeEndpoint
+
+    secret = KINDS[name][0]
+    with FakeEndpoint(answer=lambda body: '{"route": "sales", "note": "use ' + secret + '"}') as endpoint:
+        monkeypatch.setenv("LABKIT_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "m")
+        assert main(["record", "06", "--run-id", "06-leaky"]) == 1
+    err = capsys.readouterr().err
+    assert "run '06-leaky' was not saved: it holds a secret (" in err and KINDS[name][1] in err and secret not in err
+    assert not (recorded_runs_dir() / "06-leaky").exists()
+
+    leaked = recorded_runs_dir() / "06-routing-smollm2" / "notes.txt"
+    leaked.write_text(f"the endpoint said: {secret}\n", encoding="utf-8")
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"SECRET: recorded_runs/06-routing-smollm2/notes.txt:1: {KINDS[name][1]}; remove it and rotate the key" in out
+    )
+
+
+def test_the_scan_refuses_a_run_file_nested_too_deeply_with_the_loaders_message(tmp_path):
+    from labkit.errors import InvalidJSON
+    from labkit.recording import load_run
+
+    folder = tmp_path / "06-deep"
+    folder.mkdir()
+    (folder / "run.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(InvalidJSON) as loaded:
+        load_run(folder)
+    with pytest.raises(InvalidJSON) as scanned:
+        scan_for_secrets(tmp_path)
+    assert str(scanned.value) == str(loaded.value) == f"{folder / 'run.json'}: JSON nested too deeply to read"
+
+
+def test_a_value_nested_as_deep_as_the_loader_reads_is_scanned_to_its_bottom(tmp_path):
+    from labkit.errors import InvalidJSON
+
+    secret = "\\u0073" + KINDS["OpenAI key"][0][1:]  # escaped: found only in the decoded value
+
+    def scan(depth):
+        (tmp_path / "run.json").write_text('{"a": ' * depth + '"' + secret + '"' + "}" * depth, encoding="utf-8")
+        try:
+            return [f.kind for f in scan_for_secrets(tmp_path)]
+        except InvalidJSON:  # deeper than the loader reads
+            return None
+
+    read, refused = 1, 100_000
+    while read + 1 < refused:  # the deepest nesting the loader reads, as the scan calls it
+        middle = (read + refused) // 2
+        read, refused = (read, middle) if scan(middle) is None else (middle, refused)
+    assert scan(read) == ["OpenAI-style key"] and scan(refused) is None

@@ -157,3 +157,21 @@ def test_recording_sends_each_case_once_per_seed_and_a_failed_reply_stays_a_fail
     }
     assert misled_cases(trials) == [GOLDEN[2].question]
     assert set(status_table(trials).columns) == {"insufficient_evidence", "invalid_output"}
+
+
+def test_a_trial_whose_endpoint_has_a_password_records_its_failure_with_the_password_hidden(monkeypatch, tmp_path):
+    import socket
+
+    from labkit.system.repeats import _ask_or_failure
+    from labkit.system.workflow import MinimalSystem
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("LABKIT_BASE_URL", f"http://learner:hunter2@127.0.0.1:{port}/v1")
+    monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+    system = MinimalSystem(connect(RUN_CAPTURED, lesson="05", settings=SETTINGS, mode="live"))
+    result = _ask_or_failure(system, GOLDEN[0], "case1-seed500")
+    assert result["status"] == "request_failed"
+    assert result["reason"].startswith(f"model endpoint http://learner:***@127.0.0.1:{port}/v1: cannot connect")
+    assert "hunter2" not in json.dumps(result)

@@ -13,7 +13,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         description="export: write the numbered notebooks into DIR with outputs cleared and worked solutions "
         "replaced by stubs that raise NotImplementedError with a hint. check: run a learner's notebook offline "
         "(past errors) and say, per exercise, passed / not finished / failed; exit 1 unless all pass.",
-        epilog="examples:\n  labkit workshop export room-copies\n  labkit workshop check room-copies/05_minimal_system.ipynb",
+        epilog="examples:\n  labkit workshop export room-copies\n  labkit workshop check room-copies/05_minimal_system.ipynb\n"
+        "  labkit workshop check --cell-timeout 120 room-copies/02_rag_trace.ipynb",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -21,7 +22,24 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     export.add_argument("destination", metavar="DIR", type=Path)
     check = actions.add_parser("check", help="run a learner's notebook and report its exercise checks")
     check.add_argument("notebook", metavar="NOTEBOOK", type=Path)
+    check.add_argument(
+        "--cell-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=None,
+        help="seconds one cell may run before the check stops it and names it (default 60)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds, 1 or more")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         written = export_workshop(args.destination, course_notebooks())
         print(f"wrote {len(written)} student notebooks into {args.destination} (solutions replaced by stubs)")
         return 0
-    report, code = exercise_report(args.notebook.name, check_exercises(args.notebook))
+    from labkit.course.workshop import EXERCISE_CELL_TIMEOUT_S
+
+    timeout = args.cell_timeout or EXERCISE_CELL_TIMEOUT_S
+    report, code = exercise_report(args.notebook.name, check_exercises(args.notebook, cell_timeout=timeout))
     print(report)
     return code

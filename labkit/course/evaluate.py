@@ -126,7 +126,7 @@ def record(card: ModuleType, folder: Path, *, model: str, on_reply: Callable[[fl
     """
     import openai
 
-    from labkit.boundary import connect
+    from labkit.boundary import connect, redact_url
 
     runs = card.RUNS
     boundary = connect(f"{card.LESSON}-{_slug(model)}", lesson=card.LESSON, settings=runs.SETTINGS, mode="record")
@@ -134,7 +134,7 @@ def record(card: ModuleType, folder: Path, *, model: str, on_reply: Callable[[fl
     description = f"{runs.CAPTURED_DESCRIPTION} Recorded by `labkit evaluate` from {model} at {boundary.endpoint_kind}."
     try:
         runs.make_requests(boundary)
-    except (openai.APIError, OSError) as exc:
+    except (openai.APIError, OSError) as exc:  # EndpointUnreachable and UnusableReply are OSErrors
         kept = boundary.save(
             description="INCOMPLETE: the endpoint failed before the lesson finished; not gradable. " + description,
             fixtures=runs.run_fixtures(),
@@ -142,10 +142,12 @@ def record(card: ModuleType, folder: Path, *, model: str, on_reply: Callable[[fl
             runs_dir=folder,
         )
         raise EndpointFailed(
-            f"lesson {card.LESSON}: the endpoint {boundary.endpoint.base_url if boundary.endpoint else ''} failed "
-            f"after {len(boundary.recorder.bindings)} recorded exchange(s) ({type(exc).__name__}: {exc}). "
-            f"What was recorded is kept, marked incomplete, in {kept.parent}; check the endpoint and run "
-            "`labkit evaluate` again."
+            redact_url(
+                f"lesson {card.LESSON}: the endpoint {boundary.endpoint.base_url if boundary.endpoint else ''} failed "
+                f"after {len(boundary.recorder.bindings)} recorded exchange(s) ({type(exc).__name__}: {exc}). "
+                f"What was recorded is kept, marked incomplete, in {kept.parent}; check the endpoint and run "
+                "`labkit evaluate` again."
+            )
         ) from None
     return boundary.save(description=description, fixtures=runs.run_fixtures(), run_id=boundary.run_id, runs_dir=folder)
 
@@ -179,6 +181,22 @@ def _progress(card: ModuleType, lesson: LessonCard, *, enabled: bool) -> Iterato
             bar.close()
 
 
+def _new_folder(model: str, folder: Path | None) -> Path:
+    """Create the evaluation's own new folder: ``folder``, or one named by model and time under the scratch folder."""
+    from labkit.paths import FolderNotWritable, scratch_dir, writable_folder
+
+    if folder is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
+        folder = writable_folder(scratch_dir() / "evaluations") / f"{_slug(model)}-{stamp}"
+        for n in range(2, 100):  # a second evaluation within the same second gets the next free name
+            if not folder.exists():
+                break
+            folder = folder.with_name(f"{_slug(model)}-{stamp}-{n}")
+    if folder.exists():
+        raise FolderNotWritable(f"{folder} already exists; an evaluation is written into a new folder: choose another")
+    return writable_folder(folder)
+
+
 def evaluate(
     *,
     candidate: Source = "endpoint",
@@ -189,17 +207,13 @@ def evaluate(
 ) -> Evaluation:
     """Evaluate the candidate (a live endpoint, or the committed captured runs) lesson by lesson; see the module."""
 
-    from labkit.paths import scratch_dir
-
     chosen = cards(lessons)
     model = "committed captured runs"
     if candidate == "endpoint":
         from labkit.boundary import endpoint_from_env
 
         model = endpoint_from_env().model
-        stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
-        folder = folder or scratch_dir() / "evaluations" / f"{_slug(model)}-{stamp}"
-        folder.mkdir(parents=True, exist_ok=False)
+        folder = _new_folder(model, folder)
     report = Evaluation(model=model, candidate=candidate, baseline=baseline, folder=folder, lessons=[])
     for card in chosen:
         row = LessonCard(card.LESSON, card.TITLE, card.RULE)

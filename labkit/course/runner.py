@@ -185,7 +185,8 @@ def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_error
     removed afterwards. Without ``allow_errors`` the first failing cell raises
     nbclient's error; with it, every cell runs and errors stay in the cells' outputs. A
     kernel that dies raises `KernelDied` (naming the code cell and exit reason) in
-    either case. The error carries the seconds so far as ``labkit_seconds``.
+    either case. The error carries the seconds so far as ``labkit_seconds`` and the index
+    of the cell it came from as ``labkit_cell`` (-1 before the first).
     """
     from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
@@ -208,6 +209,7 @@ def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_error
             )
             start = None
             code_cell = 0
+            index = -1
             try:
                 with client.setup_kernel():
                     start = time.perf_counter()
@@ -224,6 +226,7 @@ def execute(nb: Any, folder: Path, *, timeout: int = CELL_TIMEOUT_S, allow_error
                 raise died from None
             except Exception as exc:
                 exc.labkit_seconds = time.perf_counter() - start if start else 0.0  # type: ignore[attr-defined]
+                exc.labkit_cell = index  # type: ignore[attr-defined]  # which cell failed or ran out of time
                 raise
             finally:
                 if manager.has_kernel:  # the client shuts down only kernels it started itself

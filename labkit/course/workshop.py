@@ -13,6 +13,9 @@ An exercise is three cells, each tagged with its role and with ``ex:<slug>``
 `student_copy` swaps every solution for its stub and clears outputs;
 `check_exercises` runs a notebook offline past errors and reports each exercise
 as passed, not finished (its code still raises ``NotImplementedError``) or failed.
+A cell may run `EXERCISE_CELL_TIMEOUT_S` seconds (``labkit workshop check
+--cell-timeout``): one that runs longer (a loop that never ends) stops the notebook
+there, its exercise fails naming the cell, and the exercises after it are not run.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ ROLES = ("exercise", "solution", "check")
 #: The cell type each role must have.
 ROLE_CELL_TYPES = {"exercise": "markdown", "solution": "code", "check": "code"}
 SLUG_PREFIX = "ex:"
+#: Seconds one cell of a learner's notebook may run when checked: an exercise cell takes a few seconds at most.
+EXERCISE_CELL_TIMEOUT_S = 60
 
 
 class WorkshopExportRefused(LabkitError, FileExistsError):
@@ -63,8 +68,9 @@ class ExerciseResult:
 
     slug: str
     """The exercise's slug."""
-    status: Literal["passed", "not finished", "failed"]
-    """``passed``; ``not finished`` (the code still raises ``NotImplementedError``); or ``failed``."""
+    status: Literal["passed", "not finished", "failed", "not run"]
+    """``passed``; ``not finished`` (the code still raises ``NotImplementedError``); ``failed``; or
+    ``not run`` (an earlier cell ran out of time and the notebook stopped there)."""
     message: str
     """The error's name and message (the hint, or the assertion that failed); empty when passed."""
 
@@ -207,16 +213,45 @@ def exercise_result(nb: Any, exercise: Exercise) -> ExerciseResult:
     return ExerciseResult(exercise.slug, "not finished" if unfinished else "failed", message)
 
 
-def check_exercises(path: Path) -> list[ExerciseResult]:
-    """Run a learner's notebook offline to the end (past errors) and report each exercise."""
+def _timed_out(nb: Any, exercise: Exercise, cell: int, timeout: int, exercises: list[Exercise]) -> ExerciseResult:
+    """Return how ``exercise`` fared when cell ``cell`` ran past ``timeout`` seconds and the notebook stopped there."""
+    roles = {e.solution: (e.slug, "solution") for e in exercises} | {e.check: (e.slug, "check") for e in exercises}
+    slug, role = roles.get(cell, (None, None))
+    limit = f"ran past the {timeout} s limit for one cell and was stopped"
+    if cell in (exercise.solution, exercise.check):
+        return ExerciseResult(
+            exercise.slug,
+            "failed",
+            f"its {role} cell (cell {cell}) {limit}; look for a loop that never ends, "
+            "or give a slow cell more time with --cell-timeout",
+        )
+    if exercise.check < cell:
+        return exercise_result(nb, exercise)
+    stopped = f"ex:{slug}'s {role} cell" if slug else "a cell that is not an exercise's"
+    return ExerciseResult(exercise.slug, "not run", f"the notebook stopped at cell {cell} ({stopped}), which {limit}")
+
+
+def check_exercises(path: Path, *, cell_timeout: int = EXERCISE_CELL_TIMEOUT_S) -> list[ExerciseResult]:
+    """Run a learner's notebook offline to the end (past errors) and report each exercise.
+
+    Each cell may run ``cell_timeout`` seconds; a cell that runs longer stops the run, and
+    the report names it (its exercise's slug and its cell index).
+    """
+    from nbclient.exceptions import CellTimeoutError
 
     from labkit.course.runner import execute, read_notebook
 
+    if isinstance(cell_timeout, bool) or not isinstance(cell_timeout, int) or cell_timeout < 1:
+        raise ValueError(f"cell_timeout must be a whole number of seconds, 1 or more, not {cell_timeout!r}")
     nb = read_notebook(path)
     exercises = find_exercises(nb, name=path.name)
     if not exercises:
         return []
-    execute(nb, path.parent, allow_errors=True)
+    try:
+        execute(nb, path.parent, timeout=cell_timeout, allow_errors=True)
+    except CellTimeoutError as exc:
+        cell = getattr(exc, "labkit_cell", -1)
+        return [_timed_out(nb, exercise, cell, cell_timeout, exercises) for exercise in exercises]
     return [exercise_result(nb, exercise) for exercise in exercises]
 
 
@@ -228,10 +263,8 @@ def exercise_report(name: str, results: list[ExerciseResult]) -> tuple[str, int]
     lines = [f"{SLUG_PREFIX + r.slug:<{width}}  {r.status}" + (f": {r.message}" if r.message else "") for r in results]
     passed = sum(r.status == "passed" for r in results)
     lines.append(f"{passed} of {len(results)} exercises in {name} pass")
-    unfinished = [r.slug for r in results if r.status == "not finished"]
-    failed = [r.slug for r in results if r.status == "failed"]
-    if unfinished:
-        lines.append(f"not finished: {', '.join(unfinished)}")
-    if failed:
-        lines.append(f"failed: {', '.join(failed)}")
+    for status in ("not finished", "failed", "not run"):
+        slugs = [r.slug for r in results if r.status == status]
+        if slugs:
+            lines.append(f"{status}: {', '.join(slugs)}")
     return "\n".join(lines), 0 if passed == len(results) else 1

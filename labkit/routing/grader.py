@@ -199,8 +199,8 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
     extra = routes.keys() - cases.keys()
     if missing:
         raise RouteGradeError(
-            f"{where} has no prediction for {_ids(missing)}; a run must answer every suite case "
-            "(count a missing or malformed reply separately; never fill it in or drop the case)"
+            f"{where} has no prediction for {_ids(missing)}; a run must answer every suite case (count a missing "
+            f"or malformed reply separately; never fill it in or drop the case){_unicode_form_notes(missing, extra)}"
         )
     if extra:
         raise RouteGradeError(
@@ -470,3 +470,27 @@ def route_confusion(suite: Any, suite_sha256: str, run: Any, *, name: str = "run
     )
     frame = pd.DataFrame(matrix, index=pd.Index(ROUTES, name="expected"), columns=pd.Index(ROUTES, name="predicted"))
     return frame
+
+
+def _unicode_form_notes(missing: Iterable[str], extra: Iterable[str], limit: int = 3) -> str:
+    """Say which of a run's ids are a missing suite id written in another Unicode form (NFD for NFC), or ""."""
+    import unicodedata
+
+    from labkit.replay import code_points, unicode_form_difference
+
+    by_form = {unicodedata.normalize("NFC", run_id): run_id for run_id in extra}
+    notes = []
+    for suite_id in sorted(missing, key=id_order):
+        run_id = by_form.get(unicodedata.normalize("NFC", suite_id))
+        d = unicode_form_difference(suite_id, run_id)
+        if run_id is None or d is None:
+            continue
+        notes.append(
+            f"the run's id {_shown(run_id)} is the suite's {_shown(suite_id)} in another Unicode form "
+            f"({d.actual_form} in the run, {d.recorded_form} in the suite: at character {d.at} the suite has "
+            f"{code_points(d.recorded)}, the run {code_points(d.actual)})"
+        )
+    if not notes:
+        return ""
+    shown = "; ".join(notes[:limit]) + (f"; and {len(notes) - limit} more" if len(notes) > limit else "")
+    return f". Note: {shown}. Write each id with the same code points as the suite (the grader never normalises)"
