@@ -2,6 +2,7 @@
 
     python -m labkit.course.hub [--ip 127.0.0.1] [--port 8000] [--admin instructor] [--isolation auto]
     python -m labkit.course.hub seed HOME            # give HOME the student copy unless it has one
+    python -m labkit.course.hub install-proxy        # install the pinned proxy into .hub/proxy (start does it too)
     python -m labkit.course.hub pack-proxy DIR       # the proxy's npm tarballs into DIR/npm, for offline rooms
     python -m labkit.course.hub remove-accounts      # remove the learner accounts the hub made (homes stay)
 
@@ -46,7 +47,7 @@ from labkit.paths import notebooks_dir, project_root
 READY_TIMEOUT_S = 120
 #: Seconds the hub may take to stop its learners' servers and the proxy before they are killed.
 STOP_TIMEOUT_S = 90
-VERBS = ("start", "seed", "pack-proxy", "remove-accounts")
+VERBS = ("start", "seed", "install-proxy", "pack-proxy", "remove-accounts")
 
 
 class HubPortBusy(LabkitError, OSError):
@@ -281,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "start":
             return start(args)
+        if args.verb == "install-proxy":
+            from labkit.course.hub_proxy import install_proxy, proxy_version
+
+            executable = install_proxy(wheelhouse=wheelhouse())
+            print(f"configurable-http-proxy {proxy_version(executable)} is at {executable}")
+            return 0
         if args.verb == "remove-accounts":
             from labkit.course.hub_homes import remove_accounts
 

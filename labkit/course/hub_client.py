@@ -180,8 +180,12 @@ class HubSession:
         raise HubClientError(f"the server of {user!r} did not {state} within {timeout:.0f} s")
 
     async def start_server(self, *, timeout: float = 180.0) -> None:
-        """Start this learner's server through the REST API and wait until it is ready."""
-        await self.hub("POST", f"users/{self.name}/server", expect=(201, 202))
+        """Start this learner's server through the REST API (a running one is kept) and wait until it is ready."""
+        answer = await self.client.post(f"hub/api/users/{self.name}/server", headers=self._headers())
+        if answer.status_code not in (201, 202) and "already running" not in answer.text:
+            raise HubClientError(
+                f"starting the server of {self.name!r} answered HTTP {answer.status_code}: {answer.text[:200]}"
+            )
         await self.wait_for_server(self.name, running=True, timeout=timeout)
 
     async def stop_server(self, user: str | None = None, *, timeout: float = 120.0) -> None:
