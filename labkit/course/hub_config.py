@@ -104,7 +104,7 @@ def check_passwords(room: str, admin: str) -> None:
         )
     try:
         SharedPasswordAuthenticator(user_password=room, admin_password=admin)
-    except TraitError as exc:
+    except (TraitError, ValueError) as exc:  # a trait validator raises ValueError, which traitlets passes on
         raise HubPasswordRefused(
             f"JupyterHub refuses this password: {exc}. The room password needs at least 8 characters, the admin "
             "password at least 32, and they must differ (a passphrase of several words is easy to read out in a room)."

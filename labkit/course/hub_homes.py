@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -142,11 +142,11 @@ def remove_accounts(prefix: str) -> list[str]:
     return removed
 
 
-def _blocking_folder(paths: list[Path]) -> Path | None:
+def _blocking_folder(paths: list[Path], *, mode: Callable[[Path], int] = lambda p: os.stat(p).st_mode) -> Path | None:
     """Return the first folder on the way to ``paths`` that other users may not pass through, if any."""
     for path in paths:
         for folder in reversed([path, *path.parents]):
-            if folder.is_dir() and not os.stat(folder).st_mode & 0o001:
+            if folder.is_dir() and not mode(folder) & 0o001:
                 return folder
     return None
 
