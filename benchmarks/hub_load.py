@@ -11,7 +11,8 @@ websocket) and runs the lesson's code cells in order (the worked solutions, so
 every cell must succeed). A learner's time runs from the login to the last cell's
 end; a failure is any error, refusal or a learner past ``--timeout``. While they
 run, the resident memory (RSS) of each learner's server and kernels is sampled
-every second; "MiB per learner" is the mean of the learners' peaks. Everything
+every second; "MiB per learner" is the mean of the learners' peaks (the hub, the
+proxy and the culler are reported apart, on standard error). Everything
 started is stopped at the end (servers, hub, proxy, learner accounts, the state
 folder). One line per N on standard output:
 
@@ -111,6 +112,7 @@ class MemorySampler(threading.Thread):
         super().__init__(daemon=True)
         self.hub_pid, self.stop_event = hub_pid, threading.Event()
         self.peaks: dict[str, float] = {}
+        self.overhead = 0.0
         self.cpu: list[float] = []
         self.available: list[float] = []
 
@@ -121,16 +123,17 @@ class MemorySampler(threading.Thread):
         while not self.stop_event.wait(1.0):
             totals: dict[str, float] = {}
             try:
-                children = psutil.Process(self.hub_pid).children(recursive=True)
+                hub = psutil.Process(self.hub_pid)
+                children = hub.children(recursive=True)
             except psutil.NoSuchProcess:
                 return
-            for child in children:
-                try:
-                    user = child.environ().get("JUPYTERHUB_USER")
-                    if user:
-                        totals[user] = totals.get(user, 0.0) + child.memory_info().rss / 2**20
+            for child in [hub, *children]:
+                try:  # a learner's processes carry JUPYTERHUB_USER; the hub, the proxy and the culler do not
+                    user = child.environ().get("JUPYTERHUB_USER") or ""
+                    totals[user] = totals.get(user, 0.0) + child.memory_info().rss / 2**20
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
+            self.overhead = max(self.overhead, totals.pop("", 0.0))
             for user, mib in totals.items():
                 self.peaks[user] = max(self.peaks.get(user, 0.0), mib)
             self.cpu.append(psutil.cpu_percent())
@@ -206,7 +209,8 @@ def measure(learners: int, args: argparse.Namespace) -> str:
     if sampler.cpu:
         print(
             f"    cpu mean {statistics.mean(sampler.cpu):.0f} %, memory available min {min(sampler.available):.0f} MiB, "
-            f"learner peak RSS max {max(peaks):.0f} MiB; after: {uptime()}",
+            f"learner peak RSS max {max(peaks):.0f} MiB, hub + proxy + culler peak RSS {sampler.overhead:.0f} MiB; "
+            f"after: {uptime()}",
             file=sys.stderr,
         )
     for run in failures[:5]:
