@@ -22,7 +22,7 @@ def test_disk_for_the_room_counts_every_learners_home(tmp_path):
 
 
 def test_a_room_larger_than_the_cores_hold_fails_and_says_what_to_add():
-    holds = 2 * hub_checks.LEARNERS_PER_CORE
+    holds = int(2 * hub_checks.LEARNERS_PER_CORE)
     assert hub_checks.check_cores(holds, cores=2).ok
     line = hub_checks.check_cores(holds + 1, cores=2)
     assert not line.ok and "add cores" in line.detail
