@@ -18,7 +18,7 @@ from labkit.paths import project_root
 
 #: Resident memory of one learner's server and kernel at its peak while running lesson 03 (benchmark's MiB per learner).
 MIB_PER_LEARNER = 300
-#: Memory of the hub, the proxy and the idle culler together, measured beside the learners.
+#: Memory of the hub, the proxy and the idle culler together (the benchmark measured a peak of 229 MiB).
 HUB_OVERHEAD_MIB = 250
 #: Disk one learner's home takes: the student copy and scratch files (lesson 03 left 0.5 MiB; this leaves room for all six).
 DISK_MIB_PER_LEARNER = 50
