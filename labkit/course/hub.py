@@ -183,7 +183,7 @@ def running_hub(settings: HubSettings, *, room: str, admin: str) -> Iterator[sub
 def prepare(args: argparse.Namespace, *, room: str, admin: str) -> tuple[HubSettings, str]:
     """Check the passwords, the port and the isolation, install the proxy; return the settings and the isolation note."""
     from labkit.course.hub_homes import prepare_homes_folder
-    from labkit.course.hub_proxy import install_proxy
+    from labkit.course.hub_proxy import install_proxy, pinned_version, proxy_executable
 
     check_passwords(room, admin)
     problem = port_problem(args.ip, args.port)
@@ -198,6 +198,11 @@ def prepare(args: argparse.Namespace, *, room: str, admin: str) -> tuple[HubSett
     state.mkdir(exist_ok=True)
     os.chmod(state, 0o700)  # the hub's database, cookie secret and log: the hub's alone
     prepare_homes_folder(homes, isolated=isolation == "users")
+    if not proxy_executable().exists():
+        print(
+            f"labkit hub: installing configurable-http-proxy {pinned_version()} into .hub/proxy with npm ...",
+            flush=True,
+        )
     settings = HubSettings(
         state=str(state),
         homes=str(homes),
