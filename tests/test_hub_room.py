@@ -251,6 +251,8 @@ def test_one_learner_cannot_read_another_learners_home(room):
         pytest.skip("the hub runs unisolated here (not root on Linux): learners share one account")
 
     async def peek() -> Any:
+        async with await _learner(room, "bob") as bob:  # bob's home exists, with his copy in it
+            await bob.start_server(timeout=START_TIMEOUT_S)
         async with await _learner(room, "alice") as session:
             await session.start_server(timeout=START_TIMEOUT_S)
             kernel = await session.open_kernel(f"course/{LESSON}")
@@ -270,7 +272,7 @@ def test_one_learner_cannot_read_another_learners_home(room):
 
 
 def test_the_admin_lists_learners_and_stops_a_learners_server(room):
-    async def scenario() -> tuple[set[str], set[str], bool]:
+    async def scenario() -> tuple[set[str], set[str], bool, dict[str, Any]]:
         async with await _learner(room, "bob") as bob:
             await bob.start_server(timeout=START_TIMEOUT_S)
         async with await _learner(room, "instructor", ADMIN) as admin:
@@ -279,8 +281,10 @@ def test_the_admin_lists_learners_and_stops_a_learners_server(room):
             running = {u["name"] for u in users if u.get("servers", {}).get("")}
             await admin.stop_server("bob")
             after = await admin.hub("GET", "users/bob", expect=(200,))
-            return names, running, bool(after.get("servers", {}).get(""))
+            services = await admin.hub("GET", "services", expect=(200,))
+            return names, running, bool(after.get("servers", {}).get("")), services
 
-    names, running, still_running = run(scenario())
+    names, running, still_running, services = run(scenario())
     assert {"alice", "bob", "instructor"} <= names
     assert "bob" in running and not still_running
+    assert "idle-culler" in services  # the culler runs as a service of the hub
