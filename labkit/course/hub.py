@@ -92,7 +92,10 @@ def choose_isolation(wanted: str, *, python: str) -> tuple[Isolation, str]:
     else:
         problem = isolation_problem(python, project_root()) or ""
         if not problem:
-            return "users", "one system account per learner (learner-<name>): no learner can open another's home"
+            return "users", (
+                "one system account per learner (learner-<name>): no learner's code can open another's home "
+                "(the shared password still lets anyone log in under any learner's name)"
+            )
         if wanted == "users":
             raise IsolationUnavailable(f"--isolation users is not possible here: {problem}")
     user = "root" if os.geteuid() == 0 else f"the account {os.environ.get('USER', 'running the hub')}"
