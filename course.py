@@ -8,6 +8,10 @@ the learner's next step:
 
     python3 course.py lab     # open JupyterLab on notebooks/ from the course environment
 
+for an instructor, a workshop room on one server (docs/workshop-hub.md):
+
+    python3 course.py hub     # JupyterHub for the room on 127.0.0.1:8000; Ctrl-C stops it
+
 and, for contributors and CI:
 
     python3 course.py lint    # ruff check, ruff format --check and mypy (installs the `dev` extra)
@@ -41,9 +45,11 @@ STAMP = VENV / ".labkit-install"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 UV = BIN / ("uv.exe" if os.name == "nt" else "uv")
-COMMANDS = ("run", "test", "lab", "lint")
-OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser")
+COMMANDS = ("run", "test", "lab", "lint", "hub")
+OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser", "hub")
 INSTALLERS = ("uv", "pip")
+#: `course.py hub` installs the workshop hub's extra (JupyterHub, the idle culler) on top of the test extra.
+HUB_EXTRAS = ("hub",)
 #: At most this many test processes (pytest-xdist); each notebook's cells and each test module stay in one.
 MAX_TEST_WORKERS = 4
 LINTERS = (
@@ -247,12 +253,27 @@ def pytest_command(rest: list[str]) -> list[str]:
     return [str(PYTHON), "-m", "pytest", *([] if chosen else parallel), *rest]
 
 
+def hub_command(rest: list[str]) -> list[str]:
+    """Return the command that starts the workshop hub (labkit.course.hub) with the course environment's Python."""
+    return [str(PYTHON), "-m", "labkit.course.hub", *rest]
+
+
+def hub(rest: list[str], env: dict[str, str]) -> int:
+    """Run the workshop hub in the foreground; Ctrl-C stops it (the hub itself stops every learner's server)."""
+    process = subprocess.Popen(hub_command(rest), cwd=ROOT, env=env)
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:  # the hub got the same Ctrl-C and is stopping its servers: wait, never kill it
+            continue
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip())
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     command = argv[0]
-    extras, rest = _extras(argv[1:], needed=("dev",) if command == "lint" else ())
+    extras, rest = _extras(argv[1:], needed=HUB_EXTRAS if command == "hub" else ("dev",) if command == "lint" else ())
     ensure_environment(extras)
     env = dict(os.environ, PYTHONNOUSERSITE="1")
     if command == "run":
@@ -264,6 +285,8 @@ def main(argv: list[str]) -> int:
             return subprocess.call(lab_command(rest), cwd=ROOT, env=env)
         except KeyboardInterrupt:
             return 0
+    if command == "hub":
+        return hub(rest, env)
     return subprocess.call(pytest_command(rest), cwd=ROOT, env=env)
 
 

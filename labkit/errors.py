@@ -74,7 +74,16 @@ rest are defined beside the code that raises them.
         ├── KernelDied(RuntimeError)                 course/runner.py: the kernel process ended mid-cell
         ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
         ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
-        └── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
+        ├── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
+        └── the workshop hub, course/hub*.py
+            ├── HubPasswordRefused(ValueError)       hub_config.py: a password JupyterHub's rule refuses, or none
+            ├── HubPortBusy(OSError)                 hub.py: the room's address and port are taken
+            ├── HubStartFailed(RuntimeError)         hub.py: JupyterHub stopped or did not answer while starting
+            ├── HubProxyMissing(FileNotFoundError)   hub_proxy.py: no proxy, or no Node.js / npm to install it
+            ├── IsolationUnavailable(PermissionError)     hub_homes.py: one account per learner is not possible here
+            ├── LearnerAccountConflict(PermissionError)   hub_homes.py: a learner's account name is taken by another
+            ├── HubClientError(RuntimeError)         hub_client.py: a step of a learner's session failed or timed out
+            └── LoginRefused(PermissionError)        hub_client.py: the hub refused a login
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
 - `labkit.course.variants`: the catalogue of authored bad replies, each run through its real check.
 - `labkit.course.lessons`: which lessons make model calls, and how their runs are written or recorded.
 - `labkit.course.pytest_plugin`: keeps the test process and every notebook kernel offline.
+- `labkit.course.hub` (with `hub_config`, `hub_homes`, `hub_spawner`, `hub_singleuser`, `hub_proxy`,
+  `hub_checks`, `hub_client`): the workshop room on one server, JupyterHub with a home per learner.
 
 Lessons never import from here; this package imports lessons and the foundation.
 """
