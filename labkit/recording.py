@@ -151,20 +151,24 @@ class Binding(_Strict):
 
     @model_validator(mode="after")
     def _hashes_match(self) -> Binding:
+        # the specific problem first: a stale hash only says that something changed
+        problems = []
+        if self.status_code == 200 and self.response is None:
+            problems.append(f"binding {self.key[:12]}… has status 200 but no response (a 200 always carries its reply)")
         expected = request_key(self.request, path=self.path, query=self.query)
         if self.key != expected:
-            raise ValueError(
+            problems.append(
                 f"field 'request' (or its 'path' or 'query') was edited after recording: key {self.key[:12]}… "
                 f"is not the SHA-256 of the request ({expected[:12]}…); record the run again instead of editing it"
             )
         actual = response_sha256(self.response)
         if self.response_sha256 != actual:
-            raise ValueError(
+            problems.append(
                 f"field 'response' was edited after recording: its SHA-256 is {str(actual)[:12]}…, the binding "
                 f"recorded {str(self.response_sha256)[:12]}…; restore the run from git or record it again"
             )
-        if self.status_code == 200 and self.response is None:
-            raise ValueError(f"binding {self.key[:12]}… has status 200 but no response")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -327,15 +331,25 @@ def _inside(root: Path, rel: str) -> Path | None:
     return path
 
 
+def _outside_fixtures(run_id: Any, lesson: Any, fixtures: Any, root: Path) -> str:
+    """Return why ``fixtures`` names a path outside the checkout, or ""; ``fixtures`` may be unvalidated JSON."""
+    if not isinstance(fixtures, dict):
+        return ""
+    outside = [rel for rel in sorted(map(str, fixtures)) if _inside(root, rel) is None]
+    if not outside:
+        return ""
+    return (
+        f"run {run_id!r}: field 'fixtures' names {outside}, outside the checkout; a run may depend only "
+        f"on files under {root}. Record the run again with `labkit record {lesson}`."
+    )
+
+
 def check_fixtures(run: RecordedRun, *, root: Path | None = None) -> None:
     """Raise `FixtureChanged` unless every fixture the run names is in the checkout with its recorded SHA-256."""
     root = root or project_root()
-    outside = [rel for rel in sorted(run.fixtures) if _inside(root, rel) is None]
+    outside = _outside_fixtures(run.run_id, run.lesson, run.fixtures, root)
     if outside:
-        raise FixtureChanged(
-            f"run {run.run_id!r}: field 'fixtures' names {outside}, outside the checkout; a run may depend only "
-            f"on files under {root}. Record the run again with `labkit record {run.lesson}`."
-        )
+        raise FixtureChanged(outside)
     changed = []
     for rel, expected in sorted(run.fixtures.items()):
         path = root / rel
@@ -376,9 +390,30 @@ def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
             f"no recorded run at {path}. List the runs with `labkit verify`, or record one with `labkit record`."
         )
     data, digest = load_strict(path, max_bytes=MAX_RUN_BYTES)
-    recorded = parse_run(data, source=str(path))
-    if path.parent.name != recorded.run_id:
-        raise RecordedRunError(f"{path}: run_id {recorded.run_id!r} does not match its folder {path.parent.name!r}")
+    # the problems a stale content hash would hide are named first, from the file as it is
+    named: list[tuple[type[RecordedRunError], str]] = []
+    if isinstance(data, dict):
+        if "run_id" in data and data["run_id"] != path.parent.name:
+            named.append(
+                (
+                    RecordedRunError,
+                    f"{path}: run_id {data['run_id']!r} does not match its folder {path.parent.name!r}; move the "
+                    "folder back or restore the run from git",
+                )
+            )
+        outside = _outside_fixtures(
+            data.get("run_id"), data.get("lesson"), data.get("fixtures"), root or project_root()
+        )
+        if outside:
+            named.append((FixtureChanged, outside))
+    try:
+        recorded = parse_run(data, source=str(path))
+    except RecordedRunError as exc:
+        if not named:
+            raise
+        raise named[0][0]("; ".join(message for _, message in named) + f"; also {exc}") from None
+    if named:
+        raise named[0][0]("; ".join(message for _, message in named))
     check_fixtures(recorded, root=root)
     recorded._file_sha256 = digest
     return recorded

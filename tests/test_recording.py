@@ -589,3 +589,58 @@ def test_binding_for_prefers_the_exact_key_over_a_reordered_twin(tmp_path):
     run = RecordedRun.model_validate(_run(tmp_path, bindings=[_binding(request), _binding(twin)]))
     assert run.binding_for(request) is run.bindings[0]
     assert run.binding_for(twin) is run.bindings[1]
+
+
+# --- the specific problem first, the stale hash second -------------------------------------------
+
+
+def _before(message, first, second):
+    """Assert that ``first`` and ``second`` are both in ``message``, in that order."""
+    assert first in message and second in message, message
+    assert message.index(first) < message.index(second), message
+
+
+def test_a_run_id_changed_without_resealing_names_the_folder_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d.update(run_id="05-other"))
+    with pytest.raises(RecordedRunError) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(str(refused.value), "run_id '05-other' does not match its folder '05-demo'", "field 'content_sha256'")
+
+
+def test_a_reply_removed_from_a_status_200_binding_says_so_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d["bindings"][0].update(response=None))
+    with pytest.raises(RecordedRunError) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(str(refused.value), "has status 200 but no response", "field 'response' was edited after recording")
+
+
+def test_a_fixture_outside_the_checkout_added_without_resealing_is_named_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d["fixtures"].update({"../outside.txt": "0" * 64}))
+    with pytest.raises(FixtureChanged) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(
+        str(refused.value), "field 'fixtures' names ['../outside.txt'], outside the checkout", "field 'content_sha256'"
+    )
+
+
+# --- an authored run holds only the course's own replies -----------------------------------------
+
+
+def test_an_authored_run_whose_reply_carries_an_endpoints_usage_block_is_refused(tmp_path):
+    request = _request()
+    response = _binding(request)["response"] | {
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    }
+    data = _run(tmp_path, bindings=[Binding.make(request, response).model_dump(mode="json")])
+    with pytest.raises(RecordedRunError, match=r"endpoint's id or usage in bindings \['[0-9a-f]{12}'\]"):
+        load_run(_write(tmp_path, data), root=tmp_path)
+
+
+def test_an_authored_run_whose_reply_carries_an_endpoints_id_is_refused(tmp_path):
+    data = _run(tmp_path, bindings=[_binding(_request(), response_id="chatcmpl-9")])
+    with pytest.raises(RecordedRunError, match=r"endpoint's id or usage in bindings \['[0-9a-f]{12}'\]"):
+        load_run(_write(tmp_path, data), root=tmp_path)
+    assert load_run(_write(tmp_path, _run(tmp_path)), root=tmp_path).origin == "authored"  # authored-1: accepted
