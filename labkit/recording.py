@@ -12,9 +12,16 @@ body, keys in the order sent; see `request_key`), and ``response_sha256`` that
 of its response; ``content_sha256`` covers the whole run file except itself.
 ``recorded_runs/manifest.json`` lists every run id with its file's SHA-256 and
 origin; only the run writers (`save_run`, `labkit record`) change it, so a
-run edited, added or removed by hand shows up in `verify_runs`. The hashes
-detect edits; they are not signatures: someone who recomputes them all and
-rewrites the manifest too is caught only by review of the diff.
+run edited, added or removed by hand shows up in `verify_runs`.
+
+The hashes detect edits, but anyone can recompute them all and rewrite the
+manifest too. What anchors a run is its signature (`labkit.signing`): the run
+writer signs the file's exact bytes with the key `LABKIT_SIGNING_KEY` names
+(``run.json.sig``), and `verify_runs` refuses a signature that does not verify,
+one by a key ``recorded_runs/allowed_signers`` does not list, and a captured
+run with none. A re-sealed edit keeps its hashes consistent but breaks the
+signature; forging one needs a listed private key, or a reviewed change to
+``allowed_signers``.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
@@ -35,9 +42,12 @@ from labkit.canonical import (
     read_strict_bytes,
     request_sha256,
 )
-from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
+from labkit.errors import FixtureChanged, LabkitError, RecordedRunError, validation_problems
 from labkit.paths import atomic_write, project_root, recorded_runs_dir
 from labkit.tables import text_table
+
+if TYPE_CHECKING:
+    from labkit.signing import RunSignature
 
 SCHEMA_VERSION: Literal[2] = 2
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
@@ -211,11 +221,17 @@ class RecordedRun(_Strict):
     bindings: list[Binding] = Field(description="Each exact request with its response.")
 
     _file_sha256: str | None = PrivateAttr(default=None)
+    _signature: Any = PrivateAttr(default=None)
 
     @property
     def file_sha256(self) -> str | None:
         """The SHA-256 of the run file's exact bytes, when the run was loaded from a file."""
         return self._file_sha256
+
+    @property
+    def signature(self) -> RunSignature | None:
+        """Who signed the run file (`labkit.signing.RunSignature`), when `verify_runs` checked it."""
+        return self._signature
 
     @model_validator(mode="after")
     def _origin_is_honest(self) -> RecordedRun:
@@ -461,12 +477,16 @@ def _write_manifest(runs: dict[str, dict[str, str]], runs_dir: Path) -> None:
 
 
 def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: bool = False) -> Path:
-    """Write a run's file atomically and record its SHA-256 and origin in the manifest.
+    """Write a run's file atomically, record its SHA-256 and origin in the manifest, and sign it.
 
     Only the run writers call this: `save_run` (new runs) and the authored-run
-    writer or migration (``replace=True``). Key order is kept as recorded.
+    writer or migration (``replace=True``). Key order is kept as recorded. The
+    file is signed when `LABKIT_SIGNING_KEY` names a key (see
+    `labkit.signing.sign_written_run`); signing comes last, so a run that cannot
+    be signed is still saved, and `SigningFailed` says how to sign it later.
     """
     from labkit.secret_scan import refuse_secrets
+    from labkit.signing import sign_written_run
 
     data = run.model_dump(mode="json")
     refuse_secrets(data, run_id=run.run_id)  # a run holding a secret is refused before anything is written
@@ -481,6 +501,7 @@ def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: b
     runs = read_manifest(runs_dir)
     runs[run.run_id] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "origin": run.origin}
     _write_manifest(runs, runs_dir)
+    sign_written_run(path)
     return path
 
 
@@ -520,14 +541,16 @@ def _manifest_problem(name: str, path: Path, entry: dict[str, str] | None) -> st
     return "; ".join(problems)
 
 
-def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:
-    """Load every run under ``runs_dir`` and check it against the manifest.
+def verify_runs(
+    runs_dir: Path | None = None, *, root: Path | None = None, signatures: bool = True
+) -> list[tuple[str, RecordedRun | None, str]]:
+    """Load every run under ``runs_dir``, check it against the manifest, and check its signature.
 
     Returns ``(run id, run or None, problem or "")`` for each run folder and each
-    manifest entry without one, sorted by id.
+    manifest entry without one, sorted by id; a run that passes carries its
+    `RecordedRun.signature`. With ``signatures=False`` (for signing runs that have
+    none yet) signatures are not checked.
     """
-    from labkit.errors import LabkitError
-
     runs_dir = runs_dir or recorded_runs_dir()
     try:
         manifest = read_manifest(runs_dir)
@@ -536,6 +559,7 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
         manifest, manifest_error = {}, str(exc)
     results: list[tuple[str, RecordedRun | None, str]] = []
     folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    check_signature = _signature_checker(runs_dir) if signatures and folders else None
     for folder in folders:
         problems = []
         loaded: RecordedRun | None = None
@@ -545,9 +569,17 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
             problems.append(str(exc))
         path = folder / RUN_FILE
         if path.is_file():
-            problem = manifest_error or _manifest_problem(folder.name, path, manifest.get(folder.name))
+            entry = manifest.get(folder.name)
+            problem = manifest_error or _manifest_problem(folder.name, path, entry)
             if problem:
                 problems.append(problem)
+            if check_signature is not None:
+                origin = loaded.origin if loaded is not None else (entry or {}).get("origin")
+                signature, problem = check_signature(folder.name, path, origin)
+                if problem:
+                    problems.append(problem)
+                if loaded is not None:
+                    loaded._signature = signature
         results.append((folder.name, None if problems else loaded, "; ".join(problems)))
     names = {folder.name for folder in folders}
     for name in sorted(set(manifest) - names):
@@ -555,6 +587,24 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
             (name, None, f"run {name!r} is listed in {MANIFEST_FILE} but missing: restore it from git or record it")
         )
     return sorted(results, key=lambda item: item[0])
+
+
+def _signature_checker(runs_dir: Path) -> Any:
+    """Return ``check(run id, run file, origin) -> (RunSignature or None, problem or "")`` for ``runs_dir``."""
+    from labkit.signing import check_signature, read_allowed_signers, signature_problem
+
+    try:
+        allowed, unreadable = read_allowed_signers(runs_dir), ""
+    except LabkitError as exc:
+        allowed, unreadable = [], str(exc)
+
+    def check(run_id: str, path: Path, origin: str | None) -> tuple[RunSignature | None, str]:
+        if unreadable:
+            return None, unreadable
+        signature = check_signature(path, allowed=allowed)
+        return signature, signature_problem(run_id, origin, signature)
+
+    return check
 
 
 def bindings_table(run: RecordedRun) -> Any:
