@@ -208,7 +208,7 @@ def test_the_course_lists_its_own_key_for_runs_only():
 # Headers of private keys in every format ssh-keygen, OpenSSL and PuTTY write, and the start of an OpenSSH
 # private key's body ("openssh-key-v1" in base64), which remains if the header lines are cut off.
 PRIVATE_KEY = re.compile(
-    "-----BEGIN [A-Z0-9 ]*" + "PRIVATE KEY-----" + "|PuTTY-User-Key-" + "File-|b3BlbnNzaC1rZXktdjE",
+    "-----BEGIN [A-Z0-9 ]*" + "PRIVATE KEY-----" + "|PuTTY-User-Key-" + "File-|b3BlbnNzaC1rZXkt" + "djE",
 )
 
 
