@@ -13,6 +13,7 @@ from labkit.signing import (
     NAMESPACE,
     AllowedSignersError,
     SigningFailed,
+    check_armored,
     check_signature,
     read_allowed_signers,
     sign_run_file,
@@ -246,3 +247,32 @@ def test_the_private_key_scan_finds_a_key_in_every_form_it_may_take(tmp_path):
     planted = [key, pem, tmp_path / "headless"]
     assert private_key_files([*planted, key.with_name(key.name + ".pub")]) == planted
     assert public_key(key).startswith("ssh-ed25519 ")
+
+
+def _sshsig_over(message: bytes, *, hash_name: str) -> bytes:
+    """Return an armored SSHSIG of ``message`` whose inner hash is ``hash_name``, made in Python (no ssh-keygen)."""
+    import hashlib
+    import struct
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    from sshsig.sshsig import SshsigWrapper, ssh_enarmor_sshsig
+
+    def string(data: bytes) -> bytes:
+        return struct.pack("!L", len(data)) + data
+
+    private = Ed25519PrivateKey.generate()
+    raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    digest = hashlib.new(hash_name, message).digest()
+    wrapped = SshsigWrapper(namespace=NAMESPACE.encode(), hash_algo=hash_name.encode(), hash=digest)
+    signed = string(b"ssh-ed25519") + string(private.sign(wrapped.to_bytes()))
+    blob = b"SSHSIG" + struct.pack("!L", 1) + string(string(b"ssh-ed25519") + string(raw))
+    blob += string(NAMESPACE.encode()) + string(b"") + string(hash_name.encode()) + string(signed)
+    return ssh_enarmor_sshsig(blob).encode()
+
+
+def test_a_signature_over_a_hash_ssh_keygen_never_uses_is_invalid(run_file):
+    message = run_file.read_bytes()
+    assert check_armored(message, _sshsig_over(message, hash_name="sha512"), allowed=[]).status == "unknown key"
+    weak = check_armored(message, _sshsig_over(message, hash_name="sha1"), allowed=[])
+    assert weak.status == "invalid" and weak.reason == "it hashes with 'sha1'; ssh-keygen uses sha512"
