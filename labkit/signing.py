@@ -213,15 +213,27 @@ def check_signature(run_file: Path, *, allowed: list[AllowedSigner]) -> RunSigna
         return _invalid(f"{path.name} is not a regular file (a link, folder or device)")
     if status.st_size > MAX_SIGNATURE_BYTES:
         return _invalid(f"{path.name} is {status.st_size:,} bytes, far larger than an SSH signature")
-    return check_armored(run_file.read_bytes(), path.read_bytes(), allowed=allowed)
+    from labkit.canonical import read_strict_bytes
+    from labkit.errors import InvalidJSON
+    from labkit.recording import MAX_RUN_BYTES
+
+    try:
+        message = read_strict_bytes(run_file, max_bytes=MAX_RUN_BYTES)
+    except InvalidJSON as exc:  # an oversized or odd run file is refused by the loader too
+        return _invalid(f"the run file cannot be read to check it: {exc}")
+    return check_armored(message, path.read_bytes(), allowed=allowed)
 
 
 def signature_problem(run_id: str, origin: str | None, signature: RunSignature) -> str:
-    """Return why `labkit verify` refuses a run's signature, or "" when it accepts it."""
+    """Return why `labkit verify` refuses a run's signature, or "" when it accepts it.
+
+    ``origin`` is None when the run could not be read: it is refused for that already, and
+    only a signature that is present is judged.
+    """
     where = f"recorded_runs/{ALLOWED_SIGNERS_FILE}"
     if signature.status == "invalid":
         return (
-            f"run {run_id!r}: its signature {signature_path(Path('run.json')).name} is invalid: {signature.reason}. "
+            f"run {run_id!r}: its signature run.json{SIGNATURE_SUFFIX} is invalid: {signature.reason}. "
             "The run changed after it was signed (or the signature was replaced); restore both from git, "
             "or record the run again"
         )
@@ -231,7 +243,7 @@ def signature_problem(run_id: str, origin: str | None, signature: RunSignature) 
             f"If it is your key, add its public half to {where} (docs/recording.md, 'Signing runs') in a commit "
             "that others review; otherwise restore the run and its signature from git"
         )
-    if signature.status == "unsigned" and origin != "authored":
+    if signature.status == "unsigned" and origin == "captured":
         return (
             f"captured run {run_id!r} is unsigned, so nothing shows who sealed it. Sign it with "
             f"`labkit sign {run_id}` ({SIGNING_KEY_SETTING} names your private key; docs/recording.md)"
