@@ -26,6 +26,8 @@ rest are defined beside the code that raises them.
     │   ├── NetworkBlocked(OSError)                  offline.py: a connection to another machine while offline
     │   ├── NamespaceUnavailable(OSError)            offline.py: the system refused a network namespace
     │   ├── SecretFound(ValueError)                  secret_scan.py: a run about to be saved holds a credential
+    │   ├── SigningFailed(RuntimeError)              signing.py: no ssh-keygen or key, or ssh-keygen refused to sign
+    │   ├── AllowedSignersError(ValueError)          signing.py: an allowed_signers line labkit cannot check
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
     │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
     │   └── ListingTooLong(ValueError)               listing.py: a source listing longer than a notebook page

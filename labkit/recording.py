@@ -12,9 +12,16 @@ body, keys in the order sent; see `request_key`), and ``response_sha256`` that
 of its response; ``content_sha256`` covers the whole run file except itself.
 ``recorded_runs/manifest.json`` lists every run id with its file's SHA-256 and
 origin; only the run writers (`save_run`, `labkit record`) change it, so a
-run edited, added or removed by hand shows up in `verify_runs`. The hashes
-detect edits; they are not signatures: someone who recomputes them all and
-rewrites the manifest too is caught only by review of the diff.
+run edited, added or removed by hand shows up in `verify_runs`.
+
+The hashes detect edits, but anyone can recompute them all and rewrite the
+manifest too. What anchors a run is its signature (`labkit.signing`): the run
+writer signs the file's exact bytes with the key `LABKIT_SIGNING_KEY` names
+(``run.json.sig``), and `verify_runs` refuses a signature that does not verify,
+one by a key ``recorded_runs/allowed_signers`` does not list, and a captured
+run with none. A re-sealed edit keeps its hashes consistent but breaks the
+signature; forging one needs a listed private key, or a reviewed change to
+``allowed_signers``.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
@@ -35,9 +42,12 @@ from labkit.canonical import (
     read_strict_bytes,
     request_sha256,
 )
-from labkit.errors import FixtureChanged, RecordedRunError, validation_problems
+from labkit.errors import FixtureChanged, LabkitError, RecordedRunError, validation_problems
 from labkit.paths import atomic_write, project_root, recorded_runs_dir
 from labkit.tables import text_table
+
+if TYPE_CHECKING:
+    from labkit.signing import RunSignature
 
 SCHEMA_VERSION: Literal[2] = 2
 #: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
@@ -151,20 +161,24 @@ class Binding(_Strict):
 
     @model_validator(mode="after")
     def _hashes_match(self) -> Binding:
+        # the specific problem first: a stale hash only says that something changed
+        problems = []
+        if self.status_code == 200 and self.response is None:
+            problems.append(f"binding {self.key[:12]}… has status 200 but no response (a 200 always carries its reply)")
         expected = request_key(self.request, path=self.path, query=self.query)
         if self.key != expected:
-            raise ValueError(
+            problems.append(
                 f"field 'request' (or its 'path' or 'query') was edited after recording: key {self.key[:12]}… "
                 f"is not the SHA-256 of the request ({expected[:12]}…); record the run again instead of editing it"
             )
         actual = response_sha256(self.response)
         if self.response_sha256 != actual:
-            raise ValueError(
+            problems.append(
                 f"field 'response' was edited after recording: its SHA-256 is {str(actual)[:12]}…, the binding "
                 f"recorded {str(self.response_sha256)[:12]}…; restore the run from git or record it again"
             )
-        if self.status_code == 200 and self.response is None:
-            raise ValueError(f"binding {self.key[:12]}… has status 200 but no response")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -207,11 +221,17 @@ class RecordedRun(_Strict):
     bindings: list[Binding] = Field(description="Each exact request with its response.")
 
     _file_sha256: str | None = PrivateAttr(default=None)
+    _signature: Any = PrivateAttr(default=None)
 
     @property
     def file_sha256(self) -> str | None:
         """The SHA-256 of the run file's exact bytes, when the run was loaded from a file."""
         return self._file_sha256
+
+    @property
+    def signature(self) -> RunSignature | None:
+        """Who signed the run file (`labkit.signing.RunSignature`), when `verify_runs` checked it."""
+        return self._signature
 
     @model_validator(mode="after")
     def _origin_is_honest(self) -> RecordedRun:
@@ -327,15 +347,25 @@ def _inside(root: Path, rel: str) -> Path | None:
     return path
 
 
+def _outside_fixtures(run_id: Any, lesson: Any, fixtures: Any, root: Path) -> str:
+    """Return why ``fixtures`` names a path outside the checkout, or ""; ``fixtures`` may be unvalidated JSON."""
+    if not isinstance(fixtures, dict):
+        return ""
+    outside = [rel for rel in sorted(map(str, fixtures)) if _inside(root, rel) is None]
+    if not outside:
+        return ""
+    return (
+        f"run {run_id!r}: field 'fixtures' names {outside}, outside the checkout; a run may depend only "
+        f"on files under {root}. Record the run again with `labkit record {lesson}`."
+    )
+
+
 def check_fixtures(run: RecordedRun, *, root: Path | None = None) -> None:
     """Raise `FixtureChanged` unless every fixture the run names is in the checkout with its recorded SHA-256."""
     root = root or project_root()
-    outside = [rel for rel in sorted(run.fixtures) if _inside(root, rel) is None]
+    outside = _outside_fixtures(run.run_id, run.lesson, run.fixtures, root)
     if outside:
-        raise FixtureChanged(
-            f"run {run.run_id!r}: field 'fixtures' names {outside}, outside the checkout; a run may depend only "
-            f"on files under {root}. Record the run again with `labkit record {run.lesson}`."
-        )
+        raise FixtureChanged(outside)
     changed = []
     for rel, expected in sorted(run.fixtures.items()):
         path = root / rel
@@ -376,9 +406,30 @@ def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:
             f"no recorded run at {path}. List the runs with `labkit verify`, or record one with `labkit record`."
         )
     data, digest = load_strict(path, max_bytes=MAX_RUN_BYTES)
-    recorded = parse_run(data, source=str(path))
-    if path.parent.name != recorded.run_id:
-        raise RecordedRunError(f"{path}: run_id {recorded.run_id!r} does not match its folder {path.parent.name!r}")
+    # the problems a stale content hash would hide are named first, from the file as it is
+    named: list[tuple[type[RecordedRunError], str]] = []
+    if isinstance(data, dict):
+        if "run_id" in data and data["run_id"] != path.parent.name:
+            named.append(
+                (
+                    RecordedRunError,
+                    f"{path}: run_id {data['run_id']!r} does not match its folder {path.parent.name!r}; move the "
+                    "folder back or restore the run from git",
+                )
+            )
+        outside = _outside_fixtures(
+            data.get("run_id"), data.get("lesson"), data.get("fixtures"), root or project_root()
+        )
+        if outside:
+            named.append((FixtureChanged, outside))
+    try:
+        recorded = parse_run(data, source=str(path))
+    except RecordedRunError as exc:
+        if not named:
+            raise
+        raise named[0][0]("; ".join(message for _, message in named) + f"; also {exc}") from None
+    if named:
+        raise named[0][0]("; ".join(message for _, message in named))
     check_fixtures(recorded, root=root)
     recorded._file_sha256 = digest
     return recorded
@@ -426,12 +477,16 @@ def _write_manifest(runs: dict[str, dict[str, str]], runs_dir: Path) -> None:
 
 
 def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: bool = False) -> Path:
-    """Write a run's file atomically and record its SHA-256 and origin in the manifest.
+    """Write a run's file atomically, record its SHA-256 and origin in the manifest, and sign it.
 
     Only the run writers call this: `save_run` (new runs) and the authored-run
-    writer or migration (``replace=True``). Key order is kept as recorded.
+    writer or migration (``replace=True``). Key order is kept as recorded. The
+    file is signed when `LABKIT_SIGNING_KEY` names a key (see
+    `labkit.signing.sign_written_run`); signing comes last, so a run that cannot
+    be signed is still saved, and `SigningFailed` says how to sign it later.
     """
     from labkit.secret_scan import refuse_secrets
+    from labkit.signing import sign_written_run
 
     data = run.model_dump(mode="json")
     refuse_secrets(data, run_id=run.run_id)  # a run holding a secret is refused before anything is written
@@ -451,6 +506,7 @@ def write_run_file(run: RecordedRun, *, runs_dir: Path | None = None, replace: b
     runs = read_manifest(runs_dir)
     runs[run.run_id] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "origin": run.origin}
     _write_manifest(runs, runs_dir)
+    sign_written_run(path)
     return path
 
 
@@ -490,14 +546,16 @@ def _manifest_problem(name: str, path: Path, entry: dict[str, str] | None) -> st
     return "; ".join(problems)
 
 
-def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> list[tuple[str, RecordedRun | None, str]]:
-    """Load every run under ``runs_dir`` and check it against the manifest.
+def verify_runs(
+    runs_dir: Path | None = None, *, root: Path | None = None, signatures: bool = True
+) -> list[tuple[str, RecordedRun | None, str]]:
+    """Load every run under ``runs_dir``, check it against the manifest, and check its signature.
 
     Returns ``(run id, run or None, problem or "")`` for each run folder and each
-    manifest entry without one, sorted by id.
+    manifest entry without one, sorted by id; a run that passes carries its
+    `RecordedRun.signature`. With ``signatures=False`` (for signing runs that have
+    none yet) signatures are not checked.
     """
-    from labkit.errors import LabkitError
-
     runs_dir = runs_dir or recorded_runs_dir()
     try:
         manifest = read_manifest(runs_dir)
@@ -506,6 +564,7 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
         manifest, manifest_error = {}, str(exc)
     results: list[tuple[str, RecordedRun | None, str]] = []
     folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    check_signature = _signature_checker(runs_dir) if signatures and folders else None
     for folder in folders:
         problems = []
         loaded: RecordedRun | None = None
@@ -515,9 +574,17 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
             problems.append(str(exc))
         path = folder / RUN_FILE
         if path.is_file():
-            problem = manifest_error or _manifest_problem(folder.name, path, manifest.get(folder.name))
+            entry = manifest.get(folder.name)
+            problem = manifest_error or _manifest_problem(folder.name, path, entry)
             if problem:
                 problems.append(problem)
+            if check_signature is not None:
+                origin = loaded.origin if loaded is not None else (entry or {}).get("origin")
+                signature, problem = check_signature(folder.name, path, origin)
+                if problem:
+                    problems.append(problem)
+                if loaded is not None:
+                    loaded._signature = signature
         results.append((folder.name, None if problems else loaded, "; ".join(problems)))
     names = {folder.name for folder in folders}
     for name in sorted(set(manifest) - names):
@@ -525,6 +592,24 @@ def verify_runs(runs_dir: Path | None = None, *, root: Path | None = None) -> li
             (name, None, f"run {name!r} is listed in {MANIFEST_FILE} but missing: restore it from git or record it")
         )
     return sorted(results, key=lambda item: item[0])
+
+
+def _signature_checker(runs_dir: Path) -> Any:
+    """Return ``check(run id, run file, origin) -> (RunSignature or None, problem or "")`` for ``runs_dir``."""
+    from labkit.signing import check_signature, read_allowed_signers, signature_problem
+
+    try:
+        allowed, unreadable = read_allowed_signers(runs_dir), ""
+    except LabkitError as exc:
+        allowed, unreadable = [], str(exc)
+
+    def check(run_id: str, path: Path, origin: str | None) -> tuple[RunSignature | None, str]:
+        if unreadable:
+            return None, unreadable
+        signature = check_signature(path, allowed=allowed)
+        return signature, signature_problem(run_id, origin, signature)
+
+    return check
 
 
 def bindings_table(run: RecordedRun) -> Any:

@@ -45,6 +45,7 @@ def scratch_in_tmp(tmp_path, monkeypatch):
     scratch = tmp_path / "scratch"
     monkeypatch.setenv("LABKIT_SCRATCH", str(scratch))
     monkeypatch.delenv("LABKIT_MODE", raising=False)
+    monkeypatch.delenv("LABKIT_SIGNING_KEY", raising=False)  # a test signs only with a key it made itself
     return scratch
 
 

@@ -1,11 +1,13 @@
 import json
 
 from labkit.cli import main
+from tests.signers import fingerprint, list_key, make_key, needs_ssh_keygen, reseal_edited_reply
 
 
 def test_verify_passes_on_the_committed_runs(course, capsys):
     assert main(["verify"]) == 0
-    assert "runs verified, 0 secrets found (detect-secrets)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "15 of 15 runs verified (15 signed by a listed key, 0 authored and unsigned), 0 secrets found" in out
 
 
 def test_verify_catches_a_tampered_reply(course, capsys):
@@ -46,13 +48,18 @@ def test_verify_catches_an_edited_reply_in_a_captured_run(course, capsys):
     assert "REFUSED" in line and "bindings.1" in line and "field 'response' was edited" in line
 
 
-def test_verify_catches_a_fixture_edited_after_its_hash_was_removed_from_the_run(course, capsys):
+@needs_ssh_keygen
+def test_verify_catches_a_fixture_edited_after_its_hash_was_removed_from_the_run(course, capsys, monkeypatch):
     from labkit.recording import load_run, seal_run, write_run_file
 
     run = load_run("06-routing-smollm2")
     fields = run.model_dump(mode="json")
     fields["fixtures"] = {k: v for k, v in run.fixtures.items() if not k.endswith("model-inputs.json")}
-    # a thorough forger: the run file and the manifest both agree with the shortened fixture list
+    # a thorough forger, or a careless instructor: the run file, the manifest and a listed key's signature all
+    # agree with the shortened fixture list
+    key = make_key(course / "keys")
+    list_key(course / "recorded_runs", key, "instructor")
+    monkeypatch.setenv("LABKIT_SIGNING_KEY", str(key))
     write_run_file(
         seal_run(**{k: v for k, v in fields.items() if k not in ("schema_version", "content_sha256")}), replace=True
     )
@@ -70,3 +77,92 @@ def test_verify_catches_a_run_added_outside_the_manifest(course, capsys):
     assert main(["verify"]) == 1
     out = capsys.readouterr().out
     assert "02-rag-copy" in out and "not in manifest.json" in out
+
+
+# --- signatures: a re-sealed edit, and every way of hiding it -------------------------------------
+
+
+def _refused(out, run_id):
+    line = _line(out, run_id)
+    assert "REFUSED" in line, line
+    return line
+
+
+def test_verify_reports_every_committed_run_signed_by_the_course_and_its_fingerprint(course, capsys):
+    from labkit.signing import read_allowed_signers
+
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    [course_key] = read_allowed_signers()
+    assert out.splitlines()[0].split() == ["run", "origin", "lesson", "bindings", "signed", "by", "status"]
+    for run_id in ("02-rag-smollm2", "02-rag-authored"):
+        assert _line(out, run_id).split()[4:6] == ["labkit-course", "ok"]
+    assert f"  labkit-course  {course_key.fingerprint}  signed 15 of the runs" in out
+
+
+def test_a_resealed_edit_with_the_old_signature_left_in_place_fails_verify(course, capsys):
+    reseal_edited_reply("02-rag-smollm2", keep_signature=True)
+    assert main(["verify"]) == 1
+    line = _refused(capsys.readouterr().out, "02-rag-smollm2")
+    assert "run '02-rag-smollm2': its signature run.json.sig is invalid: it does not verify over run.json" in line
+    assert "The run changed after it was signed" in line
+
+
+def test_a_resealed_edit_whose_signature_was_deleted_fails_verify_saying_how_to_sign(course, capsys):
+    reseal_edited_reply("02-rag-smollm2", keep_signature=False)
+    (course / "recorded_runs" / "02-rag-smollm2" / "run.json.sig").unlink(missing_ok=True)  # as a forger would
+    assert main(["verify"]) == 1
+    line = _refused(capsys.readouterr().out, "02-rag-smollm2")
+    assert "captured run '02-rag-smollm2' is unsigned, so nothing shows who sealed it" in line
+    assert "Sign it with `labkit sign 02-rag-smollm2` (LABKIT_SIGNING_KEY names your private key" in line
+
+
+def test_an_authored_run_without_a_signature_passes_and_says_it_is_unsigned(course, capsys):
+    (course / "recorded_runs" / "02-rag-authored" / "run.json.sig").unlink()
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert _line(out, "02-rag-authored").split()[1:] == [
+        "authored",
+        "02",
+        "2",
+        "unsigned",
+        "ok",
+        "(authored-by-course)",
+    ]
+    assert "15 of 15 runs verified (14 signed by a listed key, 1 authored and unsigned)" in out
+
+
+def test_a_signature_copied_from_another_run_fails_verify(course, capsys):
+    runs = course / "recorded_runs"
+    (runs / "02-rag-smollm2" / "run.json.sig").write_bytes((runs / "02-rag-authored" / "run.json.sig").read_bytes())
+    assert main(["verify"]) == 1
+    assert "its signature run.json.sig is invalid" in _refused(capsys.readouterr().out, "02-rag-smollm2")
+
+
+@needs_ssh_keygen
+def test_a_resealed_edit_signed_by_a_key_not_in_allowed_signers_fails_verify(course, capsys, monkeypatch):
+    forger = make_key(course / "keys", "forger")
+    monkeypatch.setenv("LABKIT_SIGNING_KEY", str(forger))
+    reseal_edited_reply("02-rag-smollm2", keep_signature=False)  # the run writer signs with the forger's key
+    assert main(["verify"]) == 1
+    line = _refused(capsys.readouterr().out, "02-rag-smollm2")
+    assert (
+        f"run '02-rag-smollm2' is signed by the key {fingerprint(forger)}, which recorded_runs/allowed_signers "
+        "does not list"
+    ) in line
+
+
+@needs_ssh_keygen
+def test_a_key_the_forger_added_to_allowed_signers_is_shown_with_its_principal_and_fingerprint(
+    course, capsys, monkeypatch
+):
+    # Nothing inside the repository can refuse this: allowed_signers is the trust root, and verify shows it whole.
+    forger = make_key(course / "keys", "forger")
+    list_key(course / "recorded_runs", forger, "labkit-course")
+    monkeypatch.setenv("LABKIT_SIGNING_KEY", str(forger))
+    reseal_edited_reply("02-rag-smollm2", keep_signature=False)
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    signers = out.split("the trust root (review every change to it):\n")[1].splitlines()
+    assert signers[1] == f"  labkit-course  {fingerprint(forger)}  signed 1 of the runs"
+    assert signers[0].endswith("signed 14 of the runs")

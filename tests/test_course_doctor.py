@@ -98,3 +98,34 @@ def test_python_below_the_oldest_version_the_pins_install_on_is_a_failed_check(m
     check = doctor.check_python()
     assert check.ok is ok
     assert ("install Python 3.11.5 or newer" in check.detail) is not ok
+
+
+def test_doctor_names_the_signer_of_each_run_and_the_trust_root(course):
+    from labkit.signing import read_allowed_signers
+
+    checks = {check.name: check for check in doctor.check_recorded_runs()}
+    assert checks["run 02-rag-smollm2"].detail == "captured, SmolLM2-135M-Instruct, 2 bindings, signed by labkit-course"
+    assert checks["run 02-rag-authored"].detail.startswith("authored, authored-by-course, 2 bindings, signed by")
+    [course_key] = read_allowed_signers()
+    assert checks["run signers"].ok and checks["run signers"].detail == (
+        f"recorded_runs/allowed_signers (the trust root) lists labkit-course {course_key.fingerprint} "
+        "signed 15 of the runs"
+    )
+
+
+def test_doctor_fails_a_resealed_run_whose_signature_was_deleted_and_says_how_to_sign(course):
+    from tests.signers import reseal_edited_reply
+
+    reseal_edited_reply("06-routing-smollm2", '{"id": "t1", "route": "urgent_support"}', keep_signature=False)
+    checks = {check.name: check for check in doctor.check_recorded_runs()}
+    check = checks["run 06-routing-smollm2"]
+    assert not check.ok and "captured run '06-routing-smollm2' is unsigned" in check.detail
+    assert "`labkit sign 06-routing-smollm2`" in check.detail
+
+
+def test_doctor_fails_when_allowed_signers_is_gone(course):
+    (course / "recorded_runs" / "allowed_signers").unlink()
+    checks = {check.name: check for check in doctor.check_recorded_runs()}
+    assert not checks["run signers"].ok
+    assert checks["run signers"].detail == "recorded_runs/allowed_signers lists no key; restore it from git"
+    assert "which recorded_runs/allowed_signers does not list" in checks["run 02-rag-smollm2"].detail

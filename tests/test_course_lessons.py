@@ -90,7 +90,7 @@ def test_rewriting_an_authored_run_keeps_other_files_in_its_folder(course):
     (folder / "NOTES.md").write_text("kept\n", encoding="utf-8")
     write_authored("02")
     assert (folder / "NOTES.md").read_text(encoding="utf-8") == "kept\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["NOTES.md", "run.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["NOTES.md", "run.json", "run.json.sig"]
 
 
 def test_record_refuses_a_run_whose_endpoint_echoes_the_key(course, monkeypatch, capsys):

@@ -165,3 +165,24 @@ def test_the_instructors_page_states_the_cell_timeout_of_a_check():
     assert f"A cell may run {EXERCISE_CELL_TIMEOUT_S} s (`labkit workshop check --cell-timeout SECONDS`" in _words(
         "instructors.md"
     )
+
+
+def test_the_signers_table_in_recording_md_lists_exactly_the_keys_in_allowed_signers():
+    from labkit.signing import read_allowed_signers
+
+    text = (ROOT / "docs" / "recording.md").read_text(encoding="utf-8")
+    table = re.findall(r"^\| `([^`]+)` \| `(SHA256:[A-Za-z0-9+/]+)` \|$", text, flags=re.MULTILINE)
+    listed = [(signer.principals, signer.fingerprint) for signer in read_allowed_signers(ROOT / "recorded_runs")]
+    assert table == listed, "docs/recording.md's table of signers differs from recorded_runs/allowed_signers"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_signature_namespace_named_is_the_one_labkit_checks(page):
+    from labkit.signing import NAMESPACE
+
+    for line in _code(page):
+        if "ssh-keygen -Y" in line and " -f " in line:  # a command, not the tool named in prose
+            assert f"-n {NAMESPACE}" in line, f"{_page_id(page)}: `{line}` signs or checks outside {NAMESPACE}"
+    text = page.read_text(encoding="utf-8")
+    for named in re.findall(r'namespaces=\\?`?"([^"`\\]+)', text):
+        assert named == NAMESPACE, f"{_page_id(page)}: namespaces={named!r}, but runs are signed in {NAMESPACE!r}"

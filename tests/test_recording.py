@@ -15,6 +15,7 @@ from labkit.recording import (
     seal_run,
     verify_runs,
 )
+from tests.signers import list_key, make_key, needs_ssh_keygen
 
 
 def _request(text="What is the refund window?"):
@@ -589,3 +590,124 @@ def test_binding_for_prefers_the_exact_key_over_a_reordered_twin(tmp_path):
     run = RecordedRun.model_validate(_run(tmp_path, bindings=[_binding(request), _binding(twin)]))
     assert run.binding_for(request) is run.bindings[0]
     assert run.binding_for(twin) is run.bindings[1]
+
+
+# --- the specific problem first, the stale hash second -------------------------------------------
+
+
+def _before(message, first, second):
+    """Assert that ``first`` and ``second`` are both in ``message``, in that order."""
+    assert first in message and second in message, message
+    assert message.index(first) < message.index(second), message
+
+
+def test_a_run_id_changed_without_resealing_names_the_folder_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d.update(run_id="05-other"))
+    with pytest.raises(RecordedRunError) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(str(refused.value), "run_id '05-other' does not match its folder '05-demo'", "field 'content_sha256'")
+
+
+def test_a_reply_removed_from_a_status_200_binding_says_so_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d["bindings"][0].update(response=None))
+    with pytest.raises(RecordedRunError) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(str(refused.value), "has status 200 but no response", "field 'response' was edited after recording")
+
+
+def test_a_fixture_outside_the_checkout_added_without_resealing_is_named_before_the_stale_hash(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path))
+    _edit(path, lambda d: d["fixtures"].update({"../outside.txt": "0" * 64}))
+    with pytest.raises(FixtureChanged) as refused:
+        load_run(path.parent, root=tmp_path)
+    _before(
+        str(refused.value), "field 'fixtures' names ['../outside.txt'], outside the checkout", "field 'content_sha256'"
+    )
+
+
+# --- an authored run holds only the course's own replies -----------------------------------------
+
+
+def test_an_authored_run_whose_reply_carries_an_endpoints_usage_block_is_refused(tmp_path):
+    request = _request()
+    response = _binding(request)["response"] | {
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    }
+    data = _run(tmp_path, bindings=[Binding.make(request, response).model_dump(mode="json")])
+    with pytest.raises(RecordedRunError, match=r"endpoint's id or usage in bindings \['[0-9a-f]{12}'\]"):
+        load_run(_write(tmp_path, data), root=tmp_path)
+
+
+def test_an_authored_run_whose_reply_carries_an_endpoints_id_is_refused(tmp_path):
+    data = _run(tmp_path, bindings=[_binding(_request(), response_id="chatcmpl-9")])
+    with pytest.raises(RecordedRunError, match=r"endpoint's id or usage in bindings \['[0-9a-f]{12}'\]"):
+        load_run(_write(tmp_path, data), root=tmp_path)
+    assert load_run(_write(tmp_path, _run(tmp_path)), root=tmp_path).origin == "authored"  # authored-1: accepted
+
+
+# --- the run writer signs what it seals ----------------------------------------------------------
+
+
+def _signed_problems(tmp_path):
+    from labkit.recording import verify_runs
+
+    return {name: (run, problem) for name, run, problem in verify_runs(tmp_path / "recorded_runs", root=tmp_path)}
+
+
+def _sign_as_instructor(tmp_path, monkeypatch):
+    """Make a key, list it in tmp_path's allowed_signers as 'instructor', and name it in LABKIT_SIGNING_KEY."""
+    key = make_key(tmp_path / "keys")
+    (tmp_path / "recorded_runs").mkdir()
+    list_key(tmp_path / "recorded_runs", key, "instructor")
+    monkeypatch.setenv("LABKIT_SIGNING_KEY", str(key))
+
+
+@needs_ssh_keygen
+def test_a_run_saved_with_a_signing_key_is_signed_by_it(tmp_path, monkeypatch):
+    _sign_as_instructor(tmp_path, monkeypatch)
+    path = _saved(tmp_path, _run(tmp_path, origin="captured", bindings=[_captured(_request())]))
+    assert (path.parent / "run.json.sig").is_file()
+    run, problem = _signed_problems(tmp_path)["05-demo"]
+    assert problem == "" and (run.signature.status, run.signature.principal) == ("signed", "instructor")
+
+
+def test_a_captured_run_saved_without_a_key_is_kept_unsigned_and_verify_says_how_to_sign(tmp_path):
+    path = _saved(tmp_path, _run(tmp_path, origin="captured", bindings=[_captured(_request())]))
+    assert path.is_file() and not (path.parent / "run.json.sig").exists()
+    run, problem = _signed_problems(tmp_path)["05-demo"]
+    assert run is None and problem == (
+        "captured run '05-demo' is unsigned, so nothing shows who sealed it. Sign it with `labkit sign 05-demo` "
+        "(LABKIT_SIGNING_KEY names your private key; docs/recording.md)"
+    )
+
+
+def test_a_run_that_cannot_be_signed_is_still_saved_and_the_error_says_how_to_sign_it(tmp_path, monkeypatch):
+    from labkit.signing import SigningFailed
+
+    monkeypatch.setenv("LABKIT_SIGNING_KEY", str(tmp_path / "no-such-key"))
+    with pytest.raises(
+        SigningFailed, match=r"the run was saved as .*05-demo/run\.json, unsigned: .*labkit sign 05-demo"
+    ):
+        _saved(tmp_path, _run(tmp_path, origin="captured", bindings=[_captured(_request())]))
+    assert "05-demo" in read_manifest(tmp_path / "recorded_runs")
+    assert load_run(tmp_path / "recorded_runs" / "05-demo", root=tmp_path).origin == "captured"
+
+
+@needs_ssh_keygen
+def test_rewriting_a_run_keeps_a_signature_that_still_holds_and_drops_one_that_does_not(tmp_path, monkeypatch):
+    from labkit.recording import write_run_file
+
+    _sign_as_instructor(tmp_path, monkeypatch)
+    run = RecordedRun.model_validate(_run(tmp_path))
+    signature = write_run_file(run, runs_dir=tmp_path / "recorded_runs").with_name("run.json.sig")
+    before = signature.read_bytes()
+    monkeypatch.delenv("LABKIT_SIGNING_KEY")
+    write_run_file(run, runs_dir=tmp_path / "recorded_runs", replace=True)  # the same bytes: the same signature
+    assert signature.read_bytes() == before
+    changed = RecordedRun.model_validate(_run(tmp_path, description="Rewritten by the authored-run writer."))
+    write_run_file(changed, runs_dir=tmp_path / "recorded_runs", replace=True)
+    assert not signature.exists()  # it covered the old bytes; an authored run needs none
+    run, problem = _signed_problems(tmp_path)["05-demo"]
+    assert problem == "" and run.signature.describe() == "unsigned"

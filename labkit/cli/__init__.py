@@ -18,6 +18,7 @@ VERBS = {
     "embed": "labkit.cli.embed",
     "record": "labkit.cli.record",
     "verify": "labkit.cli.verify",
+    "sign": "labkit.cli.sign",
     "doctor": "labkit.cli.doctor",
     "workshop": "labkit.cli.workshop",
     "evaluate": "labkit.cli.evaluate",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from labkit.paths import relative_to_root
 
@@ -49,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if args.authored:
         path = write_authored(lesson)
         print(f"wrote the authored run {relative_to_root(path)}")
+        print(_signature_notice(path, origin="authored"))
     else:
         path = record_captured(lesson, run_id=args.run_id, repeats=args.repeats)
         print(f"saved a new captured run {relative_to_root(path)}")
+        print(_signature_notice(path, origin="captured"))
         notebook = notebooks_dir() / RECORDABLE[lesson][1]
         cells = cells_showing_runs(notebook, ["RUN_CAPTURED", module.RUN_CAPTURED]) if notebook.is_file() else []
         print(
@@ -61,3 +64,11 @@ def run(args: argparse.Namespace) -> int:
         if cells:
             print(f"Code cells that show the captured run, whose outputs will change: {', '.join(map(str, cells))}")
     return 0
+
+
+def _signature_notice(path: Path, *, origin: str) -> str:
+    """Say whether the run just written is signed, and how to sign it if not."""
+    from labkit.signing import check_signature, read_allowed_signers, signature_notice
+
+    signature = check_signature(path, allowed=read_allowed_signers(path.parent.parent))
+    return signature_notice(path.parent.name, signature, origin=origin)

@@ -14,8 +14,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labkit.paths import project_root, recorded_runs_dir
+
+if TYPE_CHECKING:
+    from labkit.recording import RecordedRun
 
 #: Below this much free disk a workshop laptop gets a warning-level failure.
 MIN_FREE_BYTES = 1_000_000_000
@@ -142,19 +146,41 @@ def check_notebooks() -> list[Check]:
     return checks or [Check("notebooks", False, "no numbered notebooks found in notebooks/")]
 
 
+def _run_detail(run: RecordedRun) -> str:
+    signature = run.signature
+    signed = f"signed by {signature.principal}" if signature and signature.principal else "unsigned"
+    return f"{run.origin}, {run.model.id}, {len(run.bindings)} bindings, {signed}"
+
+
 def check_recorded_runs() -> list[Check]:
-    """Every recorded run loads unedited, is in the manifest, matches its fixtures, states its origin; no secrets."""
+    """Every recorded run loads unedited, matches manifest and fixtures, states its origin, and is signed; no secrets.
+
+    A captured run must carry a signature by a key in ``recorded_runs/allowed_signers``;
+    an authored run may. The last checks name each listed signer and scan for secrets.
+    """
     from labkit.course.lessons import verify_course_runs
     from labkit.secret_scan import scan_for_secrets
+    from labkit.signing import ALLOWED_SIGNERS_FILE, AllowedSignersError, signer_lines
 
+    results = verify_course_runs()
     checks = [
-        Check(
-            f"run {name}",
-            loaded is not None,
-            f"{loaded.origin}, {loaded.model.id}, {len(loaded.bindings)} bindings" if loaded else problem,
-        )
-        for name, loaded, problem in verify_course_runs()
+        Check(f"run {name}", loaded is not None, _run_detail(loaded) if loaded else problem)
+        for name, loaded, problem in results
     ]
+    try:
+        signers = signer_lines([loaded.signature for _, loaded, _ in results if loaded and loaded.signature])
+    except AllowedSignersError as exc:
+        signers, unreadable = [], str(exc)
+    else:
+        unreadable = f"recorded_runs/{ALLOWED_SIGNERS_FILE} lists no key; restore it from git"
+    listed = "; ".join(" ".join(line.split()) for line in signers)
+    checks.append(
+        Check(
+            "run signers",
+            bool(signers),
+            f"recorded_runs/{ALLOWED_SIGNERS_FILE} (the trust root) lists {listed}" if signers else unreadable,
+        )
+    )
     findings = scan_for_secrets(recorded_runs_dir())
     checks.append(
         Check(
