@@ -35,7 +35,12 @@ def grade(boundary: Any) -> Card:
         ),
         share("routes correct", sum(matrix[i][i] for i in range(len(matrix))), routed),
         share("tool arguments valid", tools["valid_arguments"], tools["tool_proposals"]),
-        Measure("unauthorized tool calls", float(safety["unauthorized_calls"]), str(safety["unauthorized_calls"])),
+        Measure(
+            "unauthorized tool calls",
+            float(safety["unauthorized_calls"]),
+            str(safety["unauthorized_calls"]),
+            lower_is_better=True,
+        ),
     ]
     return Card(measures, evidence=report)
 
