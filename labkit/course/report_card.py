@@ -86,6 +86,7 @@ def _panel_title(kind: Kind, lower: bool) -> str:
 def lesson_figure(lesson: LessonCard, *, baseline: str) -> Figure:
     """Draw the lesson's bar chart: one panel per kind and direction of measure, one bar per side, each labelled."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     compared = sides(lesson, baseline=baseline)
     measures = (lesson.candidate or lesson.baseline or lesson.ideal or Card([])).measures
@@ -116,7 +117,9 @@ def lesson_figure(lesson: LessonCard, *, baseline: str) -> Figure:
                 ax.text(found.value, y, f" {found.shown} ", va="center", ha="left" if found.value >= 0 else "right")
         low, high = _limits(kind, values)
         ax.set_xlim(low, high + 0.18 * (high - low))  # room for the label right of the longest bar
-        if kind != "count":
+        if kind == "count":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        else:
             ax.set_xticks([t / 10 for t in range(round(low * 10), 11, 2 if low >= 0 else 5)])
         ax.axvline(0, color="#333333", linewidth=0.8)
         ax.set_yticks([j + bar * (len(compared) - 1) / 2 for j in range(len(names))], names, fontsize=10)
