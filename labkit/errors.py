@@ -74,6 +74,7 @@ rest are defined beside the code that raises them.
         ├── NotebookUnreadable(ValueError)           course/runner.py: missing, not a file, or not a notebook
         ├── NotebookLocked(BlockingIOError)          course/runner.py: another --update holds the notebook
         ├── KernelDied(RuntimeError)                 course/runner.py: the kernel process ended mid-cell
+        ├── PageScriptChanged(ValueError)            course/page_scripts.py: a vendored MathJax or Mermaid file changed
         ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
         ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
         ├── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check

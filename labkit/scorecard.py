@@ -22,6 +22,8 @@ class Measure:
     """The number a rule compares; None when the run gives nothing to measure."""
     shown: str
     """How the report prints it (``2/3``, ``0.74 [0.51, 0.89]``)."""
+    lower_is_better: bool = False
+    """True for a measure of harm (failed trials, penalty points, unauthorized calls): less is better."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,9 @@ class Verdict:
     reason: str
 
 
-def share(name: str, part: int, whole: int) -> Measure:
+def share(name: str, part: int, whole: int, *, lower_is_better: bool = False) -> Measure:
     """Return a measure shown as ``part/whole`` whose value is the share (None when ``whole`` is 0)."""
-    return Measure(name, part / whole if whole else None, f"{part}/{whole}")
+    return Measure(name, part / whole if whole else None, f"{part}/{whole}", lower_is_better)
 
 
 def at_least(name: str, candidate: Card, baseline: Card) -> tuple[bool, str]:

@@ -18,7 +18,6 @@ same request succeeds (the Wilson interval below is over those N).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -115,14 +114,18 @@ class TrialAdapter:
         return self.adapter.generate(question, messages, **per_call, **settings)
 
 
-def wilson(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Return the Wilson score interval for a success rate (95% by default), rounded to 3 places."""
+def wilson(successes: int, trials: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Return the Wilson score interval for a success rate (95% by default), rounded to 3 places.
+
+    SciPy computes it (``binomtest(k, n).proportion_ci(method="wilson")``), with
+    the exact normal quantile (1.95996... at 95%), not a rounded 1.96.
+    """
+    from scipy.stats import binomtest
+
     if trials <= 0 or not 0 <= successes <= trials:
         raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return round(float(ci.low), 3), round(float(ci.high), 3)
 
 
 def pattern(passes: Sequence[bool]) -> str:

@@ -15,11 +15,11 @@ from tests.fake_endpoint import FakeEndpoint
 
 
 @pytest.fixture(scope="module")
-def committed():
+def committed(tmp_path_factory):
     """The committed captured runs graded against the authored ideal, in replay (what the README shows)."""
-    return {
-        lesson.lesson: lesson for lesson in evaluate(candidate="captured", baseline="authored", progress=False).lessons
-    }
+    folder = tmp_path_factory.mktemp("committed")
+    report = evaluate(candidate="captured", baseline="authored", progress=False, folder=folder)
+    return {lesson.lesson: lesson for lesson in report.lessons}
 
 
 def shown(card, name):
@@ -272,3 +272,83 @@ def test_a_scratch_path_that_is_a_file_is_refused_saying_so(monkeypatch, capsys,
         "(it is created if missing)\n"
     )
     assert scratch.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_committed_writes_the_report_page_by_default_and_prints_its_path(scratch_in_tmp, capsys):
+    assert main(["evaluate", "--committed", "--lessons", "05", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    path = Path(re.search(r"report written to (\S+)", err).group(1))
+    assert path.is_file() and path.name == "report.html"
+    assert path.parent.parent == scratch_in_tmp / "evaluations" and path.parent.name.startswith("committed-")
+    assert "data:image/png;base64," in path.read_text(encoding="utf-8")
+
+
+def _lesson(candidate, baseline, ideal=None):
+    from labkit.course.evaluate import LessonCard
+
+    ideal = baseline if ideal is None else ideal
+    return LessonCard("09", "a lesson", "a rule", candidate=candidate, baseline=baseline, ideal=ideal)
+
+
+def _card(*measures):
+    from labkit.scorecard import Card
+
+    return Card(list(measures))
+
+
+def test_baseline_and_ideal_are_one_bar_labelled_so_when_they_are_one_run():
+    from labkit.course.report_card import sides
+    from labkit.scorecard import share
+
+    ideal = _card(share("golden cases passed", 3, 3))
+    same = sides(_lesson(_card(share("golden cases passed", 1, 3)), ideal), baseline="authored")
+    assert [s.key for s in same] == ["candidate", "ideal"] and "baseline = authored ideal" in same[1].label
+    apart = sides(_lesson(ideal, _card(share("golden cases passed", 2, 3)), ideal), baseline="captured")
+    assert [s.label for s in apart] == ["candidate", "baseline (captured run)", "authored ideal"]
+
+
+def _figure(candidate, baseline):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from labkit.course.report_card import lesson_figure
+
+    return lesson_figure(_lesson(candidate, baseline), baseline="authored")
+
+
+def test_zeros_negatives_and_gaps_are_drawn_and_labelled():
+    from labkit.scorecard import Measure, share
+
+    fig = _figure(
+        _card(
+            share("cases passed", 0, 3), Measure("judge kappa", -0.32, "-0.32"), Measure("kappa b", None, "undefined")
+        ),
+        _card(share("cases passed", 3, 3), Measure("judge kappa", 0.74, "0.74"), Measure("kappa b", 0.2, "0.20")),
+    )
+    texts = {t.get_text().strip(): t for ax in fig.axes for t in ax.texts}
+    assert texts["0/3"].get_position()[0] == 0, "a zero is labelled at zero, not left blank"
+    assert "undefined" in texts, "a measure with no value says so"
+    widths = [round(p.get_width(), 2) for ax in fig.axes for p in ax.patches]
+    assert -0.32 in widths, "a negative kappa is drawn left of zero"
+    kappa_axis = next(ax for ax in fig.axes if "score" in ax.get_title(loc="left"))
+    assert kappa_axis.get_xlim()[0] <= -1
+
+
+def test_lower_is_better_measures_get_their_own_marked_panel_and_the_legend_is_readable():
+    from labkit.scorecard import Measure, share
+
+    fig = _figure(
+        _card(share("golden cases passed", 1, 3), share("replies that broke the contract", 1, 3, lower_is_better=True),
+              Measure("penalty points", 44.0, "44", lower_is_better=True)),
+        _card(share("golden cases passed", 3, 3), share("replies that broke the contract", 0, 3, lower_is_better=True),
+              Measure("penalty points", 0.0, "0", lower_is_better=True)),
+    )  # fmt: skip
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles == [
+        "share (0 to 1): higher is better ▲",
+        "share (0 to 1): lower is better ▼",
+        "count: lower is better ▼",
+    ]
+    (legend,) = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert all(text.get_fontsize() >= 10 for text in legend.get_texts())
+    assert [t.get_text() for t in legend.get_texts()] == ["candidate", "baseline = authored ideal (one run, authored)"]

@@ -205,7 +205,8 @@ def test_html_export_shows_the_trace_viewer_and_plots_and_loads_nothing_from_ano
     path = _notebook(course / "01_viewer.ipynb", _VIEWER, plot, "print('$0.5 (limit $1)')")
     assert run_notebook(path, html_dir=tmp_path / "html").status == "passed"
     page = (tmp_path / "html" / "01_viewer.html").read_text(encoding="utf-8")
-    assert len(re.findall(r"<details class=.lk-ev", page)) == 2 and "show all" in page
+    # two rows, and the same two held open inside "show all" for a page without scripts
+    assert len(re.findall(r"<details class=.lk-ev", page)) == 4 and "show all" in page
     assert re.search(r"<img [^>]*src=.data:image/png;base64,", page)
     assert "widget-view+json" not in page and "MathJax" not in page and "require.js" not in page
     assert _remote_references(page) == []

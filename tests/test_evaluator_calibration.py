@@ -170,6 +170,37 @@ def test_bootstrap_interval_is_the_percentile_interval_of_seeded_resamples():
     assert narrow["agreement_high"] == pytest.approx(np.percentile(agree, 75))
 
 
+def test_bootstrap_interval_is_scipys_paired_percentile_bootstrap_with_kappa_from_scikit_learn():
+    from scipy.stats import bootstrap
+
+    a = [*HUMAN, "fail", "pass", "pass"]
+    b = [*JUDGE, "fail", "fail", "pass"]
+    ai = np.array([x == "pass" for x in a], dtype=int)
+    bi = np.array([x == "pass" for x in b], dtype=int)
+
+    def kappa_or_nan(x, y):
+        return cohen_kappa_score(x, y) if len(set(x) | set(y)) > 1 else np.nan
+
+    def scipy_bootstrap(statistic, vectorized):
+        return bootstrap(
+            (ai, bi),
+            statistic,
+            paired=True,
+            vectorized=vectorized,
+            n_resamples=400,
+            method="percentile",
+            rng=np.random.default_rng(11),
+        )
+
+    agreement = scipy_bootstrap(lambda x, y, axis=-1: (x == y).mean(axis=axis), True).confidence_interval
+    kappas = scipy_bootstrap(kappa_or_nan, False).bootstrap_distribution
+    ours = bootstrap_interval(a, b, seed=11, resamples=400)
+    assert (ours["agreement_low"], ours["agreement_high"]) == pytest.approx((agreement.low, agreement.high))
+    assert ours["kappa_low"] == pytest.approx(np.nanpercentile(kappas, 2.5))
+    assert ours["kappa_high"] == pytest.approx(np.nanpercentile(kappas, 97.5))
+    assert ours["kappa_undefined"] == int(np.isnan(kappas).sum())
+
+
 def test_bootstrap_kappa_interval_is_none_when_kappa_is_never_defined():
     interval = bootstrap_interval(["pass"] * 3, ["pass"] * 3, resamples=50)
     assert interval["kappa_low"] is None and interval["kappa_high"] is None

@@ -59,6 +59,18 @@ def test_the_description_states_count_temperature_and_seeds():
     assert text == "Each case was sent 5 times at temperature 0.7 with seeds 100..104."
 
 
+def test_wilson_interval_is_scipys_with_the_exact_normal_quantile():
+    from scipy.stats import binomtest
+
+    for n in range(1, 61):
+        for k in range(n + 1):
+            ci = binomtest(k, n).proportion_ci(method="wilson")
+            assert wilson(k, n) == (round(ci.low, 3), round(ci.high, 3)), f"{k}/{n}"
+    assert wilson(0, 3) == (0.0, 0.561), "z = 1.96 rounded gives 0.562 here; the exact quantile 1.95996... gives 0.561"
+    ci = binomtest(7, 9).proportion_ci(confidence_level=0.9, method="wilson")
+    assert wilson(7, 9, confidence=0.9) == (round(ci.low, 3), round(ci.high, 3))
+
+
 def test_wilson_interval_matches_the_formula():
     assert wilson(6, 6) == (0.61, 1.0)
     assert wilson(0, 6) == (0.0, 0.39)

@@ -10,6 +10,7 @@ from typing import Any
 
 from labkit.agent import runs as RUNS
 from labkit.scorecard import Card, Measure, Verdict, at_least, share
+from labkit.tables import interval
 
 LESSON = "04"
 TITLE = "refund agent"
@@ -29,10 +30,17 @@ def grade(boundary: Any) -> Card:
     tools, safety, matrix = report["tools"], report["safety"], report["routing"]["matrix"]
     routed = sum(sum(row) for row in matrix)
     measures = [
-        Measure(OUTCOME, outcome["rate"], f"{outcome['correct']}/{outcome['cases']} (Wilson 95% {low:.2f}-{high:.2f})"),
+        Measure(
+            OUTCOME, outcome["rate"], f"{outcome['correct']}/{outcome['cases']} (Wilson 95% {interval(low, high)})"
+        ),
         share("routes correct", sum(matrix[i][i] for i in range(len(matrix))), routed),
         share("tool arguments valid", tools["valid_arguments"], tools["tool_proposals"]),
-        Measure("unauthorized tool calls", float(safety["unauthorized_calls"]), str(safety["unauthorized_calls"])),
+        Measure(
+            "unauthorized tool calls",
+            float(safety["unauthorized_calls"]),
+            str(safety["unauthorized_calls"]),
+            lower_is_better=True,
+        ),
     ]
     return Card(measures, evidence=report)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from labkit.agent.runs import CaseResult
 from labkit.agent.trace import ROUTES
+from labkit.tables import interval
 from labkit.trials import wilson
 
 #: The label a route gets when the router's reply was invalid.
@@ -243,7 +244,7 @@ def side_by_side(reports: list[dict[str, Any]]) -> Any:
             "argument validity": f"{report['tools']['valid_arguments']}/{report['tools']['tool_proposals']}",
             **{
                 f"{PARAPHRASES[kind]}: correct [95% Wilson]": (
-                    f"{t['correct']}/{t['n']} [{t['wilson_low']:.2f}, {t['wilson_high']:.2f}]"
+                    f"{t['correct']}/{t['n']} {interval(t['wilson_low'], t['wilson_high'])}"
                 )
                 for kind, t in trials.items()
             },

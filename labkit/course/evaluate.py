@@ -5,7 +5,9 @@ into ``scratch/evaluations/<model>-<time>/`` (captured runs in the usual format,
 never into ``recorded_runs/``), then replayed offline and graded with the
 lesson's own checks, beside the committed captured run (the baseline) and the
 authored ideal. Each lesson's ``RULE`` decides whether the candidate is not
-worse than the baseline; lesson 06 uses the routing gate itself.
+worse than the baseline; lesson 06 uses the routing gate itself. With the
+committed runs as candidate nothing is recorded, and the report's folder is
+``scratch/evaluations/committed-<time>/``. The HTML page is `labkit.course.report_card`.
 
 Exit codes, as ``labkit grade-routes``: 0 every rule passed, 2 a rule failed,
 1 invalid input or an endpoint error (what was recorded is kept, marked
@@ -214,6 +216,10 @@ def evaluate(
 
         model = endpoint_from_env().model
         folder = _new_folder(model, folder)
+    else:  # nothing is recorded; the folder holds the report page
+        from labkit.paths import writable_folder
+
+        folder = _new_folder("committed", None) if folder is None else writable_folder(folder)
     report = Evaluation(model=model, candidate=candidate, baseline=baseline, folder=folder, lessons=[])
     for card in chosen:
         row = LessonCard(card.LESSON, card.TITLE, card.RULE)
@@ -328,65 +334,8 @@ def as_json(report: Evaluation) -> dict[str, Any]:
     }
 
 
-def _plot(lesson: LessonCard) -> str:
-    """Return a PNG (base64) bar chart of the lesson's share-valued measures for candidate, baseline and ideal."""
-    import base64
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sides = [("candidate", lesson.candidate), ("baseline", lesson.baseline), ("authored ideal", lesson.ideal)]
-    names = [m.name for m in (lesson.candidate or lesson.baseline or Card([])).measures if "/" in m.shown]
-    fig, ax = plt.subplots(figsize=(6.4, 1.4 + 0.45 * max(1, len(names))))
-    height = 0.8 / len(sides)
-    for i, (label, card) in enumerate(sides):
-        values = [((card.value(n) if card else None) or 0.0) for n in names]
-        ax.barh([j + i * height for j in range(len(names))], values, height=height, label=label)
-    ax.set_yticks([j + height for j in range(len(names))], names)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share")
-    ax.invert_yaxis()
-    fig.legend(loc="lower center", ncol=len(sides), fontsize="small", frameon=False)
-    ax.set_title(f"{lesson.lesson} {lesson.title}")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))  # room for the legend below the axis label
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def write_html(report: Evaluation, path: Path) -> Path:
-    """Write the report as one self-contained HTML page (table, rules, one plot per lesson); no external URL."""
-    import html
+    """Write the report as one self-contained HTML page (see `labkit.course.report_card`)."""
+    from labkit.course.report_card import write_html as write_page
 
-    from labkit.paths import atomic_write
-
-    rows = table_rows(report)
-    head = "".join(
-        f"<th>{html.escape(h)}</th>" for h in ("lesson", "measure", "candidate", "baseline", "ideal", "rule")
-    )
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(r[c])}</td>" for c in r) + "</tr>" for r in rows)
-    sections = []
-    for lesson in report.lessons:
-        reason = lesson.error or (lesson.verdict.reason if lesson.verdict else "")
-        image = (
-            ""
-            if lesson.error
-            else f"<img alt='{html.escape(lesson.title)}' src='data:image/png;base64,{_plot(lesson)}'>"
-        )
-        sections.append(
-            f"<h2>{html.escape(lesson.lesson)} {html.escape(lesson.title)}</h2>"
-            f"<p><b>Rule:</b> {html.escape(lesson.rule)}.<br><b>Verdict:</b> {html.escape(reason)}</p>{image}"
-        )
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>labkit report card</title>"
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}</style></head><body>"
-        f"<h1>Report card: {html.escape(report.model)}</h1>"
-        f"<p>Baseline: {html.escape(report.baseline)}. Exit code {report.exit_code}.</p>"
-        f"<table><tr>{head}</tr>{body}</table>{''.join(sections)}</body></html>"
-    )
-    return atomic_write(path, page)
+    return write_page(report, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import tempfile
 import time
@@ -123,14 +124,66 @@ def kernel_manager(folder: Path, *, asynchronous: bool = False) -> Any:
     return cls(kernel_name="python3")
 
 
-#: nbconvert's lab page without the scripts it would fetch from public CDNs (require.js, the
-#: widget manager, MathJax, Mermaid): an exported page must open with the network off.
+#: nbconvert's lab page with no script from another host: no require.js and no widget manager (each
+#: widget output carries its own HTML form), and MathJax and Mermaid inlined from `labkit.course.page_scripts`
+#: (only in a page that has a formula or a diagram) instead of fetched from a CDN. Mermaid's diagrams are
+#: drawn by nbconvert's own rendering code, handed the inlined library through a one-line module (the
+#: library's own start-on-load is turned off first, or it would draw each diagram before nbconvert reads it).
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% from 'mermaidjs.html.j2' import mermaid_js %}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+{%- if resources.labkit_mathjax %}
+<script>window.MathJax = {{ resources.labkit_mathjax_config }};</script>
+<script>{{ resources.labkit_mathjax }}</script>
+{%- endif -%}
+{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}
+{%- if resources.labkit_mermaid %}
+<script>{{ resources.labkit_mermaid }}</script>
+<script>mermaid.initialize({startOnLoad: false});</script>
+{{ mermaid_js("data:text/javascript,export default globalThis.mermaid", "") }}
+{%- endif -%}
+{%- endblock html_head_js_mermaidjs -%}
 """
+
+#: MathJax 3's settings for an exported page: the delimiters and escapes nbconvert's MathJax setup uses,
+#: and the classes the course puts on tables and trace viewers to keep dollar signs in data as text.
+MATHJAX_CONFIG = {
+    "tex": {
+        "inlineMath": [["$", "$"], ["\\(", "\\)"]],
+        "displayMath": [["$$", "$$"], ["\\[", "\\]"]],
+        "processEscapes": True,
+        "processEnvironments": True,
+        "tags": "ams",
+    },
+    "options": {"ignoreHtmlClass": "tex2jax_ignore|mathjax_ignore", "processHtmlClass": "tex2jax_process"},
+    "svg": {"fontCache": "global"},
+}
+
+_MATH = re.compile(r"\$|\\\(|\\\[|\\begin\{")
+
+
+def _texts(nb: Any) -> Iterator[tuple[str, str]]:
+    """Yield (kind, text) for every markdown cell and every markdown, LaTeX or Mermaid output."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            yield "text/markdown", cell.source
+        for output in cell.get("outputs", []):
+            for mime in ("text/markdown", "text/latex", "text/vnd.mermaid"):
+                value = output.get("data", {}).get(mime)
+                if value is not None:
+                    yield mime, "".join(value) if isinstance(value, list) else str(value)
+
+
+def page_needs(nb: Any) -> dict[str, bool]:
+    """Return which scripts an exported page of ``nb`` needs: ``mathjax`` for a formula, ``mermaid`` for a diagram."""
+    texts = list(_texts(nb))
+    return {
+        "mathjax": any(mime != "text/vnd.mermaid" and _MATH.search(text) for mime, text in texts),
+        "mermaid": any(mime == "text/vnd.mermaid" or "```mermaid" in text for mime, text in texts),
+    }
 
 
 def export_html(nb: Any, path: Path) -> Path:
@@ -138,12 +191,16 @@ def export_html(nb: Any, path: Path) -> Path:
 
     Widgets are shown by the static HTML form each output carries beside its widget
     view (`labkit.widgets.TraceViewer` has one), so the page needs no widget manager;
-    images are embedded; no script or style sheet comes from another host.
+    images are embedded; formulas and Mermaid diagrams render from the MathJax and
+    Mermaid inlined in the page; no script or style sheet comes from another host.
     """
     import copy
+    import json
 
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
+
+    from labkit.course.page_scripts import script_text
 
     page = copy.deepcopy(nb)
     page.metadata.pop("widgets", None)  # without widget state nbconvert shows each output's text/html form
@@ -153,7 +210,13 @@ def export_html(nb: Any, path: Path) -> Path:
         template_file="labkit_offline.html.j2",
         embed_images=True,
     )
-    body, _ = exporter.from_notebook_node(page)
+    needs = page_needs(page)
+    resources = {
+        "labkit_mathjax": script_text("mathjax") if needs["mathjax"] else "",
+        "labkit_mathjax_config": json.dumps(MATHJAX_CONFIG),
+        "labkit_mermaid": script_text("mermaid") if needs["mermaid"] else "",
+    }
+    body, _ = exporter.from_notebook_node(page, resources=resources)
     return atomic_write(writable_folder(path.parent) / path.name, body)
 
 

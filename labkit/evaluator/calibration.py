@@ -11,6 +11,7 @@ The agreement rule then routes each criterion to the judge or to human review.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
@@ -47,13 +48,17 @@ def base_rate(labels: list[str]) -> tuple[str, float]:
 
 
 def _kappa_many(a: Any, b: Any, n_labels: int) -> Any:
-    """Cohen's kappa for many resamples at once (rows), the formula scikit-learn uses; NaN where undefined."""
+    """Cohen's kappa for many resamples at once (along the last axis), the formula scikit-learn uses; NaN where undefined.
+
+    scikit-learn's ``cohen_kappa_score`` takes one pair of label lists; called once per resample it would
+    make the bootstrap of lesson 01 take tens of seconds.
+    """
     import numpy as np
 
-    observed = (a == b).mean(axis=1)
-    pa = np.stack([(a == k).mean(axis=1) for k in range(n_labels)], axis=1)
-    pb = np.stack([(b == k).mean(axis=1) for k in range(n_labels)], axis=1)
-    expected = (pa * pb).sum(axis=1)
+    observed = (a == b).mean(axis=-1)
+    pa = np.stack([(a == k).mean(axis=-1) for k in range(n_labels)], axis=-1)
+    pb = np.stack([(b == k).mean(axis=-1) for k in range(n_labels)], axis=-1)
+    expected = (pa * pb).sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         result = np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
     return result
@@ -74,23 +79,48 @@ def bootstrap_interval(
 ) -> BootstrapInterval:
     """Return percentile intervals of percent agreement and kappa over item resamples drawn with a fixed seed.
 
-    A resample in which kappa is undefined (every label the same) is counted in
-    ``kappa_undefined`` and left out of the kappa interval only.
+    SciPy draws the resamples (``scipy.stats.bootstrap``, paired: an item keeps
+    both its labels) and gives the agreement interval. A resample in which kappa
+    is undefined (every label the same) is counted in ``kappa_undefined`` and left
+    out of the kappa interval only, so that interval is the same percentiles taken
+    over SciPy's bootstrap distribution without those resamples.
     """
     import numpy as np
+    from scipy.stats import DegenerateDataWarning, bootstrap
 
     labels = sorted(set(a) | set(b))
     index = {label: i for i, label in enumerate(labels)}
     ai, bi = np.array([index[x] for x in a]), np.array([index[x] for x in b])
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(a), size=(resamples, len(a)))
-    agree = (ai[picks] == bi[picks]).mean(axis=1)
-    kappas = np.asarray(_kappa_many(ai[picks], bi[picks], len(labels)))
+
+    def agreement_of(x: Any, y: Any, axis: int = -1) -> Any:
+        return (x == y).mean(axis=axis)
+
+    def kappa_of(x: Any, y: Any, axis: int = -1) -> Any:
+        return _kappa_many(np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1), len(labels))
+
+    def resampled(statistic: Any) -> Any:
+        with warnings.catch_warnings():
+            # Every resample alike (two raters who always agree) is an answer here, not a degenerate input.
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            return bootstrap(
+                (ai, bi),
+                statistic,
+                paired=True,
+                vectorized=True,
+                n_resamples=resamples,
+                confidence_level=level,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
+
+    agree = resampled(agreement_of)
+    with np.errstate(invalid="ignore"):
+        kappas = np.asarray(resampled(kappa_of).bootstrap_distribution)
     defined = kappas[~np.isnan(kappas)]
     lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
     return {
-        "agreement_low": float(np.percentile(agree, lo)),
-        "agreement_high": float(np.percentile(agree, hi)),
+        "agreement_low": float(agree.confidence_interval.low),
+        "agreement_high": float(agree.confidence_interval.high),
         "kappa_low": float(np.percentile(defined, lo)) if defined.size else None,
         "kappa_high": float(np.percentile(defined, hi)) if defined.size else None,
         "kappa_undefined": int(np.isnan(kappas).sum()),

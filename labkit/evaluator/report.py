@@ -17,7 +17,7 @@ from labkit.evaluator.checks import CheckReport, parse_description, run_checks
 from labkit.evaluator.lesson import SETTINGS, LessonInputs, LessonRuns, load_inputs, make_requests
 from labkit.evaluator.record import EvaluationRecord, build_record
 from labkit.evaluator.rubric import ensure_same_rubric
-from labkit.tables import text_table
+from labkit.tables import interval, text_table
 
 
 @dataclass
@@ -74,9 +74,9 @@ class EvaluationReport:
                     "items": a.items,
                     "rejected": a.rejected,
                     "agreement": round(a.percent_agreement, 2),
-                    "agreement_95": f"{a.agreement_low:.2f}-{a.agreement_high:.2f}",
+                    "agreement_95": interval(a.agreement_low, a.agreement_high),
                     "kappa": None if a.kappa is None else round(a.kappa, 2),
-                    "kappa_95": "undefined" if a.kappa_low is None else f"{a.kappa_low:.2f}-{a.kappa_high:.2f}",
+                    "kappa_95": interval(a.kappa_low, a.kappa_high),
                     "base_rate": f"{a.base_rate:.2f} ({a.base_rate_label})",
                 }
             )

@@ -32,7 +32,7 @@ def grade(boundary: Any) -> Card:
         share("no-retrieval answers correct", int((naive["correctness"] == "correct").sum()), len(naive)),
         share("RAG answers faithful", int(faithful.sum()), len(faithful)),
         share("page-hit@5", int(hits.sum()), len(hits)),
-        share("RAG trials failed", int((rag["status"] == "failed").sum()), len(rag)),
+        share("RAG trials failed", int((rag["status"] == "failed").sum()), len(rag), lower_is_better=True),
     ]
     return Card(measures, evidence=rag)
 

@@ -23,7 +23,7 @@ from labkit.rag.index import (
 )
 from labkit.rag.metrics import Experiment, grade, page_hit, summary
 from labkit.rag.questions import FilingQuestion
-from labkit.tables import shorten, text_table
+from labkit.tables import text_table
 
 #: The k values of the k experiment.
 KS = (1, 3, 5, 8)
@@ -95,11 +95,11 @@ def results_by_kind(questions: list[FilingQuestion], run: Any) -> Any:
 
 
 def failures(run: Any) -> Any:
-    """Return the failed trials of a run (path, question id, error cut at a word with an ellipsis), sorted."""
+    """Return the failed trials of a run (path, question id, the whole error, which wraps in the table), sorted."""
     import pandas as pd
 
     rows = [
-        {"path": path, "id": qid.removeprefix("labkit_filings_"), "error": shorten(error)}
+        {"path": path, "id": qid.removeprefix("labkit_filings_"), "error": error}
         for path, errors in run.errors.items()
         for qid, error in sorted(errors.items())
     ]

@@ -33,18 +33,26 @@ def _measures(version: str, run: dict[str, Any], malformed: int) -> list[Measure
     if malformed:
         return [
             Measure(f"routes correct, {version} prompt", None, "not gradable"),
-            Measure(f"penalty points, {version} prompt", None, "not gradable"),
-            Measure(f"urgent tickets missed, {version} prompt", None, "not gradable"),
-            share(f"malformed replies, {version} prompt", malformed, len(suite["cases"])),
+            Measure(f"penalty points, {version} prompt", None, "not gradable", lower_is_better=True),
+            Measure(f"urgent tickets missed, {version} prompt", None, "not gradable", lower_is_better=True),
+            share(f"malformed replies, {version} prompt", malformed, len(suite["cases"]), lower_is_better=True),
         ]
     summary = compare(suite, sha, run, run)["candidate"]
     return [
         share(f"routes correct, {version} prompt", summary["correct"], summary["cases"]),
-        Measure(f"penalty points, {version} prompt", float(summary["penalty_points"]), str(summary["penalty_points"])),
         Measure(
-            f"urgent tickets missed, {version} prompt", float(summary["urgent_misses"]), str(summary["urgent_misses"])
+            f"penalty points, {version} prompt",
+            float(summary["penalty_points"]),
+            str(summary["penalty_points"]),
+            lower_is_better=True,
         ),
-        share(f"malformed replies, {version} prompt", 0, summary["cases"]),
+        Measure(
+            f"urgent tickets missed, {version} prompt",
+            float(summary["urgent_misses"]),
+            str(summary["urgent_misses"]),
+            lower_is_better=True,
+        ),
+        share(f"malformed replies, {version} prompt", 0, summary["cases"], lower_is_better=True),
     ]
 
 

@@ -26,7 +26,12 @@ def grade(boundary: Any) -> Card:
     statuses = [results[(case.question, case.team)].get("status") for case in GOLDEN]
     measures = [
         share(GOLDEN_PASSED, sum(verdicts), len(GOLDEN)),
-        share("replies that broke the contract", sum(s == "invalid_output" for s in statuses), len(GOLDEN)),
+        share(
+            "replies that broke the contract",
+            sum(s == "invalid_output" for s in statuses),
+            len(GOLDEN),
+            lower_is_better=True,
+        ),
     ]
     return Card(measures, evidence=rows)
 
