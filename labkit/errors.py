@@ -72,7 +72,9 @@ rest are defined beside the code that raises them.
         ├── KernelDied(RuntimeError)                 course/runner.py: the kernel process ended mid-cell
         ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
         ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
-        └── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
+        ├── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
+        ├── ListingNotHidden(ValueError)             course/workshop.py: a listing to hide is missing or not on its own
+        └── ExportInsideClone(ValueError)            course/workshop.py: an export folder git would commit
 """
 
 from __future__ import annotations
