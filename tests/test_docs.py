@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _page_id(page: Path) -> str:
-    return page.relative_to(ROOT).as_posix()
+    return page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else page.name
 
 
 def _slug(heading: str) -> str:
@@ -126,3 +126,41 @@ def test_the_readme_links_every_page_under_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in PAGES[1:]:
         assert f"](docs/{page.name})" in readme, f"the README does not link docs/{page.name}"
+
+
+def _one_line(command: str) -> str:
+    return " ".join(command.split())
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_venv_command_is_also_given_in_its_windows_form(page):
+    """A `.venv/bin/X ...` command on a page appears there as `.venv\\Scripts\\X ...` too, with the same arguments."""
+    code = _code(page)
+    windows = [_one_line(line.replace(".venv\\Scripts\\", ".venv/bin/")) for line in code if ".venv\\Scripts\\" in line]
+    for line in code:
+        for command in re.findall(r"\.venv/bin/\S.*", line):
+            wanted = command.strip().replace(".venv/bin/", ".venv\\Scripts\\")
+            assert any(_one_line(command) in form for form in windows), (
+                f"{_page_id(page)}: `{command.strip()}` has no Windows form (`{wanted}`)"
+            )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_variable_a_page_exports_is_also_set_the_powershell_way(page):
+    text = page.read_text(encoding="utf-8")
+    for line in _code(page):
+        if re.match(r"\s*export ", line):
+            for name, value in re.findall(r"\b([A-Z][A-Z0-9_]*)=(\S+)", line):
+                assert f'$env:{name} = "{value}"' in text, (
+                    f'{_page_id(page)}: no PowerShell form $env:{name} = "{value}"'
+                )
+
+
+def test_a_page_without_the_windows_form_of_a_command_is_caught(tmp_path):
+    """The two rules above can fail: a page with only the POSIX forms is refused by each."""
+    page = tmp_path / "page.md"
+    page.write_text("```bash\n.venv/bin/labkit doctor\nexport LABKIT_MODE=live\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="has no Windows form"):
+        test_every_venv_command_is_also_given_in_its_windows_form(page)
+    with pytest.raises(AssertionError, match="no PowerShell form"):
+        test_every_variable_a_page_exports_is_also_set_the_powershell_way(page)
