@@ -227,11 +227,9 @@ FOLDER_OPTIONS = ("--notebook-dir", "--ServerApp.root_dir", "--ServerApp.noteboo
 #: The folder, inside the served repository, where JupyterLab's file browser starts (an API path: `/` on every OS).
 START_FOLDER = "notebooks"
 #: Settings JupyterLab reads from the course environment (`share/jupyter/lab/settings/overrides.json`):
-#: no "Would you like to receive official Jupyter news?" popup over a first Run All (the course runs
-#: offline), and a link to a .md file (such as a notebook's link to the course map) opens it rendered.
+#: no "Would you like to receive official Jupyter news?" popup over a first Run All (the course runs offline).
 LAB_SETTINGS: dict[str, dict[str, object]] = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"},
-    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}},
 }
 
 
