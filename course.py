@@ -6,7 +6,8 @@
 
 the learner's next step:
 
-    python3 course.py lab     # open JupyterLab on notebooks/ from the course environment
+    python3 course.py lab     # JupyterLab on the course (its file browser in notebooks/), from the course environment
+    python3 course.py lab DIR # JupyterLab on any folder, such as a student copy (scratch/student)
 
 for an instructor, a workshop room on one server (docs/workshop-hub.md):
 
@@ -20,7 +21,7 @@ Each creates (or reuses) the virtual environment `.venv/` in this folder and ins
 labkit with the tested pins in `constraints.txt` before running. `--extras embed,local,mcp`
 right after the command also installs optional extras (their tests then run instead of
 skipping). Other arguments go to `labkit run`, to `pytest` or to `jupyter lab`. Only the
-standard library is used here.
+standard library is used here, and it runs on Linux, macOS and Windows (`py -3.11 course.py run`).
 
 The install uses `uv` (the one on PATH, or the pinned one, which pip puts into `.venv/`)
 and falls back to pip if uv cannot be had or fails; `LABKIT_INSTALLER=pip` uses pip only,
@@ -31,20 +32,35 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 import venv
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import TypeVar
+
+Folder = TypeVar("Folder", bound=PurePath)
+
+
+def scripts_folder(venv: Folder, os_name: str = os.name) -> Folder:
+    """Return the folder of a virtual environment's programs: ``Scripts`` on Windows, ``bin`` elsewhere."""
+    return venv / ("Scripts" if os_name == "nt" else "bin")
+
+
+def program(folder: Folder, name: str, os_name: str = os.name) -> Folder:
+    """Return the path of the program ``name`` in ``folder`` (``name.exe`` on Windows)."""
+    return folder / (f"{name}.exe" if os_name == "nt" else name)
+
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".labkit-install"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-UV = BIN / ("uv.exe" if os.name == "nt" else "uv")
+BIN = scripts_folder(VENV)
+PYTHON = program(BIN, "python")
+UV = program(BIN, "uv")
 COMMANDS = ("run", "test", "lab", "lint", "hub")
 OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser", "hub")
 INSTALLERS = ("uv", "pip")
@@ -192,7 +208,8 @@ def ensure_environment(extras: str) -> None:
     if sys.version_info < (3, 11, 5):  # course.py may be started by an older python3; this says so
         sys.exit(
             f"labkit needs Python 3.11.5 or newer (a pinned dependency does); this is {sys.version.split()[0]}. "
-            "Install a newer Python 3.11 or later and run course.py with it."
+            "Install Python 3.11 or later and run course.py with it: python3.11 course.py run "
+            "(Windows: py -3.11 course.py run). macOS's own python3 is 3.9: install 3.11 from python.org or Homebrew."
         )
     started = time.perf_counter()
     if not PYTHON.exists():
@@ -211,9 +228,71 @@ def ensure_environment(extras: str) -> None:
     )
 
 
+#: How `jupyter lab` is told which folder to serve; a folder named so replaces the course's own.
+FOLDER_OPTIONS = ("--notebook-dir", "--ServerApp.root_dir", "--ServerApp.notebook_dir")
+#: The folder, inside the served repository, where JupyterLab's file browser starts (an API path: `/` on every OS).
+START_FOLDER = "notebooks"
+#: Settings JupyterLab reads from the course environment (`share/jupyter/lab/settings/overrides.json`):
+#: no "Would you like to receive official Jupyter news?" popup over a first Run All (the course runs offline).
+LAB_SETTINGS: dict[str, dict[str, object]] = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"},
+}
+
+
+def running_as_root() -> bool:
+    """Return True for the root user (a container, often), for whom Jupyter refuses to start without --allow-root."""
+    geteuid = getattr(os, "geteuid", None)  # absent on Windows
+    return geteuid is not None and geteuid() == 0
+
+
+def lab_arguments(rest: list[str], *, root: PurePath, as_root: bool) -> list[str]:
+    """Return `jupyter lab`'s arguments: the course's folder unless ``rest`` names one, then ``rest``.
+
+    JupyterLab serves the whole repository ``root``, so that a notebook's link to
+    ``../README.md`` opens, and its file browser starts in `notebooks/`. A folder or
+    file named in ``rest`` (``DIR``, ``--notebook-dir=DIR`` or ``--notebook-dir DIR``) is
+    served instead, its path taken from where course.py was started. As root,
+    ``--allow-root`` is added.
+    """
+    given, named = [], False
+    for position, word in enumerate(rest):
+        option, equals, value = word.partition("=")
+        if option in FOLDER_OPTIONS:
+            named = True
+            word = f"{option}={os.path.abspath(value)}" if equals else word
+        elif (position and rest[position - 1] in FOLDER_OPTIONS) or (not word.startswith("-") and os.path.exists(word)):
+            named = True
+            word = os.path.abspath(word)
+        given.append(word)
+    course = [] if named else [f"--ServerApp.root_dir={root}", f"--ContentsManager.preferred_dir={START_FOLDER}"]
+    allowed = any(w == "--allow-root" or w.startswith("--ServerApp.allow_root") for w in rest)
+    return [*course, *given, *(["--allow-root"] if as_root and not allowed else [])]
+
+
 def lab_command(rest: list[str]) -> list[str]:
-    """Return the command that opens JupyterLab on `notebooks/` with the course environment's Python."""
-    return [str(PYTHON), "-m", "jupyter", "lab", f"--notebook-dir={ROOT / 'notebooks'}", *rest]
+    """Return the command that opens JupyterLab from the course environment (see `lab_arguments`)."""
+    return [str(PYTHON), "-m", "jupyter", "lab", *lab_arguments(rest, root=ROOT, as_root=running_as_root())]
+
+
+def lab_settings_file(venv: Folder) -> Folder:
+    """Return the file of settings JupyterLab in the environment ``venv`` applies over its defaults."""
+    return venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+
+
+def write_lab_settings(venv: Path) -> Path:
+    """Add the course's `LAB_SETTINGS` to the environment's JupyterLab overrides; a setting already there is kept."""
+    path = lab_settings_file(venv)
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (ValueError, OSError) as error:
+        sys.exit(f"{path} is not readable JSON ({error}); JupyterLab cannot read it either: fix or delete it")
+    if not isinstance(settings, dict):
+        sys.exit(f"{path} holds no JSON object; JupyterLab cannot read it either: fix or delete it")
+    merged = {plugin: {**wanted, **settings.get(plugin, {})} for plugin, wanted in LAB_SETTINGS.items()}
+    if any(settings.get(plugin) != values for plugin, values in merged.items()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**settings, **merged}, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def lint(rest: list[str]) -> int:
@@ -221,7 +300,7 @@ def lint(rest: list[str]) -> int:
     failed = []
     for tool, *arguments in LINTERS:
         print(f"$ {tool} {' '.join(arguments)}", flush=True)
-        if subprocess.call([str(BIN / tool), *arguments, *rest], cwd=ROOT) != 0:
+        if subprocess.call([str(program(BIN, tool)), *arguments, *rest], cwd=ROOT) != 0:
             failed.append(tool)
     if failed:
         print(f"lint: {', '.join(failed)} reported findings; fix them (ruff format . rewrites the formatting)")
@@ -277,10 +356,11 @@ def main(argv: list[str]) -> int:
     ensure_environment(extras)
     env = dict(os.environ, PYTHONNOUSERSITE="1")
     if command == "run":
-        return subprocess.call([str(BIN / "labkit"), "run", *rest], cwd=ROOT, env=env)
+        return subprocess.call([str(program(BIN, "labkit")), "run", *rest], cwd=ROOT, env=env)
     if command == "lint":
         return lint(rest)
     if command == "lab":
+        write_lab_settings(VENV)
         try:
             return subprocess.call(lab_command(rest), cwd=ROOT, env=env)
         except KeyboardInterrupt:

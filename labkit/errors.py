@@ -78,6 +78,8 @@ rest are defined beside the code that raises them.
         ├── WorkshopExportRefused(FileExistsError)   course/workshop.py: the export folder is not empty
         ├── SolutionWithoutStub(ValueError)          course/workshop.py: a solution cell has no stub
         ├── ExerciseIncomplete(ValueError)           course/workshop.py: an exercise lacks its task, solution or check
+        ├── ListingNotHidden(ValueError)             course/workshop.py: a listing to hide is missing or not on its own
+        ├── ExportInsideClone(ValueError)            course/workshop.py: an export folder git would commit
         └── the workshop hub, course/hub*.py
             ├── HubPasswordRefused(ValueError)       hub_config.py: a password JupyterHub's rule refuses, or none
             ├── HubPortBusy(OSError)                 hub.py: the room's address and port are taken

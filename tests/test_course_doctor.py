@@ -67,6 +67,27 @@ def test_absent_extra_is_reported_not_failed(monkeypatch):
     assert all(c.ok for c in checks) and all('pip install -c constraints.txt -e ".[' in c.detail for c in checks)
 
 
+def test_an_absent_extra_is_called_absent_once_with_what_it_enables_and_how_to_add_it(monkeypatch):
+    monkeypatch.setattr(doctor.importlib.util, "find_spec", lambda name: None)
+    local = next(c for c in doctor.check_extras() if c.name == "extra local")
+    assert local.detail.count("absent") == 1 and local.detail.startswith("absent; it enables labkit serve")
+    assert local.detail.endswith('To add it: pip install -c constraints.txt -e ".[local]"')
+
+
+def test_the_slow_checks_run_two_at_a_time_and_report_as_one_at_a_time_does(course):
+    shutil.rmtree(course / "recorded_runs")  # their check still runs (and fails), without minutes of secret scanning
+    (course / "recorded_runs").mkdir()
+    _notebook(course / "notebooks" / "01_ok.ipynb", "print(1)")
+    _notebook(course / "notebooks" / "02_broken.ipynb", "raise RuntimeError('laptop problem')")
+    one = [(c.name, c.ok) for c in doctor.run_checks(jobs=1)]
+    two = [(c.name, c.ok) for c in doctor.run_checks(jobs=2)]
+    assert two == one
+    names = [name for name, _ in one]
+    assert names.index("notebook 02_broken.ipynb") == names.index("notebook 01_ok.ipynb") + 1
+    assert names.index("notebook 02_broken.ipynb") < names.index("secret scan")
+    assert ("notebook 02_broken.ipynb", False) in two
+
+
 def test_doctor_fails_on_an_edited_reply_alone_naming_the_run_and_the_field(course, capsys):
     path = course / "recorded_runs" / "06-routing-smollm2" / "run.json"
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -129,3 +150,12 @@ def test_doctor_fails_when_allowed_signers_is_gone(course):
     assert not checks["run signers"].ok
     assert checks["run signers"].detail == "recorded_runs/allowed_signers lists no key; restore it from git"
     assert "which recorded_runs/allowed_signers does not list" in checks["run 02-rag-smollm2"].detail
+
+
+def test_with_two_jobs_the_slow_checks_run_in_processes_of_their_own_in_the_order_given():
+    import os
+
+    assert doctor._at_once([(os.getpid, ()), (str, (7,))], jobs=1) == [os.getpid(), "7"]
+    pid, seven = doctor._at_once([(os.getpid, ()), (str, (7,))], jobs=2)
+    assert pid != os.getpid() and seven == "7"
+    assert min(2, os.cpu_count() or 1) == doctor.JOBS

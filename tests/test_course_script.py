@@ -1,7 +1,10 @@
 """course.py, the two commands' bootstrap, is plain standard-library Python at the top of the checkout."""
 
 import importlib.util
+import json
 import subprocess
+import sys
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import SimpleNamespace
 
 import pytest
@@ -250,9 +253,10 @@ def test_setup_says_each_phase_and_the_benchmark_reads_its_timing(installing, mo
     assert timing is not None and timing["installer"] == "uv"
 
 
-def test_lab_opens_jupyterlab_on_the_notebooks_with_the_course_python(installing, monkeypatch):
+def test_lab_serves_the_repository_with_the_file_browser_in_notebooks_from_the_course_python(installing, monkeypatch):
     recorder = fake(installing, monkeypatch)
     monkeypatch.setattr(installing, "ensure_environment", lambda extras: None)
+    monkeypatch.setattr(installing, "running_as_root", lambda: False)
     assert installing.main(["lab", "--no-browser"]) == 0
     assert recorder.commands == [
         [
@@ -260,7 +264,111 @@ def test_lab_opens_jupyterlab_on_the_notebooks_with_the_course_python(installing
             "-m",
             "jupyter",
             "lab",
-            f"--notebook-dir={installing.ROOT / 'notebooks'}",
+            f"--ServerApp.root_dir={installing.ROOT}",
+            "--ContentsManager.preferred_dir=notebooks",
             "--no-browser",
         ]
     ]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (["copies"], ["{cwd}/copies"]),
+        (["--notebook-dir=copies"], ["--notebook-dir={cwd}/copies"]),
+        (["--notebook-dir", "copies", "--no-browser"], ["--notebook-dir", "{cwd}/copies", "--no-browser"]),
+        (["--ServerApp.root_dir=/srv/room"], ["--ServerApp.root_dir=/srv/room"]),
+    ],
+)
+def test_lab_opens_a_folder_it_is_given_instead_of_the_course(course, tmp_path, monkeypatch, given, expected):
+    (tmp_path / "copies").mkdir()
+    monkeypatch.chdir(tmp_path)  # a relative folder is where course.py was started from, not the checkout
+    arguments = course.lab_arguments(given, root=project_root(), as_root=False)
+    assert arguments == [word.format(cwd=tmp_path) for word in expected]
+
+
+def test_lab_as_root_adds_allow_root_once(course):
+    assert course.lab_arguments([], root=project_root(), as_root=True)[-1] == "--allow-root"
+    assert course.lab_arguments(["--allow-root"], root=project_root(), as_root=True).count("--allow-root") == 1
+    assert "--allow-root" not in course.lab_arguments([], root=project_root(), as_root=False)
+
+
+def test_root_is_detected_by_user_id_and_never_on_windows(course, monkeypatch):
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0, raising=False)
+    assert course.running_as_root()
+    monkeypatch.setattr(course.os, "geteuid", lambda: 1000)
+    assert not course.running_as_root()
+    monkeypatch.delattr(course.os, "geteuid")  # as on Windows
+    assert not course.running_as_root()
+
+
+def test_the_environments_paths_follow_windows_rules_on_windows(course):
+    clone = PureWindowsPath(r"C:\Users\Ana Lee\labkit")
+    scripts = course.scripts_folder(clone / ".venv", "nt")
+    assert str(scripts) == r"C:\Users\Ana Lee\labkit\.venv\Scripts"
+    assert str(course.program(scripts, "python", "nt")) == r"C:\Users\Ana Lee\labkit\.venv\Scripts\python.exe"
+    assert str(course.program(scripts, "labkit", "nt")).endswith(r"\Scripts\labkit.exe")
+    settings = course.lab_settings_file(clone / ".venv")
+    assert str(settings) == r"C:\Users\Ana Lee\labkit\.venv\share\jupyter\lab\settings\overrides.json"
+    arguments = course.lab_arguments(["--no-browser"], root=clone, as_root=False)
+    assert arguments[:2] == [
+        r"--ServerApp.root_dir=C:\Users\Ana Lee\labkit",
+        "--ContentsManager.preferred_dir=notebooks",
+    ]
+    posix = course.scripts_folder(PurePosixPath("/home/ana/labkit/.venv"), "posix")
+    assert str(course.program(posix, "python", "posix")) == "/home/ana/labkit/.venv/bin/python"
+
+
+def test_lab_settings_turn_off_the_news_popup_and_keep_what_is_there(course, tmp_path):
+    path = course.write_lab_settings(tmp_path / ".venv")
+    assert path == tmp_path / ".venv" / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert written["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false"}
+    mine = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "true", "doNotDisturbMode": True}, "x": {}}
+    path.write_text(json.dumps(mine), encoding="utf-8")
+    kept = json.loads(course.write_lab_settings(tmp_path / ".venv").read_text(encoding="utf-8"))
+    assert kept["@jupyterlab/apputils-extension:notification"] == mine["@jupyterlab/apputils-extension:notification"]
+    assert kept["x"] == {}
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"overrides\.json is not readable JSON"):
+        course.write_lab_settings(tmp_path / ".venv")
+    assert path.read_text(encoding="utf-8") == "{not json"
+
+
+def test_the_lab_settings_are_real_jupyterlab_settings_in_the_file_it_reads(course):
+    """Each setting is validated against the installed JupyterLab's own schema for its plugin."""
+    import jsonschema
+    from jupyterlab.commands import get_app_dir
+
+    app_dir = Path(get_app_dir())
+    assert course.lab_settings_file(Path(sys.prefix)) == app_dir / "settings" / "overrides.json"
+    for plugin, values in course.LAB_SETTINGS.items():
+        package, _, name = plugin.partition(":")
+        schema = json.loads((app_dir / "schemas" / package / f"{name}.json").read_text(encoding="utf-8"))
+        jsonschema.validate(values, schema)
+        assert set(values) <= set(schema["properties"])
+    with pytest.raises(jsonschema.ValidationError):  # the check can fail: a misspelt value is caught
+        jsonschema.validate(
+            {"fetchNews": "never"},
+            json.loads(
+                (app_dir / "schemas" / "@jupyterlab" / "apputils-extension" / "notification.json").read_text(
+                    encoding="utf-8"
+                )
+            ),
+        )
+
+
+def test_the_lab_command_writes_the_settings_into_the_course_environment(installing, monkeypatch):
+    fake(installing, monkeypatch)
+    monkeypatch.setattr(installing, "ensure_environment", lambda extras: None)
+    installing.main(["lab"])
+    written = json.loads(installing.lab_settings_file(installing.VENV).read_text(encoding="utf-8"))
+    assert written["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+
+
+def test_an_old_python_is_told_how_to_run_course_py_on_each_platform(course, monkeypatch):
+    monkeypatch.setattr(course.sys, "version_info", (3, 9, 6))
+    with pytest.raises(SystemExit) as refused:
+        course.ensure_environment("test")
+    said = str(refused.value)
+    assert "python3.11 course.py run" in said and "py -3.11 course.py run" in said and "macOS" in said

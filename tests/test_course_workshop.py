@@ -1,20 +1,29 @@
+import ast
+import contextlib
 import re
+import shutil
+import subprocess
 import tomllib
 
 import nbformat
 import pytest
+from nbclient.exceptions import CellExecutionError
 from nbval.plugin import find_comment_markers, find_metadata_tags
 
 from labkit.cli import main
-from labkit.course.runner import course_notebooks
+from labkit.course.runner import course_notebooks, execute, read_notebook
 from labkit.course.workshop import (
+    RAISES_EXCEPTION,
     ExerciseIncomplete,
+    ExportInsideClone,
+    ListingNotHidden,
     SolutionWithoutStub,
     WorkshopExportRefused,
     check_exercises,
     exercise_result,
     export_workshop,
     find_exercises,
+    hide_listings,
     student_copy,
 )
 from labkit.paths import project_root
@@ -31,15 +40,17 @@ def _code(source, *tags, stub=None, outputs=()):
     return cell
 
 
-def _task(text, slug):
+def _task(text, slug, *, hide=None):
     cell = nbformat.v4.new_markdown_cell(text)
     cell.metadata["tags"] = ["exercise", f"ex:{slug}"]
+    if hide is not None:
+        cell.metadata["labkit"] = {"hide_listings": hide}
     return cell
 
 
-def _exercise(slug, solution, check, *, stub=STUB):
+def _exercise(slug, solution, check, *, stub=STUB, hide=None):
     return [
-        _task(f"Write `double` ({slug}).", slug),
+        _task(f"Write `double` ({slug}).", slug, hide=hide),
         _code(solution, "solution", f"ex:{slug}", stub=stub, outputs=["defined\n"]),
         _code(check, "check", f"ex:{slug}"),
     ]
@@ -175,6 +186,198 @@ def test_export_command_writes_the_course_notebooks(tmp_path, capsys):
     assert {p.name for p in course_notebooks()} == {p.name for p in (tmp_path / "copies").iterdir()}
 
 
+def test_export_without_a_folder_writes_to_scratch_student_and_says_where(scratch_in_tmp, capsys):
+    assert main(["workshop", "export"]) == 0
+    assert {p.name for p in course_notebooks()} == {p.name for p in (scratch_in_tmp / "student").iterdir()}
+    out = capsys.readouterr().out
+    assert f"into {(scratch_in_tmp / 'student').as_posix()}/" in out and "course.py lab" in out
+
+
+# --- Run All in a student copy -------------------------------------------------------------------------
+
+LATER = "print('the lesson goes on')"
+
+
+def _run_as_jupyterlab_does(nb, folder):
+    """Execute like Restart and Run All: stop at the first error, except in a cell tagged raises-exception.
+
+    Return how many code cells ran; an error that stopped the run is left in its cell's outputs.
+    """
+    with contextlib.suppress(CellExecutionError):
+        execute(nb, folder)
+    return sum(c.execution_count is not None for c in nb.cells if c.cell_type == "code")
+
+
+def test_student_copy_tags_each_check_raises_exception_and_nothing_else():
+    nb = _notebook(_code("x = 1"), *_exercise("double", "def double(x):\n    return 2 * x", "pass"), _code(LATER))
+    tags = [c.metadata.get("tags", []) for c in student_copy(nb).cells]
+    assert tags == [
+        [],
+        ["exercise", "ex:double"],
+        ["solution", "ex:double"],
+        ["check", "ex:double", RAISES_EXCEPTION],
+        [],
+    ]
+    assert RAISES_EXCEPTION not in nb.cells[3].metadata["tags"]  # the instructor's notebook keeps failing loudly
+
+
+def test_run_all_goes_past_an_unfinished_and_a_wrong_exercise_and_the_checker_still_tells_them_apart(tmp_path):
+    nb = _notebook(
+        *_exercise("todo", "def double(x):\n    return 2 * x", CHECK.format(slug="todo")),
+        _code(LATER),
+        *_exercise("done", "def double(x):\n    return 2 * x", CHECK.format(slug="done")),
+        _code(LATER),
+    )
+    copy = student_copy(nb)
+    copy.cells[5].source = "def double(x):\n    return x + 2"  # the learner's wrong answer to the second exercise
+    path = tmp_path / "learner.ipynb"
+    nbformat.write(copy, path)
+    ran = _run_as_jupyterlab_does(copy, tmp_path)
+    assert ran == 6, f"Run All stopped after {ran} of 6 code cells"
+    assert "the lesson goes on" in "".join(o.get("text", "") for o in copy.cells[7].outputs)
+    verdicts = {r.slug: (r.status, r.message) for r in check_exercises(path)}
+    assert verdicts == {
+        "todo": ("not finished", "NotImplementedError: hint: multiply by two"),
+        "done": ("failed", "AssertionError: double(21) should be 42"),
+    }
+
+
+# --- listings an exercise asks the learner to write ----------------------------------------------------
+
+SHOWN = "from labkit.listing import show_source\nfrom labkit.paths import project_root\n\n"
+
+
+def test_a_hidden_listing_is_shown_to_the_instructor_and_not_to_the_student_whose_check_fails(tmp_path):
+    """nbgrader's `validate --invert`: the instructor's notebook passes every check, the student copy none."""
+    check = "from labkit.listing import show_source\nassert double(2) == 4\nprint('ex:double passed')"
+    instructor = _notebook(
+        _code(SHOWN + 'display(show_source(project_root, note="the function the exercise asks for"))'),
+        _code("print('not hidden')"),
+        *_exercise("double", "def double(x):\n    return 2 * x", check, hide=["project_root"]),
+    )
+    nbformat.write(instructor, tmp_path / "instructor.ipynb")
+    (student,) = export_workshop(tmp_path / "room", [tmp_path / "instructor.ipynb"])
+    assert "show_source(project_root" not in nbformat.read(student, as_version=4).cells[0].source
+    assert [r.status for r in check_exercises(tmp_path / "instructor.ipynb")] == ["passed"]
+    assert [r.status for r in check_exercises(student)] == ["not finished"]
+    executed = read_notebook(student)
+    _run_as_jupyterlab_does(executed, tmp_path)
+    said = "".join(o.get("text", "") for o in executed.cells[0].outputs)
+    assert said == "The listing of project_root is hidden in this copy: exercise ex:double asks you to write it.\n"
+    assert not any("data" in o for o in executed.cells[0].outputs)  # no listing displayed
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "show_source(project_root)",
+        "show_source(\n    project_root,\n    note='a note',\n)",
+        "display(\n    show_source(project_root, note='x')\n)",
+        "listing.show_source(project_root)",
+    ],
+)
+def test_each_way_a_notebook_shows_a_listing_is_hidden_and_the_rest_of_the_cell_kept(cell):
+    source = f"import os\n{cell}\nshow_source(os.getcwd)\n"
+    hidden, found = hide_listings(source, {"project_root": "double"})
+    assert found == {"project_root"}
+    calls = [ast.unparse(n.args[0]) for n in ast.walk(ast.parse(hidden)) if isinstance(n, ast.Call) and n.args]
+    assert "project_root" not in calls and "os.getcwd" in calls and hidden.startswith("import os\nprint(")
+    assert hidden.endswith("\nshow_source(os.getcwd)\n")
+
+
+@pytest.mark.parametrize(
+    ("cells", "complaint"),
+    [
+        (lambda: [_code(SHOWN + "listing = show_source(project_root)")], "part of a larger statement"),
+        (lambda: [_code(SHOWN + "x = 1; show_source(project_root)")], "part of a larger statement"),
+        (lambda: [_code(SHOWN + "print(show_source(project_root))")], "part of a larger statement"),
+        (lambda: [_code("show_source(project_route)")], "no code cell shows it with show_source(project_root, ...)"),
+    ],
+)
+def test_a_listing_that_cannot_be_hidden_is_refused_before_anything_is_written(cells, complaint, tmp_path):
+    source = tmp_path / "07_demo.ipynb"
+    _notebook(
+        *cells(), *_exercise("double", "def double(x):\n    return 2 * x", "pass", hide=["project_root"]), path=source
+    )
+    with pytest.raises(ListingNotHidden, match=re.escape(complaint)):
+        export_workshop(tmp_path / "room", [source])
+    assert not (tmp_path / "room").exists()
+
+
+def test_hide_listings_must_be_a_list_of_names():
+    nb = _notebook(*_exercise("double", "def double(x):\n    return 2 * x", "pass", hide="project_root"))
+    with pytest.raises(ExerciseIncomplete, match="must be a list of names"):
+        find_exercises(nb)
+
+
+# Which listings today's notebooks would hide (the exercises are rewritten later; these name listings they show).
+COURSE_LISTINGS = {
+    "01_product_evaluator.ipynb": {"release-rule-min-kappa": ["route_criterion"]},
+    "03_bound_replay.ipynb": {"request-diff": ["request_diff"]},
+    "06_routing_gate.ipynb": {"release-rule": ["_reasons"], "protected-rule": ["case_changes"]},
+}
+
+
+@pytest.mark.parametrize("name", COURSE_LISTINGS)
+def test_the_course_notebooks_listings_can_be_hidden_as_their_cells_show_them(name):
+    nb = nbformat.read(project_root() / "notebooks" / name, as_version=4)
+    for exercise in find_exercises(nb, name=name):
+        if exercise.slug in COURSE_LISTINGS[name]:
+            nb.cells[exercise.exercise].metadata["labkit"] = {"hide_listings": COURSE_LISTINGS[name][exercise.slug]}
+    copy = student_copy(nb, name=name)
+    hidden = {listing for listings in COURSE_LISTINGS[name].values() for listing in listings}
+    for before, after in zip(nb.cells, copy.cells, strict=True):
+        if before.cell_type != "code" or "solution" in before.metadata.get("tags", []):
+            continue
+        shown = {ast.unparse(n.args[0]) for n in ast.walk(ast.parse(after.source)) if _is_listing(n)}
+        assert not shown & hidden
+        if not {ast.unparse(n.args[0]) for n in ast.walk(ast.parse(before.source)) if _is_listing(n)} & hidden:
+            assert after.source == before.source  # a cell that shows no hidden listing is left as it was
+
+
+def _is_listing(node):
+    return isinstance(node, ast.Call) and ast.unparse(node.func).endswith("show_source") and node.args
+
+
+# --- where an export may go ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clone(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed, so no folder can be committed by mistake")
+    folder = tmp_path / "clone"
+    subprocess.run(["git", "init", "--quiet", str(folder)], check=True)
+    (folder / ".gitignore").write_text("scratch/\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("inside", [".", "copies", "notebooks/copies"])
+def test_export_into_a_folder_git_would_commit_is_refused_and_writes_nothing(clone, inside, tmp_path):
+    source = tmp_path / "05_demo.ipynb"
+    _notebook(_code("pass"), path=source)
+    with pytest.raises(ExportInsideClone, match=r"git does not ignore it.*scratch/student/.*outside the clone"):
+        export_workshop(clone / inside, [source], clone=clone)
+    assert sorted(p.name for p in clone.iterdir()) == [".git", ".gitignore"]
+
+
+def test_export_into_an_ignored_folder_of_the_clone_or_outside_it_is_written(clone, tmp_path):
+    source = tmp_path / "05_demo.ipynb"
+    _notebook(_code("pass"), path=source)
+    assert export_workshop(clone / "scratch" / "student", [source], clone=clone)
+    assert export_workshop(tmp_path / "elsewhere", [source], clone=clone)
+    assert export_workshop(clone / "notebooks", [source], clone=tmp_path / "not-a-clone")
+
+
+def test_the_export_command_refuses_a_folder_inside_the_clone_in_one_line(clone, monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_ROOT", str(clone))
+    monkeypatch.chdir(clone)
+    assert main(["workshop", "export", "copies"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "copies is inside the course's git clone" in err
+    assert not (clone / "copies").exists()
+
+
 # --- the course's own notebooks -----------------------------------------------------------------------
 
 
@@ -211,9 +414,19 @@ def _worked_solutions_as_strict_nbval_checks_them(notebook):
 
 
 @pytest.mark.parametrize("notebook", course_notebooks(), ids=lambda p: p.stem)
-def test_every_exercise_check_fails_on_its_stub_and_passes_on_the_worked_solution(notebook, tmp_path):
+def test_a_student_copy_runs_to_its_last_cell_and_fails_every_check_the_worked_solutions_pass(notebook, tmp_path):
+    """Restart and Run All of the student copy, as JupyterLab does it, reaches every code cell; every check says
+    "not finished" with a hint, while the instructor's notebook passes them all (nbgrader's `validate --invert`)."""
     (exported,) = export_workshop(tmp_path / "copies", [notebook])
-    on_stubs = {r.slug: r for r in check_exercises(exported)}
+    student = read_notebook(exported)
+    ran = _run_as_jupyterlab_does(student, exported.parent)
+    code = [i for i, c in enumerate(student.cells) if c.cell_type == "code"]
+    stopped = next((i for i in code if student.cells[i].execution_count is None), None)
+    assert ran == len(code), (
+        f"{notebook.name}: Run All stopped before cell {stopped}: {ran} of {len(code)} code cells ran"
+    )
+    exercises = find_exercises(student, name=notebook.name)
+    on_stubs = {e.slug: exercise_result(student, e) for e in exercises}
     on_solutions = {r.slug: r for r in _worked_solutions_as_strict_nbval_checks_them(notebook)}
     assert on_stubs.keys() == on_solutions.keys() and on_stubs
     for slug, result in on_solutions.items():
@@ -223,6 +436,11 @@ def test_every_exercise_check_fails_on_its_stub_and_passes_on_the_worked_solutio
             f"{notebook.name} ex:{slug} on its stub: {result.status} {result.message}"
         )
         assert "hint" in result.message, f"{notebook.name} ex:{slug}: the stub's NotImplementedError gives no hint"
+    hidden = {listing for e in exercises for listing in e.hide_listings}
+    shown = {
+        ast.unparse(n.args[0]) for i in code for n in ast.walk(ast.parse(student.cells[i].source)) if _is_listing(n)
+    }
+    assert not hidden & shown, f"{notebook.name}: the student copy still shows {hidden & shown}"
 
 
 def test_the_instructors_page_states_each_notebooks_exercise_count():

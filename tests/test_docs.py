@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _page_id(page: Path) -> str:
-    return page.relative_to(ROOT).as_posix()
+    return page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else page.name
 
 
 def _slug(heading: str) -> str:
@@ -186,3 +186,50 @@ def test_every_signature_namespace_named_is_the_one_labkit_checks(page):
     text = page.read_text(encoding="utf-8")
     for named in re.findall(r'namespaces=\\?`?"([^"`\\]+)', text):
         assert named == NAMESPACE, f"{_page_id(page)}: namespaces={named!r}, but runs are signed in {NAMESPACE!r}"
+
+
+def _one_line(command: str) -> str:
+    return " ".join(command.split())
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_venv_command_is_also_given_in_its_windows_form(page):
+    """A `.venv/bin/X ...` command on a page appears there as `.venv\\Scripts\\X ...` too, with the same arguments.
+
+    A page about something that runs on POSIX systems only says so, and why, in a ``<!-- posix-only: ... -->`` line.
+    """
+    if _posix_only(page):
+        return
+    code = _code(page)
+    windows = [_one_line(line.replace(".venv\\Scripts\\", ".venv/bin/")) for line in code if ".venv\\Scripts\\" in line]
+    for line in code:
+        for command in re.findall(r"\.venv/bin/\S.*", line):
+            wanted = command.strip().replace(".venv/bin/", ".venv\\Scripts\\")
+            assert any(_one_line(command) in form for form in windows), (
+                f"{_page_id(page)}: `{command.strip()}` has no Windows form (`{wanted}`)"
+            )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_variable_a_page_exports_is_also_set_the_powershell_way(page):
+    if _posix_only(page):
+        return
+    text = page.read_text(encoding="utf-8")
+    for line in _code(page):
+        if re.match(r"\s*export ", line):
+            for name in re.findall(r"\b([A-Z][A-Z0-9_]*)=", line):
+                assert f"$env:{name} = " in text, f'{_page_id(page)}: no PowerShell form $env:{name} = "..."'
+
+
+def _posix_only(page: Path) -> bool:
+    return re.search(r"<!-- posix-only: \S.*-->", page.read_text(encoding="utf-8")) is not None
+
+
+def test_a_page_without_the_windows_form_of_a_command_is_caught(tmp_path):
+    """The two rules above can fail: a page with only the POSIX forms is refused by each."""
+    page = tmp_path / "page.md"
+    page.write_text("```bash\n.venv/bin/labkit doctor\nexport LABKIT_MODE=live\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="has no Windows form"):
+        test_every_venv_command_is_also_given_in_its_windows_form(page)
+    with pytest.raises(AssertionError, match="no PowerShell form"):
+        test_every_variable_a_page_exports_is_also_set_the_powershell_way(page)

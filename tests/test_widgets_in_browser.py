@@ -489,11 +489,6 @@ def test_the_report_card_page_exists_after_evaluate_committed_and_shows_its_plot
         page.context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="view-a's change for #27 item 1 (exported stubs raise nothing, so Run All goes past an unfinished "
-    "exercise) is not on this branch: Run All stops at exercise 1's NotImplementedError; remove this mark once merged",
-)
 def test_an_exported_student_notebook_runs_all_the_way_to_its_last_cell(lab: dict[str, Any]) -> None:
     exported = subprocess.run(
         [sys.executable, "-m", "labkit", "workshop", "export", str(lab["course"] / "student")],

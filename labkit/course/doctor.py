@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from labkit.paths import project_root, recorded_runs_dir
 
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 
 #: Below this much free disk a workshop laptop gets a warning-level failure.
 MIN_FREE_BYTES = 1_000_000_000
+#: The slow checks (each notebook, the recorded runs) run this many at a time, each in its own process, as
+#: `labkit run` runs notebooks, so that a laptop's second core shares the work.
+JOBS = min(2, os.cpu_count() or 1)
 
 #: Optional extra -> (a module it brings, what it enables).
 EXTRAS = {
@@ -130,19 +135,22 @@ def check_offline_guard() -> Check:
     return Check("offline guard", True, offline_guard())
 
 
-def check_notebooks() -> list[Check]:
-    """Every notebook executes in replay mode with the network blocked."""
-    from labkit.course.runner import course_notebooks, run_notebook
+def check_notebook(path: Path) -> Check:
+    """The notebook executes in replay mode with the network blocked."""
+    from labkit.course.runner import run_notebook
 
-    checks = []
-    for path in course_notebooks():
-        result = run_notebook(path)
-        detail = (
-            f"{result.seconds:.1f} s"
-            if result.status == "passed"
-            else f"{result.error} (run: labkit run {path.name[:2]})"
-        )
-        checks.append(Check(f"notebook {path.name}", result.status == "passed", detail))
+    result = run_notebook(path)
+    detail = (
+        f"{result.seconds:.1f} s" if result.status == "passed" else f"{result.error} (run: labkit run {path.name[:2]})"
+    )
+    return Check(f"notebook {path.name}", result.status == "passed", detail)
+
+
+def check_notebooks(*, jobs: int = 1) -> list[Check]:
+    """Every notebook executes in replay mode with the network blocked (``jobs`` at a time)."""
+    from labkit.course.runner import course_notebooks
+
+    checks = _at_once([(check_notebook, (path,)) for path in course_notebooks()], jobs=jobs)
     return checks or [Check("notebooks", False, "no numbered notebooks found in notebooks/")]
 
 
@@ -150,6 +158,22 @@ def _run_detail(run: RecordedRun) -> str:
     signature = run.signature
     signed = f"signed by {signature.principal}" if signature and signature.principal else "unsigned"
     return f"{run.origin}, {run.model.id}, {len(run.bindings)} bindings, {signed}"
+
+
+def _at_once(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], *, jobs: int) -> list[Any]:
+    """Return each call's result in order, ``jobs`` calls at a time, each in a fresh process.
+
+    A process each, not a thread: the runner sets the kernel's environment in ``os.environ``
+    while it starts a kernel, which threads would share. Calls start in the order given.
+    """
+    if jobs <= 1 or len(calls) <= 1:
+        return [function(*arguments) for function, arguments in calls]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(function, *arguments) for function, arguments in calls]
+        return [future.result() for future in futures]
 
 
 def check_recorded_runs() -> list[Check]:
@@ -195,12 +219,14 @@ def check_recorded_runs() -> list[Check]:
 
 
 def check_extras() -> list[Check]:
-    """Report each optional extra as present or absent; absence is not a failure."""
+    """Report each optional extra as present or absent, with what it enables; absence is not a failure."""
     checks = []
     for extra, (module, enables) in EXTRAS.items():
-        present = importlib.util.find_spec(module) is not None
-        how = "" if present else f' (absent; to add: pip install -c constraints.txt -e ".[{extra}]")'
-        checks.append(Check(f"extra {extra}", True, f"{'present' if present else 'absent'}: {enables}{how}"))
+        if importlib.util.find_spec(module) is not None:
+            detail = f"present: {enables}"
+        else:
+            detail = f'absent; it enables {enables}. To add it: pip install -c constraints.txt -e ".[{extra}]"'
+        checks.append(Check(f"extra {extra}", True, detail))
     return checks
 
 
@@ -212,12 +238,21 @@ def check_disk(minimum: int = MIN_FREE_BYTES) -> Check:
     return Check("disk", ok, detail)
 
 
-def run_checks(*, notebooks: bool = True) -> list[Check]:
-    """Run every preflight check in report order."""
+def run_checks(*, notebooks: bool = True, jobs: int = JOBS) -> list[Check]:
+    """Run every preflight check and return them in report order; the slow ones run ``jobs`` at a time.
+
+    The recorded runs' check (verification and the secret scan, the longest single task) starts
+    first, beside the first notebook; with ``jobs`` above one a notebook's seconds include
+    waiting for a shared core.
+    """
+    from labkit.course.runner import course_notebooks
+
     checks = [check_python(), check_dependencies(), check_kernel(), check_offline_guard()]
+    paths = course_notebooks() if notebooks else []
+    runs, *each = _at_once([(check_recorded_runs, ()), *((check_notebook, (path,)) for path in paths)], jobs=jobs)
     if notebooks:
-        checks.extend(check_notebooks())
-    checks.extend(check_recorded_runs())
+        checks.extend(each or [Check("notebooks", False, "no numbered notebooks found in notebooks/")])
+    checks.extend(runs)
     checks.extend(check_extras())
     checks.append(check_disk())
     return checks

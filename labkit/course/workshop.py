@@ -3,16 +3,22 @@
 An exercise is three cells, each tagged with its role and with ``ex:<slug>``
 (cell metadata ``tags``; the same slug on all three):
 
-- ``exercise``: a markdown cell that states the task;
+- ``exercise``: a markdown cell that states the task; its metadata may hold
+  ``{"labkit": {"hide_listings": ["route_criterion"]}}``, the listings (each named as
+  the notebook passes it to ``show_source``) that would show the answer, which the
+  student copy does not display;
 - ``solution``: a code cell with the worked solution; its metadata holds
   ``{"labkit": {"stub": "..."}}``, a skeleton with the same ``def`` lines whose
   body raises ``NotImplementedError("hint: ...")``;
 - ``check``: a code cell that calls the learner's code on inputs the task did not
   show, asserts its behaviour and prints ``ex:<slug> passed``.
 
-`student_copy` swaps every solution for its stub and clears outputs;
-`check_exercises` runs a notebook offline past errors and reports each exercise
-as passed, not finished (its code still raises ``NotImplementedError``) or failed.
+`student_copy` swaps every solution for its stub, replaces each hidden listing by a
+line that says it is hidden, tags every check cell ``raises-exception`` (so that
+JupyterLab's and nbclient's Run All go on past an unfinished exercise to the end of
+the notebook) and clears outputs. `check_exercises` runs a notebook offline past
+errors and reports each exercise as passed, not finished (its code still raises
+``NotImplementedError``) or failed.
 A cell may run `EXERCISE_CELL_TIMEOUT_S` seconds (``labkit workshop check
 --cell-timeout``): one that runs longer (a loop that never ends) stops the notebook
 there, its exercise fails naming the cell, and the exercises after it are not run.
@@ -20,6 +26,8 @@ there, its exercise fails naming the cell, and the exercises after it are not ru
 
 from __future__ import annotations
 
+import ast
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +42,10 @@ ROLE_CELL_TYPES = {"exercise": "markdown", "solution": "code", "check": "code"}
 SLUG_PREFIX = "ex:"
 #: Seconds one cell of a learner's notebook may run when checked: an exercise cell takes a few seconds at most.
 EXERCISE_CELL_TIMEOUT_S = 60
+#: The cell tag with which JupyterLab and nbclient run on past a cell's error (nbclient's ``allow_errors`` per cell).
+RAISES_EXCEPTION = "raises-exception"
+#: Where ``labkit workshop export`` writes when given no folder, inside the scratch folder (ignored by git).
+DEFAULT_EXPORT = "student"
 
 
 class WorkshopExportRefused(LabkitError, FileExistsError):
@@ -48,6 +60,14 @@ class ExerciseIncomplete(LabkitError, ValueError):
     """A notebook's exercise cells do not form complete exercise / solution / check triples."""
 
 
+class ListingNotHidden(LabkitError, ValueError):
+    """An exercise asks to hide a listing that the student copy cannot find or cannot remove on its own."""
+
+
+class ExportInsideClone(LabkitError, ValueError):
+    """The export folder is inside the course's git clone and git does not ignore it."""
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One exercise of a notebook: its slug and where its three cells are."""
@@ -60,6 +80,8 @@ class Exercise:
     """Index of the code cell with the worked solution (the stub in a student copy)."""
     check: int
     """Index of the code cell that checks the learner's code."""
+    hide_listings: tuple[str, ...] = ()
+    """Listings the student copy does not show, each named as the notebook passes it to ``show_source``."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +108,16 @@ def _slugs(cell: Any) -> list[str]:
 def _where(name: str, index: int, cell: Any) -> str:
     first = next((line for line in str(cell.get("source", "")).splitlines() if line.strip()), "")
     return f"{name} cell {index} ({first[:60]!r})"
+
+
+def _hidden_listings(cell: Any, where: str) -> tuple[str, ...]:
+    hidden = cell.get("metadata", {}).get("labkit", {}).get("hide_listings", [])
+    if not isinstance(hidden, list) or not all(isinstance(h, str) and h.strip() for h in hidden):
+        raise ExerciseIncomplete(
+            f"{where}: metadata labkit.hide_listings must be a list of names as the notebook passes them to "
+            f'show_source, such as {{"labkit": {{"hide_listings": ["route_criterion"]}}}}; it is {hidden!r}'
+        )
+    return tuple(h.strip() for h in hidden)
 
 
 def find_exercises(nb: Any, *, name: str = "notebook") -> list[Exercise]:
@@ -123,7 +155,9 @@ def find_exercises(nb: Any, *, name: str = "notebook") -> list[Exercise]:
             raise ExerciseIncomplete(
                 f"{name}: exercise {slug!r} must have its task, solution and check cells in that order"
             )
-        exercises.append(Exercise(slug, cells["exercise"], cells["solution"], cells["check"]))
+        task = cells["exercise"]
+        hidden = _hidden_listings(nb.cells[task], _where(name, task, nb.cells[task]))
+        exercises.append(Exercise(slug, task, cells["solution"], cells["check"], hidden))
     return sorted(exercises, key=lambda e: e.exercise)
 
 
@@ -145,33 +179,153 @@ def solution_stub(cell: Any, *, name: str = "notebook", index: int = 0) -> str:
     return stub
 
 
+def _shows_listing(node: ast.AST) -> str | None:
+    """Return the listing a ``show_source(X, ...)`` call shows (``X`` as written), or None for any other node."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return ast.unparse(node.args[0]) if called == "show_source" else None
+
+
+def _python(source: str, where: str) -> ast.Module:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:  # a line magic becomes a call on the same line, so line numbers still match the cell's
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError as exc:
+        raise ListingNotHidden(
+            f"{where} is not valid Python ({exc.msg}, line {exc.lineno}), so its listings cannot be hidden; fix the cell"
+        ) from None
+
+
+def hide_listings(source: str, hidden: dict[str, str], *, where: str = "cell") -> tuple[str, set[str]]:
+    """Return ``source`` with every statement that shows a hidden listing replaced by a line saying so, and what it hid.
+
+    ``hidden`` maps a listing, named as the notebook passes it to ``show_source``, to the slug
+    of the exercise that asks the learner to write it. A hidden listing must be shown by a
+    statement of its own, ``show_source(X, ...)`` or ``display(show_source(X, ...))``; one
+    inside a larger statement raises `ListingNotHidden`, since removing it would change code.
+    """
+    if "show_source" not in source or not any(name in source for name in hidden):
+        return source, set()
+    tree = _python(source, where)
+    lines = source.splitlines()
+    found: set[str] = set()
+    for position, statement in reversed(list(enumerate(tree.body))):
+        shown = [name for node in ast.walk(statement) if (name := _shows_listing(node)) in hidden]
+        if not shown:
+            continue
+        value = statement.value if isinstance(statement, ast.Expr) else None
+        alone = value is not None and (
+            _shows_listing(value) is not None
+            or (isinstance(value, ast.Call) and ast.unparse(value.func) == "display" and len(value.args) == 1)
+        )
+        neighbours = tree.body[position - 1 : position] + tree.body[position + 1 : position + 2]
+        end = statement.end_lineno or statement.lineno
+        shares_a_line = any(n.lineno <= end and (n.end_lineno or n.lineno) >= statement.lineno for n in neighbours)
+        if not alone or shares_a_line:
+            raise ListingNotHidden(
+                f"{where}: show_source({shown[0]}) is part of a larger statement, so the student copy cannot hide it "
+                f"without changing code; show it on its own, as show_source({shown[0]}, ...) or "
+                f"display(show_source({shown[0]}, ...))"
+            )
+        said = "; ".join(
+            f"the listing of {name} is hidden in this copy: exercise {SLUG_PREFIX}{hidden[name]} asks you to write it"
+            for name in dict.fromkeys(shown)
+        )
+        lines[statement.lineno - 1 : end] = [f"print({said[0].upper() + said[1:] + '.'!r})"]
+        found.update(shown)
+    return "\n".join(lines) + ("\n" if source.endswith("\n") else ""), found
+
+
 def student_copy(nb: Any, *, name: str = "notebook") -> Any:
-    """Return a copy of a notebook with every output cleared and every ``solution`` cell replaced by its stub."""
+    """Return the notebook as a learner gets it: solutions replaced by their stubs, hidden listings not shown.
+
+    Every output is cleared, and every check cell is tagged ``raises-exception``, so that
+    Restart and Run All (in JupyterLab as under nbclient) goes on past an unfinished or wrong
+    exercise: its check shows the error, and the rest of the lesson still runs.
+    """
     import copy
 
+    exercises = find_exercises(nb, name=name)
+    hidden = {listing: e.slug for e in exercises for listing in e.hide_listings}
     copied = copy.deepcopy(nb)
     copied.metadata.pop("widgets", None)
+    shown: set[str] = set()
     for index, cell in enumerate(copied.cells):
         if cell.cell_type != "code":
             continue
         cell.outputs = []
         cell.execution_count = None
-        if "solution" in _tags(cell):
+        tags = _tags(cell)
+        if "solution" in tags:
             cell.source = solution_stub(cell, name=name, index=index)
+            continue
+        if "check" in tags and RAISES_EXCEPTION not in tags:
+            cell.metadata["tags"] = [*tags, RAISES_EXCEPTION]
+        cell.source, found = hide_listings(cell.source, hidden, where=_where(name, index, cell))
+        shown |= found
+    missing = [listing for listing in hidden if listing not in shown]
+    if missing:
+        raise ListingNotHidden(
+            f"{name}: exercise {SLUG_PREFIX}{hidden[missing[0]]} asks to hide the listing of {missing[0]}, but no "
+            f"code cell shows it with show_source({missing[0]}, ...); name it as the notebook passes it to "
+            "show_source, or drop it from the exercise's labkit.hide_listings"
+        )
     return copied
 
 
-def export_workshop(destination: Path, notebooks: list[Path]) -> list[Path]:
+def _git_ignores(clone: Path, inside: Path) -> bool | None:
+    """Return whether git ignores ``inside`` (a path relative to ``clone``), or None if git cannot tell (no git)."""
+    try:
+        answer = subprocess.run(
+            ["git", "-C", str(clone), "check-ignore", "--quiet", "--", f"{inside.as_posix()}/"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(answer.returncode)  # 128: not a git work tree, so nothing can be committed
+
+
+def refuse_tracked_folder(destination: Path, clone: Path) -> None:
+    """Refuse an export folder inside the git clone ``clone`` unless git ignores it (copies could be committed)."""
+    try:
+        inside = destination.resolve().relative_to(clone.resolve())
+    except ValueError:
+        return  # outside the clone
+    if inside != Path(".") and _git_ignores(clone, inside) is not False:
+        return
+    raise ExportInsideClone(
+        f"{destination} is inside the course's git clone and git does not ignore it, so the student copies "
+        "could be committed with the course by mistake. Export to scratch/student/ (the default; git ignores "
+        "scratch/), to a folder outside the clone, or add the folder to .gitignore first."
+    )
+
+
+def default_export_folder() -> Path:
+    """Return where ``labkit workshop export`` writes when given no folder: ``scratch/student/``."""
+    from labkit.paths import scratch_dir
+
+    return scratch_dir() / DEFAULT_EXPORT
+
+
+def export_workshop(destination: Path, notebooks: list[Path], *, clone: Path | None = None) -> list[Path]:
     """Write student copies of ``notebooks`` into ``destination`` (which must be new or empty).
 
-    Every notebook is read and copied before the first file is written, and each file is
-    written atomically, so a bad notebook or an unwritable folder leaves nothing half-written.
+    A folder inside the git clone ``clone`` (default: the course's checkout) is refused unless
+    git ignores it. Every notebook is read and copied before the first file is written, and
+    each file is written atomically, so a bad notebook or an unwritable folder leaves nothing
+    half-written.
     """
     import nbformat
 
     from labkit.course.runner import read_notebook
-    from labkit.paths import atomic_write, writable_folder
+    from labkit.paths import atomic_write, project_root, writable_folder
 
+    refuse_tracked_folder(destination, clone or project_root())
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise WorkshopExportRefused(
             f"{destination} already exists and is not an empty folder; an export never overwrites. Choose a new folder."
