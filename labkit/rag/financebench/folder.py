@@ -114,8 +114,8 @@ def _match_pdfs(wanted: set[str], pdf_names: list[str]) -> tuple[dict[str, str],
             spare.setdefault(parsed.identity, []).append(name)
     renamed = {}
     for name in sorted(wanted - set(exact)):
-        parsed: DocName | None = try_parse(name)
-        candidates = spare.get(parsed.identity, []) if parsed else []
+        wanted_name: DocName | None = try_parse(name)
+        candidates = spare.get(wanted_name.identity, []) if wanted_name else []
         if len(candidates) == 1:
             renamed[name] = candidates[0]
     return {**exact, **renamed}, renamed
