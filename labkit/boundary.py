@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,24 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from labkit.endpoint import (  # re-exported: lesson code, tests and the docs name them from the boundary
+    CONNECT_TIMEOUT_S,
+    MAX_RETRIES,
+    READ_TIMEOUT_S,
+    REQUEST_DEADLINE_S,
+    EndpointUnreachable,
+    redact_url,
+)
 from labkit.errors import LabkitError
+
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "MAX_RETRIES",
+    "READ_TIMEOUT_S",
+    "REQUEST_DEADLINE_S",
+    "EndpointUnreachable",
+    "redact_url",
+]
 
 Mode = Literal["replay", "live", "record"]
 MODES: tuple[Mode, ...] = ("replay", "live", "record")
@@ -39,66 +55,30 @@ class BoundaryConfigError(LabkitError, ValueError):
     """The mode or endpoint settings in the environment are missing or invalid."""
 
 
-#: Seconds to wait for a live endpoint to accept a connection (``LABKIT_CONNECT_TIMEOUT``).
-CONNECT_TIMEOUT_S = 5.0
-#: Seconds to wait for a live endpoint's reply (``LABKIT_READ_TIMEOUT``).
-READ_TIMEOUT_S = 60.0
-#: Seconds one attempt may take in all, however the endpoint trickles its reply (``LABKIT_REQUEST_DEADLINE``).
-REQUEST_DEADLINE_S = 120.0
-#: Attempts after the first when a live call times out or is refused (the openai client's retries).
-MAX_RETRIES = 2
+def unreachable(base_url: str, exc: Exception) -> EndpointUnreachable:
+    """Return the error for ``base_url`` (its password hidden) from the openai client's connection or timeout error."""
+    import openai
 
-#: A URL's scheme and authority (up to the path, query or fragment); its user information ends at the last ``@``.
-_URL_AUTHORITY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s'\"<>]*)")
+    from labkit.capture import RequestDeadlineExceeded
 
-
-def redact_url(text: str) -> str:
-    """Return ``text`` with the password of every URL in it shown as ``***``: ``http://user:***@host/v1``.
-
-    A URL with a user name and no password (``https://TOKEN@host``, as tokens are often
-    passed) has the user name hidden instead. Every message, log line and saved run that
-    names an endpoint goes through this function.
-    """
-
-    def hide(match: re.Match[str]) -> str:
-        authority = match["authority"]
-        if "@" not in authority:
-            return match[0]
-        userinfo, host = authority.rsplit("@", 1)
-        user, colon, _ = userinfo.partition(":")
-        return f"{match['scheme']}{user + ':***' if colon else '***'}@{host}"
-
-    return _URL_AUTHORITY.sub(hide, text)
-
-
-class EndpointUnreachable(LabkitError, ConnectionError):
-    """A live endpoint refused the connection or did not answer within the timeouts."""
-
-    @classmethod
-    def for_endpoint(cls, base_url: str, exc: Exception) -> EndpointUnreachable:
-        """Return the error for ``base_url`` (its password hidden) from the openai client's connection or timeout error."""
-        import openai
-
-        from labkit.capture import RequestDeadlineExceeded
-
-        attempts = f"{MAX_RETRIES + 1} attempts"
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, RequestDeadlineExceeded):
-            what = (
-                f"no complete reply within the {timeout_from_env('LABKIT_REQUEST_DEADLINE', REQUEST_DEADLINE_S):g} s "
-                f"deadline of each request ({attempts}): it answers too slowly, a little at a time, or not at all"
-            )
-            fix = "check that it is serving, or raise LABKIT_REQUEST_DEADLINE for a slow model"
-        elif isinstance(exc, openai.APITimeoutError):
-            what = (
-                f"no reply within the timeouts (connect {timeout_from_env('LABKIT_CONNECT_TIMEOUT', CONNECT_TIMEOUT_S):g} s, "
-                f"read {timeout_from_env('LABKIT_READ_TIMEOUT', READ_TIMEOUT_S):g} s, {attempts})"
-            )
-            fix = "check that it is serving, or raise LABKIT_READ_TIMEOUT for a slow model"
-        else:
-            what = f"cannot connect ({cause or exc})"
-            fix = "start it (`labkit serve` for the bundled model) or fix LABKIT_BASE_URL"
-        return cls(redact_url(f"model endpoint {base_url}: {what}; {fix}"))
+    attempts = f"{MAX_RETRIES + 1} attempts"
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, RequestDeadlineExceeded):
+        what = (
+            f"no complete reply within the {timeout_from_env('LABKIT_REQUEST_DEADLINE', REQUEST_DEADLINE_S):g} s "
+            f"deadline of each request ({attempts}): it answers too slowly, a little at a time, or not at all"
+        )
+        fix = "check that it is serving, or raise LABKIT_REQUEST_DEADLINE for a slow model"
+    elif isinstance(exc, openai.APITimeoutError):
+        what = (
+            f"no reply within the timeouts (connect {timeout_from_env('LABKIT_CONNECT_TIMEOUT', CONNECT_TIMEOUT_S):g} s, "
+            f"read {timeout_from_env('LABKIT_READ_TIMEOUT', READ_TIMEOUT_S):g} s, {attempts})"
+        )
+        fix = "check that it is serving, or raise LABKIT_READ_TIMEOUT for a slow model"
+    else:
+        what = f"cannot connect ({cause or exc})"
+        fix = "start it (`labkit serve` for the bundled model) or fix LABKIT_BASE_URL"
+    return EndpointUnreachable(redact_url(f"model endpoint {base_url}: {what}; {fix}"))
 
 
 def timeout_from_env(name: str, default: float) -> float:
@@ -214,7 +194,7 @@ class ModelBoundary:
         except openai.APIConnectionError as exc:
             if self.endpoint is None:
                 raise
-            raise EndpointUnreachable.for_endpoint(self.endpoint.base_url, exc) from None
+            raise unreachable(self.endpoint.base_url, exc) from None
 
     def generate(self, question: str, messages: list[dict[str, Any]], **settings: Any) -> Any:
         """Send the messages built for ``question`` (plus any per-call settings); record mode keeps the question."""

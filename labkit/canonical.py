@@ -22,6 +22,8 @@ from labkit.errors import InvalidJSON
 
 #: Files larger than this are refused before parsing (1 MB, as in the routing walkthrough).
 MAX_JSON_BYTES = 1_000_000
+#: A recorded run's file may be larger than ordinary inputs, but not unboundedly so.
+MAX_RUN_BYTES = 20_000_000
 
 
 def canonical_json(value: Any) -> str:

@@ -30,8 +30,8 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from labkit.boundary import REQUEST_DEADLINE_S, EndpointUnreachable, redact_url
 from labkit.canonical import canonical_sha256, loads_strict
+from labkit.endpoint import REQUEST_DEADLINE_S, EndpointUnreachable, redact_url
 from labkit.errors import InvalidJSON, LabkitError
 from labkit.recording import (
     MAX_RUN_BYTES,

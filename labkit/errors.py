@@ -46,7 +46,9 @@ rest are defined beside the code that raises them.
     │   ├── CorpusError, StaleIndex, ReplyRejected (ValueError)              rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
     │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
-    │   ├── FinanceBenchError(ValueError)            rag/financebench.py: not FinanceBench's layout or names
+    │   ├── FinanceBenchError(ValueError)            rag/financebench/folder.py: not FinanceBench's layout
+    │   ├── DocNameError(ValueError)                 rag/financebench/names.py: outside FinanceBench's naming rule
+    │   ├── EncryptedPdfError(ValueError)            rag/financebench/cache.py: pypdf lacks 'cryptography'
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py

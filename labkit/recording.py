@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
 from labkit.canonical import (
+    MAX_RUN_BYTES,
     file_sha256,
     load_strict,
     loads_strict,
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     from labkit.signing import RunSignature
 
 SCHEMA_VERSION: Literal[2] = 2
-#: Recorded runs may be larger than ordinary inputs, but not unboundedly so.
-MAX_RUN_BYTES = 20_000_000
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.json"
 #: The endpoint path the `openai` client posts a chat completion to, under a ``/v1`` base URL.

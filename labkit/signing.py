@@ -213,9 +213,8 @@ def check_signature(run_file: Path, *, allowed: list[AllowedSigner]) -> RunSigna
         return _invalid(f"{path.name} is not a regular file (a link, folder or device)")
     if status.st_size > MAX_SIGNATURE_BYTES:
         return _invalid(f"{path.name} is {status.st_size:,} bytes, far larger than an SSH signature")
-    from labkit.canonical import read_strict_bytes
+    from labkit.canonical import MAX_RUN_BYTES, read_strict_bytes
     from labkit.errors import InvalidJSON
-    from labkit.recording import MAX_RUN_BYTES
 
     try:
         message = read_strict_bytes(run_file, max_bytes=MAX_RUN_BYTES)
@@ -359,60 +358,6 @@ def signature_notice(run_id: str, signature: RunSignature, *, origin: str) -> st
         f"captured run. Set {SIGNING_KEY_SETTING} to your SSH private key and run `labkit sign {run_id}` "
         "(docs/recording.md, 'Signing runs')"
     )
-
-
-@dataclass(frozen=True)
-class SignedRun:
-    """What signing one run did."""
-
-    run_id: str
-    outcome: Literal["signed", "already signed", "refused"]
-    """``signed`` now, ``already signed`` (a valid signature was kept), or ``refused`` (nothing written)."""
-    signature: RunSignature | None
-    """The run's signature afterwards, unless refused."""
-    detail: str = ""
-    """Why it was refused."""
-
-
-def sign_runs(
-    run_ids: Sequence[str] | None, *, key: Path, runs_dir: Path | None = None, root: Path | None = None
-) -> list[SignedRun]:
-    """Sign each run that passes every check of its hashes, manifest, fixtures and origin; refuse the rest.
-
-    ``None`` means every run under ``runs_dir``. A run with a valid signature keeps
-    it (so signing twice changes nothing); a run whose signature no longer verifies
-    changed after it was signed, and is refused: signing it again would vouch for
-    the change.
-    """
-    from labkit.recording import RUN_FILE, verify_runs
-
-    runs_dir = runs_dir or recorded_runs_dir()
-    checked = {name: problem for name, _, problem in verify_runs(runs_dir, root=root, signatures=False)}
-    allowed = read_allowed_signers(runs_dir)
-    results = []
-    for name in list(run_ids) if run_ids is not None else sorted(checked):
-        if name not in checked:
-            problem = f"no run {name!r} under {runs_dir}; `labkit verify` lists the runs"
-            results.append(SignedRun(name, "refused", None, problem))
-            continue
-        if checked[name]:
-            results.append(
-                SignedRun(name, "refused", None, f"it fails its checks, so it was not signed: {checked[name]}")
-            )
-            continue
-        path = runs_dir / name / RUN_FILE
-        current = check_signature(path, allowed=allowed)
-        if current.status == "invalid":
-            problem = (
-                f"its signature is invalid ({current.reason}): the run changed after it was signed. Restore it "
-                "from git; signing it again would vouch for the change"
-            )
-            results.append(SignedRun(name, "refused", None, problem))
-        elif current.status == "unsigned":
-            results.append(SignedRun(name, "signed", sign_run_file(path, key=key, allowed=allowed)))
-        else:
-            results.append(SignedRun(name, "already signed", current))
-    return results
 
 
 def signer_lines(signatures: Sequence[RunSignature], *, runs_dir: Path | None = None) -> list[str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main
-from labkit.course.evaluate import EndpointFailed, as_json, cards, evaluate, render_table, write_html
+from labkit.course.evaluate import EndpointFailed, as_json, cards, evaluate, render_table
+from labkit.course.report_card import write_html
 from labkit.recording import load_run
 from tests.fake_endpoint import FakeEndpoint
 

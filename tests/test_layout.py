@@ -3,7 +3,9 @@
 Imports point down only: ``cli`` -> ``course`` -> lessons -> foundation. A lesson
 never imports another lesson, the course tooling or the command line; the
 foundation imports none of them. ``labkit/__init__.py`` is the public facade
-(its names load lazily from every layer) and is not part of any layer.
+(its names load lazily from every layer) and is not part of any layer. No two
+modules import each other, directly or through others, even lazily inside a
+function: what both need moves below them.
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ def layer(module: str) -> tuple[str, str]:
     return "foundation", "foundation"
 
 
-def labkit_imports(path: Path) -> list[tuple[int, str]]:
-    """Every ``labkit`` module that a file imports, at any depth (lazy imports inside functions too)."""
+def labkit_imports(path: Path, *, names: bool = False) -> list[tuple[int, str]]:
+    """Every ``labkit`` module that a file imports, at any depth (lazy imports inside functions too).
+
+    ``names=True`` gives ``from labkit.rag import questions`` as ``labkit.rag.questions`` (a name imported
+    from a package may be a module; `imported_modules` resolves each to a file).
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     here = module_name(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
@@ -57,7 +63,9 @@ def labkit_imports(path: Path) -> list[tuple[int, str]]:
             if base.split(".")[0] != "labkit":
                 continue
             # `from labkit import rag` names a module; `from labkit.rag.trace import Reply` names a value.
-            found += [(node.lineno, f"{base}.{alias.name}" if base == "labkit" else base) for alias in node.names]
+            found += [
+                (node.lineno, f"{base}.{alias.name}" if base == "labkit" or names else base) for alias in node.names
+            ]
     return found
 
 
@@ -76,6 +84,56 @@ def upward_imports() -> list[str]:
             elif source_layer == target_layer == "lesson" and source_group != target_group:
                 problems.append(where + ": one lesson imports another")
     return problems
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The ``labkit`` modules a file imports, each resolved to a module file (a name imported from one is its module)."""
+    found = set()
+    for _, target in labkit_imports(path, names=True):
+        while target not in modules and "." in target:
+            target = target.rsplit(".", 1)[0]
+        if target in modules:
+            found.add(target)
+    return found
+
+
+def import_cycle() -> list[str]:
+    """A ring of labkit modules that import each other, directly or through others (the facade left out), or []."""
+    from graphlib import CycleError, TopologicalSorter
+
+    paths = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {
+        module: imported_modules(path, set(paths)) - {module, "labkit"}
+        for module, path in paths.items()
+        if module != "labkit"
+    }
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as cycle:
+        return list(cycle.args[1])
+    return []
+
+
+def test_no_modules_import_each_other():
+    assert import_cycle() == []
+
+
+def test_the_checker_sees_an_import_cycle_even_a_lazy_one(tmp_path, monkeypatch):
+    fake = tmp_path / "labkit"
+    (fake / "rag").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from labkit.rag import filings\n")  # the facade is no part of a ring
+    (fake / "rag" / "__init__.py").write_text("")
+    (fake / "rag" / "filings.py").write_text("def main():\n    from labkit.rag.questions import write_questions\n")
+    (fake / "rag" / "questions.py").write_text("from labkit.rag.names import money\n")
+    (fake / "rag" / "names.py").write_text("from . import filings\n")
+    (fake / "rag" / "index.py").write_text("from labkit.rag import questions\nfrom labkit.rag.index import x\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    ring = import_cycle()
+    assert ring[0] == ring[-1] and sorted(ring[1:]) == [
+        "labkit.rag.filings",
+        "labkit.rag.names",
+        "labkit.rag.questions",
+    ]
 
 
 def test_no_import_points_upward_or_across_lessons():

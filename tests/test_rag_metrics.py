@@ -12,8 +12,10 @@ from labkit.rag.metrics import (
     figures,
     grade,
     page_hit,
+    rate_verdicts,
     reciprocal_rank,
     summary,
+    wilson_interval,
 )
 from labkit.rag.questions import adapt, load_questions
 
@@ -92,6 +94,39 @@ def test_faithfulness_needs_every_figure_printed_on_a_cited_page():
     # a computed figure is not printed anywhere
     assert faithful(record("Capex rose by 19.2 million.", cited=["ACME_2024_10K#p12"], retrieved=page)) is False
     assert faithful(record(None, status="refused")) is None
+
+
+def test_an_answer_with_no_figure_is_not_called_faithful():
+    page = [("ACME_2024_10K#p12", "Capital expenditures (105.2) (86.0)")]
+    words = record("The filing does not say.", cited=["ACME_2024_10K#p12"], retrieved=page)
+    assert faithful(words) is None  # nothing to check: all([]) would have said True
+    assert faithful(record("Capex was 105.2.", cited=["ACME_2024_10K#p12"], retrieved=page)) is True
+
+
+def test_summary_counts_answers_without_a_figure_apart(questions):
+    chosen = [questions["001"], questions["004"]]
+    page = [("ACME_2024_10K#p10", "Revenue 2,374.4 2,432.1")]
+    records = {
+        chosen[0].financebench_id: record("Revenue was $2,374.4 million.", cited=["ACME_2024_10K#p10"], retrieved=page),
+        chosen[1].financebench_id: record("It rose.", cited=["ACME_2024_10K#p10"], retrieved=page),
+    }
+    row = summary(grade(chosen, records, path="rag")).iloc[0]
+    assert (row["faithful"], row["no_figure"]) == ("1/1", 1)
+
+
+def test_a_wilson_interval_is_scipys():
+    from scipy.stats import binomtest
+
+    ci = binomtest(22, 40).proportion_ci(method="wilson")
+    assert wilson_interval(22, 40) == (round(ci.low, 3), round(ci.high, 3)) == (0.398, 0.693)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_a_rate_inside_the_best_ones_interval_is_printed_as_a_tie():
+    # 26/40 = 0.65 has the interval [0.495, 0.779]: 20/40 is inside it, 19/40 below it
+    verdicts = rate_verdicts({"hybrid": (26, 40), "faiss": (20, 40), "rerank": (19, 40), "again": (26, 40)})
+    assert verdicts == {"hybrid": "best", "faiss": "tie", "rerank": "below", "again": "best"}
+    assert rate_verdicts({}) == {}
 
 
 def test_page_hit_at_k_counts_only_the_first_k_and_only_labelled_pages(questions):

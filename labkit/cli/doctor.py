@@ -28,9 +28,11 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.course.doctor import report, run_checks, run_server_checks
+    from labkit.course.doctor import report, run_checks
 
     if args.hub:
+        from labkit.course.hub_checks import run_server_checks
+
         checks = run_server_checks(learners=args.learners, ip=args.hub_ip, port=args.hub_port)
     else:
         checks = run_checks(notebooks=not args.skip_notebooks)

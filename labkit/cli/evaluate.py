@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
     from unittest.mock import patch
 
-    from labkit.course.evaluate import as_json, evaluate, render_table, write_html
+    from labkit.course.evaluate import as_json, evaluate, render_table
+    from labkit.course.report_card import write_html
 
     with ExitStack() as stack:
         if args.local:

@@ -27,12 +27,12 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from labkit.course.sign_runs import sign_runs
     from labkit.signing import (
         ALLOWED_SIGNERS_FILE,
         NAMESPACE,
         SIGNING_KEY_SETTING,
         SigningFailed,
-        sign_runs,
         signing_key,
     )
 

@@ -258,13 +258,6 @@ def run_checks(*, notebooks: bool = True, jobs: int = JOBS) -> list[Check]:
     return checks
 
 
-def run_server_checks(*, learners: int, ip: str, port: int) -> list[Check]:
-    """Run the workshop hub's server-side checks (``labkit doctor --hub``): Python, core pins, then the hub's own."""
-    from labkit.course.hub_checks import run_hub_checks
-
-    return [check_python(), check_dependencies(), *run_hub_checks(learners=learners, ip=ip, port=port)]
-
-
 def report(checks: list[Check]) -> str:
     """Return the one-page report: one line per check, then a verdict."""
     width = max(len(c.name) for c in checks)

@@ -332,10 +332,3 @@ def as_json(report: Evaluation) -> dict[str, Any]:
             for lesson in report.lessons
         ],
     }
-
-
-def write_html(report: Evaluation, path: Path) -> Path:
-    """Write the report as one self-contained HTML page (see `labkit.course.report_card`)."""
-    from labkit.course.report_card import write_html as write_page
-
-    return write_page(report, path)

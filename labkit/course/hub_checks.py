@@ -138,3 +138,10 @@ def run_hub_checks(*, learners: int, ip: str, port: int) -> list[Check]:
         checks.append(check_isolation())
     checks += [check_port(ip, port), check_memory(learners), check_disk(learners), check_cores(learners)]
     return checks
+
+
+def run_server_checks(*, learners: int, ip: str, port: int) -> list[Check]:
+    """Run the workshop hub's server-side checks (``labkit doctor --hub``): Python, core pins, then the hub's own."""
+    from labkit.course.doctor import check_dependencies, check_python
+
+    return [check_python(), check_dependencies(), *run_hub_checks(learners=learners, ip=ip, port=port)]

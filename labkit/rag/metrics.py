@@ -6,12 +6,16 @@
   question the filings cannot answer; an answer to such a question is ``wrong``; a reply that broke the
   contract is ``failed``.
 - **faithfulness**: every figure in the answer appears, as printed, in a passage the answer cites
-  (``None`` when there is no answer to check). A figure the model computed is therefore unfaithful even when
+  (``None`` when there is nothing to check: no answer, or an answer that states no figure; `summary` counts
+  those apart instead of crediting them). A figure the model computed is therefore unfaithful even when
   it is right: the check sees support, not arithmetic.
 - **retrieval** (`Retrieval`, `retrieval_scores`): page-hit@k (a labelled evidence page is among the first ``k``
   passages given to the model), recall of the evidence pages at ``k`` and the reciprocal rank of the first
   evidence page. They are computed from retrieval alone, recorded for every question before generation, so a
   trial whose reply failed still has its retrieval graded (``None`` only for questions with no labelled page).
+- **intervals and ties** (`wilson_interval`, `rate_verdicts`): a rate over n questions comes with its 95% Wilson
+  interval (scipy's ``binomtest(k, n).proportion_ci(method="wilson")``), and a rate inside the best one's
+  interval is printed as a tie with it, by the code, not by a sentence typed once.
 Years (1900-2099 written without separators) are not counted as figures.
 """
 
@@ -24,6 +28,7 @@ from typing import Any
 
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import text_table
+from labkit.trials import wilson
 
 #: Relative tolerance of a numeric answer, and the smallest absolute one.
 TOLERANCE = (0.005, 0.005)
@@ -60,14 +65,21 @@ def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
 
 
 def faithful(record: dict[str, Any] | None) -> bool | None:
-    """Return whether every figure in the answer is printed in a cited passage; None when there is no answer."""
+    """Return whether every figure in the answer is printed in a cited passage.
+
+    None when there is nothing to check: no answer, or an answer that states no figure (``all([])`` would
+    call it faithful, and a baseline that only refuses would score well).
+    """
     if record is None or record["status"] != "answered":
+        return None
+    stated = figures(record["answer"])
+    if not stated:
         return None
     cited = set(record["cited_pages"])
     printed = {
         round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited for f in figures(item["chunk_text"])
     }
-    return all(round(f, 4) in printed for f in figures(record["answer"]))
+    return all(round(f, 4) in printed for f in stated)
 
 
 def page_hit(question: FilingQuestion, citations: list[str], k: int) -> bool | None:
@@ -164,7 +176,11 @@ def kind(question: FilingQuestion) -> str:
 
 
 def summary(table: Any) -> Any:
-    """Aggregate a graded table per path: outcome counts, faithful share, page-hit rate, mean recall and MRR."""
+    """Aggregate a graded table per path: outcome counts, faithful share, page-hit rate, mean recall and MRR.
+
+    ``faithful`` counts only the answers that state a figure; ``no_figure`` counts the answers that state
+    none (faithfulness cannot be checked there, so they are neither credited nor blamed).
+    """
     import pandas as pd
 
     rows = []
@@ -180,12 +196,37 @@ def summary(table: Any) -> Any:
                     for outcome in ("correct", "partial", "wrong", "refused", "failed")
                 },
                 "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
+                "no_figure": int(((part["status"] == "answered") & part["faithful"].isna()).sum()),
                 "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
                 "evidence_recall": _mean(part["evidence_recall"]),
                 "mrr": _mean(part["reciprocal_rank"]),
             }
         )
     return text_table(pd.DataFrame(rows))
+
+
+def wilson_interval(hits: int, n: int) -> tuple[float, float]:
+    """Return the 95% Wilson interval of a rate of ``hits`` in ``n`` (`labkit.trials.wilson`, scipy's), rounded to 3 places.
+
+    The interval is where the true rate plausibly lies given n questions: over 40 questions a measured 0.55
+    could be anything from about 0.40 to 0.69. With no question at all, any rate is possible: (0.0, 1.0).
+    """
+    return (0.0, 1.0) if n == 0 else wilson(hits, n)
+
+
+def rate_verdicts(counts: Mapping[str, tuple[int, int]]) -> dict[str, str]:
+    """Compare rates given as name -> (hits, n): ``best``, ``tie`` or ``below``, for each name.
+
+    The best is the highest rate (several names can share it); a rate that lies inside the best's 95% Wilson
+    interval is a ``tie``, since the data cannot tell the two apart; below that interval it is ``below``.
+    """
+    rates = {name: hits / n if n else 0.0 for name, (hits, n) in counts.items()}
+    if not rates:
+        return {}
+    top = max(rates.values())
+    best = next(name for name, rate in rates.items() if rate == top)
+    low, _ = wilson_interval(*counts[best])
+    return {name: "best" if rate == top else "tie" if rate >= low else "below" for name, rate in rates.items()}
 
 
 def _mean(column: Any) -> float | str:

@@ -136,7 +136,7 @@ def adapt(record: Any, *, source: str = "question") -> FilingQuestion:
 
 def questions_path() -> Path:
     """Return the committed question file."""
-    from labkit.rag.filings import filings_dir
+    from labkit.rag.reports import filings_dir
 
     return filings_dir() / QUESTIONS_FILE
 
@@ -186,7 +186,7 @@ def _pct(part: float, whole: float) -> str:
 def _specs(co: Any, years: dict[int, Any], year: int) -> dict[str, Spec]:
     """Return every question the lesson can ask of one filing, keyed by a short name (see `PLAN`)."""
     from labkit.rag.companies import r1
-    from labkit.rag.filings import money
+    from labkit.rag.reports import money
 
     y, p = years[year], years[year - 1]
     short, fy = co.name.split()[0], f"FY{year}"
@@ -427,7 +427,7 @@ PLAN = {
 
 def _evidence(texts: list[str], name: str, wanted: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """Return FinanceBench evidence items: each printed text on its named page, and on any other page printing it."""
-    from labkit.rag.filings import page_numbers
+    from labkit.rag.reports import page_numbers
 
     numbers = page_numbers()
     items: list[dict[str, Any]] = []
@@ -446,7 +446,7 @@ def build_question_records(folder: Path) -> list[dict[str, Any]]:
     from pypdf import PdfReader
 
     from labkit.rag.companies import COMPANIES, company_years
-    from labkit.rag.filings import doc_name
+    from labkit.rag.reports import doc_name
 
     records: list[dict[str, Any]] = []
     for co in COMPANIES:
@@ -477,7 +477,7 @@ def build_question_records(folder: Path) -> list[dict[str, Any]]:
 
 def write_questions(folder: Path | None = None) -> Path:
     """Write ``questions.jsonl`` beside the filings (run `labkit.rag.filings` first)."""
-    from labkit.rag.filings import filings_dir, guard_captured
+    from labkit.rag.reports import filings_dir, guard_captured
 
     folder = folder or filings_dir()
     guard_captured(folder)

@@ -1,32 +1,53 @@
 """Three retrievers over one index, measured side by side: FAISS alone, FAISS then BM25 rerank, and hybrid fusion.
 
-- **faiss**: the 12 nearest chunks by squared L2 distance, in search order (what ``rerank=False`` gives).
-- **faiss+bm25**: those 12 candidates reordered by BM25 (`labkit.rag.answer.bm25_rerank`, as
-  ``answer_with_rag`` does). A rerank only reorders its candidates, so the share of questions whose evidence
-  page is among the 12 (candidate recall@12) is the ceiling of any rerank.
+Each ranks *pages*: a page is placed where its best chunk is, and appears once, so that page-hit@5 means five
+distinct pages (a page reached by two chunks does not fill two of the five places).
+
+- **faiss**: every chunk in scope by squared L2 distance, nearest first. It has no candidate stage: its
+  ranking is the search itself.
+- **faiss+bm25**: FAISS's 12 nearest chunks (its candidates) reordered by BM25 (`labkit.rag.answer.bm25_rerank`,
+  as ``answer_with_rag`` does); a candidate sharing no word with the question is kept, after the others, in
+  search order. A rerank only reorders its candidates, so the share of questions whose evidence page is among
+  them (candidate recall@12, computed from these candidates) is the ceiling of its page-hit at any k.
 - **hybrid**: dense and BM25 rankings over *every* chunk in scope, fused by reciprocal rank fusion
   (Cormack et al. 2009: score = sum of 1 / (60 + rank) over both rankings). BM25 can bring in a page
-  that dense search ranked far below 12, which no rerank of 12 dense candidates can.
+  that dense search ranked far below 12, which no rerank of 12 dense candidates can. It has no
+  candidate stage either: it fuses whole rankings.
 
 The scope is ``shared`` (one store over every document, as FinanceBench's shared vector store) or
 ``single-document`` (only the question's own filing, as its per-document store). Each retriever gives a
-`labkit.rag.metrics.Retrieval` per question; `retrieval_by_kind` and `head_to_head` turn them into tables.
+`labkit.rag.metrics.Retrieval` per question; `question_rows` grades them one question at a time, and
+`rates_table`, `retrieval_by_kind` and `head_to_head` turn those rows into tables: page-hit@k with its 95%
+Wilson interval, and a verdict against the best retriever that prints a difference inside that interval as
+a tie.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from labkit.rag.answer import CANDIDATES, bm25_rerank, tokens
 from labkit.rag.index import FilingsIndex, citation_id
-from labkit.rag.metrics import Retrieval, page_hit, reciprocal_rank
+from labkit.rag.metrics import Retrieval, page_hit, rate_verdicts, reciprocal_rank, wilson_interval
 from labkit.rag.questions import FilingQuestion
 
 RETRIEVERS = ("faiss", "faiss+bm25", "hybrid")
 #: The constant of reciprocal rank fusion (the value its authors recommend).
 RRF_K = 60
 Scope = Literal["shared", "single-document"]
+
+
+def distinct_pages(citations: Iterable[str]) -> tuple[str, ...]:
+    """Return the citation ids in order, each page once (where it first appears)."""
+    return tuple(dict.fromkeys(citations))
+
+
+def rerank_keeping_all(question: str, docs: Sequence[Any]) -> list[Any]:
+    """Return every document: BM25's order for those sharing a word with the question, then the rest as given."""
+    reranked = [doc for doc, _ in bm25_rerank(question, list(docs))]
+    chosen = {id(doc) for doc in reranked}
+    return reranked + [doc for doc in docs if id(doc) not in chosen]
 
 
 class RetrieverBench:
@@ -37,10 +58,15 @@ class RetrieverBench:
         self.depth = depth
         self.rrf_k = rrf_k
         self._bm25: dict[str | None, tuple[Any, list[int]]] = {}
+        self._scopes: dict[str | None, list[int]] = {}
 
     def _positions(self, doc_name: str | None) -> list[int]:
-        chunks = self.index.chunks
-        return [i for i, c in enumerate(chunks) if doc_name is None or c.metadata["doc_name"] == doc_name]
+        if doc_name not in self._scopes:
+            chunks = self.index.chunks
+            self._scopes[doc_name] = [
+                i for i, c in enumerate(chunks) if doc_name is None or c.metadata["doc_name"] == doc_name
+            ]
+        return self._scopes[doc_name]
 
     def dense(self, question: str, *, doc_name: str | None = None) -> list[int]:
         """Return chunk positions in scope, nearest first (FAISS flat search over every vector, then the scope)."""
@@ -77,22 +103,26 @@ class RetrieverBench:
                 score[position] = score.get(position, 0.0) + 1 / (self.rrf_k + rank)
         return sorted(score, key=lambda p: -score[p])
 
+    def pages(self, positions: Iterable[int]) -> tuple[str, ...]:
+        """Return the distinct pages of chunk positions, in order."""
+        chunks = self.index.chunks
+        return distinct_pages(citation_id(chunks[i].metadata) for i in positions)
+
     def retrieve(self, question: str, *, doc_name: str | None = None, k: int = 5) -> dict[str, Retrieval]:
         """Return each retriever's `Retrieval` for one question (``doc_name`` limits the scope to that filing)."""
         chunks = self.index.chunks
         dense = self.dense(question, doc_name=doc_name)
         candidates = dense[: self.depth]
-        reranked = bm25_rerank(question, [chunks[i] for i in candidates])
-        hybrid = self.fuse(dense, self.lexical(question, doc_name=doc_name))[: self.depth]
-        cands = tuple(citation_id(chunks[i].metadata) for i in candidates)
-
-        def ids(positions: Iterable[int]) -> tuple[str, ...]:
-            return tuple(citation_id(chunks[i].metadata) for i in positions)
-
+        reranked = rerank_keeping_all(question, [chunks[i] for i in candidates])
+        hybrid = self.fuse(dense, self.lexical(question, doc_name=doc_name))
         return {
-            "faiss": Retrieval(ranked=cands, k=k, candidates=cands),
-            "faiss+bm25": Retrieval(ranked=tuple(citation_id(d.metadata) for d, _ in reranked), k=k, candidates=cands),
-            "hybrid": Retrieval(ranked=ids(hybrid), k=k, candidates=cands),
+            "faiss": Retrieval(ranked=self.pages(dense), k=k),
+            "faiss+bm25": Retrieval(
+                ranked=distinct_pages(citation_id(d.metadata) for d in reranked),
+                k=k,
+                candidates=tuple(citation_id(chunks[i].metadata) for i in candidates),
+            ),
+            "hybrid": Retrieval(ranked=self.pages(hybrid), k=k),
         }
 
 
@@ -116,6 +146,84 @@ def question_type(question: FilingQuestion) -> str:
     return question.question_type
 
 
+def question_rows(
+    questions: Iterable[FilingQuestion],
+    results: Mapping[str, Mapping[str, Retrieval]],
+    *,
+    ks: Iterable[int] = (1, 3, 5, 12),
+    kind: Callable[[FilingQuestion], str] = question_type,
+) -> list[dict[str, Any]]:
+    """Return one row per labelled question and retriever: its kind, page-hit at each k, reciprocal rank, candidate hit.
+
+    ``candidate_hit`` is whether an evidence page is among that retriever's own candidates, and None for a
+    retriever with no candidate stage. These rows are what `rates_table` aggregates, and what the
+    FinanceBench results file stores per question.
+    """
+    ks = tuple(ks)
+    rows = []
+    for q in questions:
+        if not q.answerable:
+            continue
+        for name, per_question in results.items():
+            found = per_question.get(q.financebench_id)
+            if found is None:
+                continue
+            rows.append(
+                {
+                    "id": q.financebench_id,
+                    "kind": kind(q),
+                    "retriever": name,
+                    **{f"page_hit@{k}": bool(page_hit(q, list(found.ranked), k)) for k in ks},
+                    "reciprocal_rank": reciprocal_rank(q, found.ranked) or 0.0,
+                    "candidate_hit": (
+                        bool(page_hit(q, list(found.candidates), len(found.candidates))) if found.candidates else None
+                    ),
+                }
+            )
+    return rows
+
+
+def rates_table(rows: Sequence[Mapping[str, Any]], *, ks: Iterable[int], by: str = "kind") -> Any:
+    """Aggregate `question_rows` per ``by`` group and retriever: page-hit@k, its 95% interval and its verdict, MRR.
+
+    For each k, ``ci95@k`` is the Wilson interval of page-hit@k and ``vs_best@k`` says ``best``, ``tie``
+    (inside the best retriever's interval in that group: the data cannot separate them) or ``below``.
+    ``candidate_recall@12`` is computed from each retriever's own candidates, and left empty for a retriever
+    that has none. The ``all`` rows pool every group.
+    """
+    import pandas as pd
+
+    ks = tuple(ks)
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[by]), []).append(row)
+    groups["all"] = list(rows)
+    table = []
+    for group, members in groups.items():
+        per: dict[str, list[Mapping[str, Any]]] = {}
+        for row in members:
+            per.setdefault(row["retriever"], []).append(row)
+        verdicts = {
+            k: rate_verdicts({name: (sum(r[f"page_hit@{k}"] for r in part), len(part)) for name, part in per.items()})
+            for k in ks
+        }
+        for name, part in per.items():
+            n = len(part)
+            line: dict[str, Any] = {by: group, "retriever": name, "questions": n}
+            for k in ks:
+                hits = sum(bool(r[f"page_hit@{k}"]) for r in part)
+                low, high = wilson_interval(hits, n)
+                line[f"page_hit@{k}"] = round(hits / n, 3)
+                line[f"ci95@{k}"] = f"[{low:.2f}, {high:.2f}]"
+                line[f"vs_best@{k}"] = verdicts[k][name]
+            line["mrr"] = round(sum(r["reciprocal_rank"] for r in part) / n, 3)
+            staged = [r["candidate_hit"] for r in part if r["candidate_hit"] is not None]
+            line[f"candidate_recall@{CANDIDATES}"] = round(sum(staged) / len(staged), 3) if staged else None
+            table.append(line)
+    frame = pd.DataFrame(table).set_index([by, "retriever"])
+    return frame.astype({f"candidate_recall@{CANDIDATES}": "Float64"})
+
+
 def retrieval_by_kind(
     questions: Iterable[FilingQuestion],
     results: Mapping[str, Mapping[str, Retrieval]],
@@ -123,34 +231,13 @@ def retrieval_by_kind(
     ks: Iterable[int] = (1, 3, 5, 12),
     kind: Callable[[FilingQuestion], str] = question_type,
 ) -> Any:
-    """Return page-hit@k and MRR per question kind and retriever, with candidate recall@12 (a rerank's ceiling).
+    """Return page-hit@k (with its interval and verdict) and MRR per question kind and retriever (`rates_table`).
 
-    Only questions with labelled evidence count; the ``all`` rows pool every kind.
+    Only questions with labelled evidence count; the ``all`` rows pool every kind. ``candidate_recall@12``
+    is a rerank's ceiling, from its own candidates; FAISS alone and the hybrid have no candidate stage.
     """
-    import pandas as pd
-
     ks = tuple(ks)
-    labelled = [q for q in questions if q.answerable]
-    groups: dict[str, list[FilingQuestion]] = {}
-    for q in labelled:
-        groups.setdefault(kind(q), []).append(q)
-    groups["all"] = labelled
-    rows = []
-    for group, members in groups.items():
-        for name, per_question in results.items():
-            found = [(q, per_question[q.financebench_id]) for q in members if q.financebench_id in per_question]
-            if not found:
-                continue
-            row: dict[str, Any] = {"kind": group, "retriever": name, "questions": len(found)}
-            for k in ks:
-                row[f"page_hit@{k}"] = round(
-                    sum(bool(page_hit(q, list(r.ranked), k)) for q, r in found) / len(found), 3
-                )
-            row["mrr"] = round(sum(reciprocal_rank(q, r.ranked) or 0.0 for q, r in found) / len(found), 3)
-            ceiling = sum(bool(page_hit(q, list(r.candidates), CANDIDATES)) for q, r in found)
-            row[f"candidate_recall@{CANDIDATES}"] = round(ceiling / len(found), 3)
-            rows.append(row)
-    return pd.DataFrame(rows).set_index(["kind", "retriever"])
+    return rates_table(question_rows(questions, results, ks=ks, kind=kind), ks=ks)
 
 
 def head_to_head(
@@ -160,9 +247,14 @@ def head_to_head(
     k: int = 5,
     kind: Callable[[FilingQuestion], str] = question_type,
 ) -> Any:
-    """Return one row per labelled question: page-hit@k for each retriever and the evidence page's FAISS rank."""
+    """Return one row per labelled question: page-hit@k for each retriever and the evidence page's FAISS rank.
+
+    ``faiss_rank_in_12`` is the rank of the first evidence chunk among FAISS's 12 candidates (the rerank's),
+    empty when no candidate is on an evidence page: there no rerank can find it.
+    """
     import pandas as pd
 
+    staged = next((per for per in results.values() if any(r.candidates for r in per.values())), {})
     rows = []
     for q in questions:
         if not q.answerable:
@@ -171,7 +263,7 @@ def head_to_head(
         for name, per_question in results.items():
             if q.financebench_id in per_question:
                 row[name] = bool(page_hit(q, list(per_question[q.financebench_id].ranked), k))
-        first = next(iter(results.values())).get(q.financebench_id)
+        first = staged.get(q.financebench_id)
         in_candidates = [n for n, c in enumerate(first.candidates if first else (), 1) if c in q.evidence_pages]
         row[f"faiss_rank_in_{CANDIDATES}"] = in_candidates[0] if in_candidates else None
         rows.append(row)
