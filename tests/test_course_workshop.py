@@ -19,7 +19,10 @@ from labkit.course.workshop import (
     ListingNotHidden,
     SolutionWithoutStub,
     WorkshopExportRefused,
+    attempts_copy,
+    check_attempts,
     check_exercises,
+    exercise_attempts,
     exercise_result,
     export_workshop,
     find_exercises,
@@ -476,3 +479,63 @@ def test_export_with_a_corrupt_notebook_writes_nothing(tmp_path):
     with pytest.raises(NotebookUnreadable):
         export_workshop(tmp_path / "room", [good, tmp_path / "02_bad.ipynb"])
     assert not (tmp_path / "room").exists()
+
+
+# --- the answers a check must refuse: a plausible wrong answer and the most tempting shortcut ---------------
+
+
+def _with_attempts(cells, *attempts):
+    cells[1].metadata["labkit"]["attempts"] = [{"kind": k, "why": w, "code": c} for k, w, c in attempts]
+    return cells
+
+
+WRONG = ("wrong", "adds instead of multiplying", "def double(x):\n    return x + 2")
+SHORTCUT = ("shortcut", "answers the one input the task showed", "def double(x):\n    return 42")
+
+
+def test_a_check_that_refuses_each_attempt_reports_each_as_failed(tmp_path):
+    path = tmp_path / "01_demo.ipynb"
+    solution = "def double(x):\n    return 2 * x"
+    check = "assert double(21) == 42 and double(5) == 10, 'double is wrong'\nprint('ex:double passed')"
+    _notebook(
+        *_with_attempts(_exercise("double", solution, check), WRONG, SHORTCUT), _code("print(double(3))"), path=path
+    )
+    results = check_attempts(path)
+    assert [(r.attempt.kind, r.status) for r in results] == [("wrong", "failed"), ("shortcut", "failed")]
+    assert "double is wrong" in results[0].message
+
+
+def test_a_check_too_weak_for_the_shortcut_is_reported_as_letting_it_pass(tmp_path):
+    path = tmp_path / "01_demo.ipynb"
+    weak = "assert double(21) == 42, 'double(21) should be 42'\nprint('ex:double passed')"
+    _notebook(
+        *_with_attempts(_exercise("double", "def double(x):\n    return 2 * x", weak), WRONG, SHORTCUT), path=path
+    )
+    statuses = {r.attempt.kind: r.status for r in check_attempts(path)}
+    assert statuses == {"wrong": "failed", "shortcut": "passed"}
+
+
+def test_the_worked_solution_still_runs_after_its_attempts_for_the_cells_below(tmp_path):
+    nb = _notebook(*_with_attempts(_exercise("double", "def double(x):\n    return 2 * x", "pass"), WRONG, SHORTCUT))
+    copied, placed = attempts_copy(nb)
+    sources = [c.source for c in copied.cells if c.cell_type == "code"]
+    assert sources == [WRONG[2], "pass", SHORTCUT[2], "pass", "def double(x):\n    return 2 * x", "pass"]
+    assert [copied.cells[where.check].source for _, where in placed] == ["pass", "pass"]
+    assert not any("check" in c.metadata.get("tags", []) for c in copied.cells[:5])  # only the real check is tagged
+
+
+@pytest.mark.parametrize(
+    ("attempts", "complaint"),
+    [
+        ((WRONG,), "names no shortcut answer"),
+        ((SHORTCUT,), "names no wrong answer"),
+        ((), "names no wrong and no shortcut answer"),
+        ((("typo", "x", "y"), SHORTCUT), "each of labkit.attempts must be"),
+        ((("wrong", "", "y"), SHORTCUT), "each of labkit.attempts must be"),
+    ],
+)
+def test_an_exercise_without_a_wrong_answer_and_a_shortcut_is_refused(attempts, complaint):
+    nb = _notebook(*_with_attempts(_exercise("double", "def double(x):\n    return 2 * x", "pass"), *attempts))
+    (exercise,) = find_exercises(nb)
+    with pytest.raises(ExerciseIncomplete, match=complaint):
+        exercise_attempts(nb, exercise)

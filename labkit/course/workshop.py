@@ -13,6 +13,13 @@ An exercise is three cells, each tagged with its role and with ``ex:<slug>``
 - ``check``: a code cell that calls the learner's code on inputs the task did not
   show, asserts its behaviour and prints ``ex:<slug> passed``.
 
+The solution cell's metadata also lists the answers its check must refuse:
+``{"labkit": {"attempts": [{"kind": "wrong", "why": "...", "code": "..."},
+{"kind": "shortcut", "why": "...", "code": "..."}]}}``: at least one wrong answer
+(a plausible mistake) and one shortcut (the most tempting way around the task, such
+as calling the helper a listing above showed). `check_attempts` runs each of them
+in the solution's place and reports whether the check refused it.
+
 `student_copy` swaps every solution for its stub, replaces each hidden listing by a
 line that says it is hidden, tags every check cell ``raises-exception`` (so that
 JupyterLab's and nbclient's Run All go on past an unfinished exercise to the end of
@@ -40,6 +47,8 @@ ROLES = ("exercise", "solution", "check")
 #: The cell type each role must have.
 ROLE_CELL_TYPES = {"exercise": "markdown", "solution": "code", "check": "code"}
 SLUG_PREFIX = "ex:"
+#: The kinds of answer an exercise's check must refuse, besides its stub; each exercise names at least one of each.
+ATTEMPT_KINDS = ("wrong", "shortcut")
 #: Seconds one cell of a learner's notebook may run when checked: an exercise cell takes a few seconds at most.
 EXERCISE_CELL_TIMEOUT_S = 60
 #: The cell tag with which JupyterLab and nbclient run on past a cell's error (nbclient's ``allow_errors`` per cell).
@@ -422,3 +431,105 @@ def exercise_report(name: str, results: list[ExerciseResult]) -> tuple[str, int]
         if slugs:
             lines.append(f"{status}: {', '.join(slugs)}")
     return "\n".join(lines), 0 if passed == len(results) else 1
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An answer an exercise's check must refuse: a plausible wrong answer, or a shortcut around the task."""
+
+    slug: str
+    """The exercise's slug."""
+    kind: Literal["wrong", "shortcut"]
+    """``wrong`` (a plausible mistake) or ``shortcut`` (a way around the task that should not pass)."""
+    why: str
+    """What the attempt does, in a few words, such as "uses > where the rule says does not fall"."""
+    code: str
+    """The code put in the solution cell's place."""
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """How an exercise's check answered one attempt: it must refuse it (status ``failed`` or ``not finished``)."""
+
+    attempt: Attempt
+    """The attempt that ran."""
+    status: Literal["passed", "not finished", "failed", "not run"]
+    """The check's verdict on it; ``passed`` means the check let a wrong answer or a shortcut through."""
+    message: str
+    """The check's error, or why it failed; empty when the attempt passed."""
+
+
+def exercise_attempts(nb: Any, exercise: Exercise, *, name: str = "notebook") -> list[Attempt]:
+    """Return the attempts an exercise's solution cell lists, or raise `ExerciseIncomplete` naming what is missing."""
+    cell = nb.cells[exercise.solution]
+    where = _where(name, exercise.solution, cell)
+    listed = cell.get("metadata", {}).get("labkit", {}).get("attempts", [])
+    attempts = []
+    for item in listed if isinstance(listed, list) else [listed]:
+        if not (
+            isinstance(item, dict)
+            and item.get("kind") in ATTEMPT_KINDS
+            and all(isinstance(item.get(key), str) and item[key].strip() for key in ("why", "code"))
+        ):
+            raise ExerciseIncomplete(
+                f'{where}: each of labkit.attempts must be {{"kind": "wrong" or "shortcut", "why": "...", '
+                f'"code": "..."}}; found {item!r}'
+            )
+        attempts.append(Attempt(exercise.slug, item["kind"], item["why"].strip(), item["code"]))
+    missing = [kind for kind in ATTEMPT_KINDS if kind not in {a.kind for a in attempts}]
+    if missing:
+        raise ExerciseIncomplete(
+            f"{where}: exercise {SLUG_PREFIX}{exercise.slug} names no {' and no '.join(missing)} answer in "
+            "labkit.attempts; list the most plausible wrong answer and the most tempting shortcut its check must refuse"
+        )
+    return attempts
+
+
+def attempts_copy(nb: Any, *, name: str = "notebook") -> tuple[Any, list[tuple[Attempt, Exercise]]]:
+    """Return a copy of the notebook in which each attempt runs, with a copy of its check, before the real solution.
+
+    Each exercise's attempts come right before its worked solution, each followed by the
+    check; the worked solution then runs as usual, so the rest of the notebook sees it.
+    The second value maps each inserted check to its attempt and a stand-in `Exercise`
+    whose cell indices point at the inserted cells.
+    """
+    import copy
+
+    import nbformat
+
+    exercises = find_exercises(nb, name=name)
+    by_solution = {e.solution: e for e in exercises}
+    copied = copy.deepcopy(nb)
+    cells: list[Any] = []
+    placed: list[tuple[Attempt, Exercise]] = []
+    for index, cell in enumerate(copied.cells):
+        exercise = by_solution.get(index)
+        if exercise is not None:
+            for attempt in exercise_attempts(nb, exercise, name=name):
+                cells.append(nbformat.v4.new_code_cell(attempt.code))
+                check = copy.deepcopy(copied.cells[exercise.check])
+                check.metadata["tags"] = [t for t in _tags(check) if t != "check" and not t.startswith(SLUG_PREFIX)]
+                cells.append(check)
+                placed.append((attempt, Exercise(exercise.slug, exercise.exercise, len(cells) - 2, len(cells) - 1)))
+        cells.append(cell)
+    copied.cells = cells
+    return copied, placed
+
+
+def check_attempts(path: Path, *, cell_timeout: int = EXERCISE_CELL_TIMEOUT_S) -> list[AttemptResult]:
+    """Run the notebook once with every exercise's wrong answers and shortcuts in place; report each check's verdict.
+
+    A check that lets an attempt through (status ``passed``) is too weak: it would pass a
+    learner who made that mistake or took that shortcut.
+    """
+    from labkit.course.runner import execute, read_notebook
+
+    nb, placed = attempts_copy(read_notebook(path), name=path.name)
+    if not placed:
+        return []
+    execute(nb, path.parent, timeout=cell_timeout, allow_errors=True)
+    results = []
+    for attempt, where in placed:
+        result = exercise_result(nb, where)
+        results.append(AttemptResult(attempt, result.status, result.message))
+    return results
