@@ -9,6 +9,8 @@ Lesson code asks `connect` for a `ModelBoundary` and calls its real
   with a connect timeout of 5 s and a read timeout of 60 s (``LABKIT_CONNECT_TIMEOUT``,
   ``LABKIT_READ_TIMEOUT``), three attempts in all.
 - ``record``: live, and every exchange is kept; `ModelBoundary.save` writes a new captured run.
+- ``explore``: replay what the run records; a changed request goes to a live model and is saved under
+  ``scratch/explore/`` (see `labkit.explore`).
 
 The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
 127.0.0.1: point ``LABKIT_BASE_URL`` at the URL it prints.
@@ -28,8 +30,8 @@ from urllib.parse import urlparse
 
 from labkit.errors import LabkitError
 
-Mode = Literal["replay", "live", "record"]
-MODES: tuple[Mode, ...] = ("replay", "live", "record")
+Mode = Literal["replay", "live", "record", "explore"]
+MODES: tuple[Mode, ...] = ("replay", "live", "record", "explore")
 
 
 class BoundaryConfigError(LabkitError, ValueError):
@@ -143,6 +145,8 @@ class ModelBoundary:
     settings: dict[str, Any] = field(default_factory=dict)
     observer: Callable[[float], None] | None = None
     """Called with the seconds each answered request took (``labkit evaluate`` shows progress with it)."""
+    explorer: Any = None
+    """For explore: the `labkit.explore.ExploreTransport` that says where each answer came from."""
 
     @property
     def endpoint_kind(self) -> str:
@@ -213,6 +217,10 @@ def connect(
 
     mode = mode or current_mode()
     settings = dict(settings or {})
+    if mode == "explore":
+        from labkit.explore import connect_explore
+
+        return connect_explore(run_id, lesson=lesson, settings=settings)
     if mode == "replay":
         from labkit.recording import load_run
         from labkit.replay import BindingStore, replay_client

@@ -161,7 +161,8 @@ def find_gguf() -> Path:
     raise MissingExtra("local", f"{purpose} (no .gguf file found in the installed {MODEL_DISTRIBUTION})")
 
 
-def _require_server_modules() -> None:
+def require_server_modules() -> None:
+    """Raise `MissingExtra` unless the modules that serve the bundled model are installed."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(module) is None:
             raise MissingExtra("local", f"Serving the bundled local model (module {module} is missing)")
@@ -326,7 +327,7 @@ def start_local_server(
     prefer `local_model_server`, which does.
     """
     gguf = find_gguf()
-    _require_server_modules()
+    require_server_modules()
     if port is not None and not _port_is_free(port):
         raise LocalServerError(f"port {port} on {HOST} is in use: choose another with --port, or leave it out")
     threads = threads or max(1, os.cpu_count() or 1)

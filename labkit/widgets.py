@@ -38,6 +38,7 @@ _CSS = """<style>
 .lk-trace .lk-seq { color: #666; min-width: 2.2em; text-align: right; font-variant-numeric: tabular-nums; }
 .lk-trace .lk-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; min-width: 14em; }
 .lk-trace .lk-status { color: #fff; background: var(--lk-c); border-radius: 8px; padding: 0 7px; font-size: 11px; }
+.lk-trace .lk-origin { color: #6a1b9a; font-size: 12px; font-style: italic; }
 .lk-trace .lk-bar { flex: 1; height: 8px; border-radius: 4px; overflow: hidden; }
 .lk-trace .lk-bar.lk-timed { background: #eef1f4; }
 .lk-trace .lk-bar > span { display: block; height: 100%; background: #5c7cbb; }
@@ -75,14 +76,14 @@ def event_duration_ms(event: TraceEvent) -> float | None:
     return None
 
 
-def _diff_table(diff: list[dict[str, Any]]) -> str:
+def _diff_table(diff: list[dict[str, Any]], title: str = "What differs from the nearest recorded request") -> str:
     rows = "".join(
         f"<tr><td><code>{html.escape(str(d.get('path')))}</code></td>"
         f"<td>{html.escape(str(d.get('recorded')))}</td><td>{html.escape(str(d.get('actual')))}</td></tr>"
         for d in diff
     )
     return (
-        "<p><b>What differs from the nearest recorded request</b></p>"
+        f"<p><b>{html.escape(title)}</b></p>"
         "<table class='lk-diff'><tr><th>field</th><th>recorded</th><th>this request</th></tr>" + rows + "</table>"
     )
 
@@ -99,8 +100,13 @@ def json_html(text: str) -> str:
 def event_html(event: TraceEvent) -> str:
     """Return the HTML body shown when an event is expanded (a refusal shows its diff first)."""
     parts = []
+    if isinstance(event.data.get("origin"), str):  # an answer explore mode got from a live model
+        parts.append(f"<p class='lk-origin'><b>{html.escape(event.data['origin'])}</b></p>")
     if event.data.get("diff"):
         parts.append(_diff_table(event.data["diff"]))
+    if event.data.get("your_change"):
+        parts.append(_diff_table(event.data["your_change"], "Your change, against the nearest recorded request"))
+    parts.extend(f"<p>{html.escape(hint)}</p>" for hint in event.data.get("hints") or [])
     parts.append(json_html(dumps_event_data(event)))
     return "".join(parts)
 
@@ -119,11 +125,13 @@ def event_row(event: TraceEvent, *, longest_ms: float | None = None, open_: bool
         width = 100.0 * duration / longest_ms if longest_ms else 0.0
         bar = f"<span class='lk-bar lk-timed'><span style='width: {width:.1f}%'></span></span>"
         dur = f"{duration:g} ms"
+    label = event.data.get("origin")
+    origin = f"<span class='lk-origin'>{html.escape(label)}</span>" if isinstance(label, str) else ""
     return (
         f"<details class='lk-ev lk-{status}' style='--lk-c: {STATUS_COLOURS[status]}'"
         f"{' open' if open_ else ''}><summary>"
         f"<span class='lk-seq'>#{event.sequence}</span><span class='lk-name'>{html.escape(event.kind)}</span>"
-        f"<span class='lk-status'>{status}</span>{bar}<span class='lk-dur'>{dur}</span>"
+        f"<span class='lk-status'>{status}</span>{origin}{bar}<span class='lk-dur'>{dur}</span>"
         f"</summary><div class='lk-body'>{event_html(event)}</div></details>"
     )
 

@@ -30,7 +30,7 @@ from labkit.serve import (
 def _local_extra_installed() -> bool:
     try:
         serve.find_gguf()
-        serve._require_server_modules()
+        serve.require_server_modules()
     except MissingExtra:
         return False
     return True
@@ -87,7 +87,7 @@ def fake_llama_server(tmp_path, monkeypatch):
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")
     monkeypatch.setattr(serve, "find_gguf", lambda: gguf)
-    monkeypatch.setattr(serve, "_require_server_modules", lambda: None)
+    monkeypatch.setattr(serve, "require_server_modules", lambda: None)
 
     def use(script: str = FAKE_SERVER) -> None:
         def command(gguf, port, **settings):

@@ -308,6 +308,8 @@ def ask_model(
     question: str, key: str, selected: list[Any], adapter: Any, trace: Trace, *, reply_override: str | None = None
 ) -> Reply | TracedRequest:
     """Send the exact messages, record them and the reply; return the parsed reply, or the request stopped."""
+    from labkit.explore import answer_origin, changed_fields
+    from labkit.refusal import hints_in
     from labkit.replay import ReplayRequestMismatch
 
     messages = prompt(question, selected)
@@ -319,14 +321,16 @@ def ask_model(
             {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
             for d in exc.diff
         ]
-        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
+        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff, hints=hints_in(str(exc)))
         return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
     text = _reply_text(completion) if reply_override is None else reply_override
+    explored = answer_origin(completion)
     trace.emit(
         "model_reply_returned",
         reply=text,
         model=completion.model,
         supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
+        **({"origin": explored, "your_change": changed_fields(adapter)} if explored else {}),
     )
     try:
         return Reply.model_validate_json(text)
