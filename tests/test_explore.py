@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 
 import pytest
 
@@ -163,3 +165,125 @@ def test_a_saved_run_that_was_edited_is_passed_over_and_asked_again(endpoint, in
     saved.write_text(saved.read_text().replace("Use fromisoformat.", "Edited by hand."))
     traced = trace_request(REWORDED, index, connect(RUN_AUTHORED, lesson="02", settings=SETTINGS))
     assert endpoint.attempts == 2 and traced.result["answer"] == "Use fromisoformat."
+
+
+# --- the try-your-own cells ---------------------------------------------------------------------------------
+
+
+def try_your_own_cell(lesson: str) -> str:
+    import nbformat
+
+    from labkit.paths import notebooks_dir
+
+    (path,) = notebooks_dir().glob(f"{lesson}_*.ipynb")
+    cells = [c for c in nbformat.read(path, as_version=4).cells if "try-your-own" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"notebook {lesson} has {len(cells)} try-your-own cells"
+    return cells[0].source
+
+
+def test_notebook_03s_cell_edited_to_a_new_question_gets_the_fake_endpoints_answer(endpoint, capsys):
+    source = try_your_own_cell("03").replace(ANSWERED, "What does zoneinfo.ZoneInfo return?")
+    assert "What does zoneinfo" in source
+    exec(compile(source, "try-your-own", "exec"), {})
+    printed = capsys.readouterr().out
+    assert endpoint.attempts == 1
+    assert f"answer from: {LABEL}" in printed and "the lesson's check: reply_checked" in printed
+
+
+def test_notebook_03s_cell_as_committed_replays_in_explore_mode_with_no_call(endpoint, capsys):
+    exec(compile(try_your_own_cell("03"), "try-your-own", "exec"), {})
+    assert endpoint.attempts == 0
+    assert "answer from: the course's recorded run 02-rag-authored (authored)" in capsys.readouterr().out
+
+
+def _local_extra_installed() -> bool:
+    return explore.local_extra_installed()
+
+
+@pytest.mark.skipif(not _local_extra_installed(), reason="needs the [local] extra (the bundled model and a runtime)")
+def test_notebook_03s_cell_gets_a_real_answer_from_the_bundled_model_started_and_stopped_by_labkit(tmp_path):
+    import subprocess
+    import sys
+
+    import psutil
+
+    question = "What does zoneinfo.ZoneInfo give you?"
+    source = try_your_own_cell("03").replace(ANSWERED, question)
+    script = source + (
+        "\nfrom labkit.explore import _LOCAL, last_answer\n"
+        "print('server pid:', _LOCAL['server'].process.pid, flush=True)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LABKIT_", "OPENAI_"))}
+    env.update(LABKIT_MODE="explore", LABKIT_SCRATCH=str(tmp_path / "scratch"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    label = "captured now from SmolLM2-135M-Instruct, your change: not part of the course's recorded runs"
+    assert f"answer from: {label}" in done.stdout
+    assert f"your change: QUESTION = {question!r}" in done.stdout
+    answer = next(line for line in done.stdout.splitlines() if line.startswith("answer: "))
+    assert len(answer) > len("answer: ")
+    pid = int(done.stdout.split("server pid:")[1].split()[0])
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    (saved,) = (tmp_path / "scratch" / "explore").glob("*/run.json")
+    run = load_run(saved)
+    assert run.origin == "captured" and run.model.id == "SmolLM2-135M-Instruct"
+    assert run.model.endpoint_kind == "local-llama-cpp" and run.bindings[0].question == question
+
+
+# --- nothing leaks into the course's evidence ---------------------------------------------------------------
+
+
+def test_no_committed_notebook_output_carries_an_explore_answer():
+    import nbformat
+
+    from labkit.paths import notebooks_dir
+
+    marker = "your change: not part of the course's recorded runs"
+    for path in sorted(notebooks_dir().glob("0*.ipynb")):
+        for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for output in cell.get("outputs", []):
+                text = json.dumps(output, ensure_ascii=False)
+                assert marker not in text and "labkit_origin" not in text, f"{path.name} cell {number}"
+
+
+def test_verify_and_doctor_read_only_the_recorded_runs(endpoint, index):
+    from labkit.course.doctor import check_recorded_runs
+    from labkit.course.lessons import verify_course_runs
+    from labkit.recording import read_manifest
+
+    boundary = connect(RUN_AUTHORED, lesson="02", settings=SETTINGS)
+    trace_request(REWORDED, index, boundary)
+    saved = last_answer(boundary).run_path.parent.name
+    verified = {name for name, _, _ in verify_course_runs()}
+    assert verified == set(read_manifest()) and saved not in verified
+    assert not any(saved in check.name or saved in check.detail for check in check_recorded_runs())
+
+
+def test_the_kernels_of_labkit_run_nbval_and_workshop_check_replay_whatever_labkit_mode_says(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from labkit.course.pytest_plugin import session_environment
+    from labkit.offline import offline_kernel_env
+
+    monkeypatch.setenv("LABKIT_MODE", "explore")
+    assert offline_kernel_env()["LABKIT_MODE"] == "replay"  # labkit run, labkit workshop check, doctor
+    assert session_environment(dict(os.environ), checkout=Path.cwd(), folder=tmp_path)["LABKIT_MODE"] == "replay"
+
+
+def test_workshop_check_grades_an_exercise_in_replay_mode_under_explore(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    from labkit.cli import main
+
+    monkeypatch.setenv("LABKIT_MODE", "explore")
+    task = nbformat.v4.new_markdown_cell("Say which mode the check runs in.")
+    task.metadata["tags"] = ["exercise", "ex:mode"]
+    solution = nbformat.v4.new_code_cell("from labkit.boundary import current_mode")
+    solution.metadata["tags"] = ["solution", "ex:mode"]
+    check = nbformat.v4.new_code_cell("assert current_mode() == 'replay', current_mode()\nprint('ex:mode passed')")
+    check.metadata["tags"] = ["check", "ex:mode"]
+    nb = nbformat.v4.new_notebook(cells=[task, solution, check])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "learner.ipynb")
+    assert main(["workshop", "check", str(tmp_path / "learner.ipynb")]) == 0
+    assert re.search(r"ex:mode +passed", capsys.readouterr().out)
