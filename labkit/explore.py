@@ -299,7 +299,7 @@ class ExploreTransport(httpx2.BaseTransport):
         live_request = httpx2.Request(
             "POST",
             self.live.base_url().rstrip("/") + "/chat/completions",
-            params=query,
+            params=tuple(query),
             headers={"content-type": "application/json", "authorization": f"Bearer {self.live.api_key()}"},
             content=json.dumps(sent, ensure_ascii=False).encode("utf-8"),
             extensions=request.extensions,
@@ -314,7 +314,9 @@ class ExploreTransport(httpx2.BaseTransport):
                 response.status_code, content=response.content, headers=response.headers, request=request
             )
         payload = response.json()
-        binding, path = self._save(sent, payload, path=live_request.url.path, query=query, latency=latency, missed=missed)
+        binding, path = self._save(
+            sent, payload, path=live_request.url.path, query=query, latency=latency, missed=missed
+        )
         self._saved_bindings()[key] = (binding, path)
         self.answers.append(ExploreAnswer("live", label, path, missed.nearest_key, list(missed.diff)))
         return _json_response({**payload, ORIGIN_FIELD: label}, request)

@@ -43,7 +43,11 @@ def _expand(value: Any) -> Any:
 
 def _repeats(unit: str, text: str) -> bool:
     """Return whether ``text`` is ``unit`` written two or more times."""
-    return len(unit.strip()) >= MIN_REPEATED_CHARS and len(text) >= 2 * len(unit) and text == unit * (len(text) // len(unit))
+    return (
+        len(unit.strip()) >= MIN_REPEATED_CHARS
+        and len(text) >= 2 * len(unit)
+        and text == unit * (len(text) // len(unit))
+    )
 
 
 def appended_again(recorded: str, actual: str) -> bool:
@@ -64,9 +68,7 @@ def extended_by_repeat(recorded: list[Any], actual: list[Any]) -> bool:
     if len(added) <= len(recorded) and added == recorded[len(recorded) - len(added) :]:
         return True  # the last items (or all of them) sent once more
     return any(
-        added == added[:size] * (len(added) // size)
-        for size in range(1, len(added) // 2 + 1)
-        if len(added) % size == 0
+        added == added[:size] * (len(added) // size) for size in range(1, len(added) // 2 + 1) if len(added) % size == 0
     )
 
 

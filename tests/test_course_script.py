@@ -2,6 +2,7 @@
 
 import importlib.util
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -282,7 +283,7 @@ def test_lab_explore_installs_the_local_extra_and_opens_jupyterlab_in_explore_mo
 def test_the_prebuilt_local_extra_leaves_the_source_build_out_with_uv_and_with_pip(installing):
     uv = installing.uv_command("uv", "test,local", find_links=[])
     override = uv[uv.index("--override") + 1]
-    assert 'llama-cpp-python; sys_platform == "never"' in open(override).read()
+    assert 'llama-cpp-python; sys_platform == "never"' in Path(override).read_text()
     assert "--override" not in installing.uv_command("uv", "test,local,local-source", find_links=[])
     pip = installing.pip_command("test,local")
     assert pip[pip.index("-e") + 1] == ".[test]" and "xllamacpp" in pip

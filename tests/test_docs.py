@@ -126,3 +126,24 @@ def test_the_readme_links_every_page_under_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in PAGES[1:]:
         assert f"](docs/{page.name})" in readme, f"the README does not link docs/{page.name}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_labkit_mode_named_is_a_mode(page):
+    from labkit.boundary import MODES
+
+    for mode in re.findall(r"LABKIT_MODE=([a-z]+)", page.read_text(encoding="utf-8")):
+        assert mode in MODES, f"{_page_id(page)} names LABKIT_MODE={mode}, not one of {MODES}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_extra_named_in_an_install_command_exists(page):
+    import tomllib
+
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    )
+    for line in _code(page):
+        for named in re.findall(r"\.\[([a-z,-]+)\]|--extras ([a-z,-]+)", line):
+            for extra in ",".join(named).split(","):
+                assert not extra or extra in extras, f"{_page_id(page)}: no extra {extra!r} in pyproject.toml"

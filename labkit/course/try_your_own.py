@@ -51,8 +51,8 @@ class TryYourOwn:
 
     def __str__(self) -> str:
         lines = [f"your change: {self.change}", f"answer from: {self.origin}"]
-        if self.diff:
-            lines.append("differs from the nearest recorded request in:")
+        if self.diff and self.path == "explore":
+            lines.append("your request differs from the nearest recorded one in:")
             lines.extend(f"  {d['path']}" for d in self.diff[:6])
         if self.answer is not None:
             lines.append(f"answer: {self.answer}")
