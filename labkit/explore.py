@@ -53,6 +53,8 @@ MISSED_FILE = "missed.json"
 ORIGIN_FIELD = "labkit_origin"
 #: How an answer that is not in the course's recorded runs is labelled, wherever a notebook shows origins.
 LABEL = "captured now from {model}, your change: not part of the course's recorded runs"
+#: Seconds to wait for the bundled model's reply (``LABKIT_READ_TIMEOUT`` overrides): a CPU, not a service.
+LOCAL_READ_TIMEOUT_S = 300.0
 
 Source = Literal["recorded", "saved", "live"]
 
@@ -116,8 +118,18 @@ def shared_local_server() -> LocalServer:
     with _LOCAL_LOCK:
         server = _LOCAL.get("server")
         if server is None or server.process.poll() is not None:
-            server = _LOCAL["server"] = start_local_server()
+            server = _LOCAL["server"] = start_local_server(threads=local_threads())
         return server
+
+
+def local_threads() -> int:
+    """Return how many threads the bundled model gets: one core is left to the kernel and the browser.
+
+    More threads than free cores makes llama.cpp's threads wait on each other: on a
+    busy two-core machine one reply of lesson 03 took 61 s with two threads and 8 s
+    with one (xllamacpp; llama-cpp-python with one thread, 12 s).
+    """
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def stop_local_server() -> int | None:
@@ -400,14 +412,15 @@ def connect_explore(run_id: str, *, lesson: str, settings: dict[str, Any] | None
     live = LiveModel.from_env()
     settings = dict(settings or {})
     transport = ExploreTransport(BindingStore.from_run(run), live, run=run, settings=settings)
+    local = live.endpoint is None  # a retry of a slow local reply would only queue behind it
     timeout = httpx2.Timeout(
-        timeout_from_env("LABKIT_READ_TIMEOUT", READ_TIMEOUT_S),
+        timeout_from_env("LABKIT_READ_TIMEOUT", LOCAL_READ_TIMEOUT_S if local else READ_TIMEOUT_S),
         connect=timeout_from_env("LABKIT_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
     )
     client = openai.OpenAI(
         api_key="explore-sends-its-own-key",
         base_url=REPLAY_BASE_URL,
-        max_retries=MAX_RETRIES,
+        max_retries=0 if local else MAX_RETRIES,
         http_client=httpx2.Client(transport=transport, timeout=timeout),
     )
     boundary = ModelBoundary(

@@ -287,3 +287,13 @@ def test_workshop_check_grades_an_exercise_in_replay_mode_under_explore(tmp_path
     nbformat.write(nb, tmp_path / "learner.ipynb")
     assert main(["workshop", "check", str(tmp_path / "learner.ipynb")]) == 0
     assert re.search(r"ex:mode +passed", capsys.readouterr().out)
+
+
+def test_a_traced_request_answered_live_keeps_the_diff_a_refusal_would_have_shown(endpoint, index, monkeypatch):
+    from labkit.replay import diff_table
+
+    explored = trace_request(REWORDED, index, connect(RUN_AUTHORED, lesson="02", settings=SETTINGS))
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    refused = trace_request(REWORDED, index, connect(RUN_AUTHORED, lesson="02", settings=SETTINGS))
+    assert [d["path"] for d in explored.extra["diff"]] == [d.path for d in refused.extra["diff"]]
+    assert list(diff_table(explored.extra["diff"])["field"]) == list(diff_table(refused.extra["diff"])["field"])

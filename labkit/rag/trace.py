@@ -277,9 +277,22 @@ def trace_request(
     else:
         asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override)
         if isinstance(asked, TracedRequest):  # the model step stopped the request
-            return asked
+            return with_your_change(asked)
         reply = asked
-    return check_and_link(question, key, reply, selected, trace)
+    return with_your_change(check_and_link(question, key, reply, selected, trace))
+
+
+def with_your_change(traced: TracedRequest) -> TracedRequest:
+    """Keep, in ``extra["diff"]``, how a request that explore mode answered live differs from the recorded one.
+
+    In replay mode that request is refused and its refusal's diff is kept there; in
+    explore mode it is answered, and ``diff_table(traced.extra["diff"])`` still shows
+    what changed (the ``your_change`` of its ``model_reply_returned`` event).
+    """
+    reply = traced.trace.first("model_reply_returned")
+    if reply is not None and reply.data.get("your_change"):
+        traced.extra.setdefault("diff", reply.data["your_change"])
+    return traced
 
 
 def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
