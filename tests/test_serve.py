@@ -36,7 +36,7 @@ def _local_extra_installed() -> bool:
     return True
 
 
-needs_local = pytest.mark.skipif(not _local_extra_installed(), reason="needs the [local] extra (llama-cpp-python)")
+needs_local = pytest.mark.skipif(not _local_extra_installed(), reason="needs the [local] extra (the model and a runtime)")
 
 # A stand-in for llama_cpp.server, so the process handling is tested without the extra.
 FAKE_SERVER = """
@@ -179,7 +179,7 @@ def test_a_stray_api_key_in_the_environment_does_not_reach_the_server(monkeypatc
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if not _local_extra_installed():
-        pytest.skip("needs the [local] extra (llama-cpp-python)")
+        pytest.skip("needs the [local] extra (the model and a runtime)")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("server-logs")))
         with local_model_server() as running:
@@ -256,6 +256,8 @@ def test_schema_in_the_local_response_format_gives_a_reply_that_parses(server, c
 
 def test_openai_json_schema_form_is_refused_by_this_server_version(server, client):
     """If this starts passing, llama-cpp-python accepts OpenAI's form: update labkit/serve.py's docstring."""
+    if serve.local_runtime() != "llama-cpp-python":
+        pytest.skip("llama-cpp-python's server only; llama.cpp's (xllamacpp) accepts OpenAI's form")
     openai = pytest.importorskip("openai")
     with pytest.raises(openai.APIStatusError, match="json_object"):
         client.chat.completions.create(
@@ -386,9 +388,34 @@ def test_real_reply_is_recorded_in_record_mode_and_replayed_offline(server, tmp_
 @needs_local
 def test_served_model_loads_without_weight_repacking(monkeypatch):
     """On AMX CPUs a repacked model dies with SIGSEGV at its first reply; the serve child turns repacking off."""
-    import llama_cpp.llama_cpp as bindings
+    bindings = pytest.importorskip("llama_cpp.llama_cpp", reason="llama-cpp-python (the local-source extra)")
 
     monkeypatch.setattr(bindings, "llama_model_default_params", bindings.llama_model_default_params)
     assert bindings.llama_model_default_params().use_extra_bufts is True
     serve.without_weight_repacking()
     assert bindings.llama_model_default_params().use_extra_bufts is False
+
+
+def test_the_prebuilt_runtime_comes_first_and_the_choice_can_be_forced(monkeypatch):
+    installed = {"xllamacpp": True, "llama-cpp-python": True}
+    monkeypatch.setattr(serve, "_installed", lambda runtime: installed[runtime])
+    monkeypatch.delenv(serve.RUNTIME_ENV, raising=False)
+    assert serve.local_runtime() == "xllamacpp"
+    monkeypatch.setenv(serve.RUNTIME_ENV, "llama-cpp-python")
+    assert serve.local_runtime() == "llama-cpp-python"
+    installed["llama-cpp-python"] = False
+    with pytest.raises(MissingExtra, match=r'"\.\[local-source\]"'):
+        serve.local_runtime()
+    monkeypatch.setenv(serve.RUNTIME_ENV, "vllm")
+    with pytest.raises(LocalServerError, match="not a runtime"):
+        serve.local_runtime()
+    monkeypatch.delenv(serve.RUNTIME_ENV)
+    installed["xllamacpp"] = False
+    assert "xllamacpp or llama-cpp-python" in str(pytest.raises(MissingExtra, serve.local_runtime).value)
+
+
+def test_the_serve_child_is_told_its_runtime(monkeypatch, tmp_path):
+    monkeypatch.setattr(serve, "local_runtime", lambda: "xllamacpp")
+    command = serve._command(tmp_path / "m.gguf", 8080, ctx=2048, seed=0, threads=1)
+    assert command[1:5] == ["-m", "labkit.serve", "--runtime", "xllamacpp"]
+    assert command[command.index("--model_alias") + 1] == MODEL_ID
