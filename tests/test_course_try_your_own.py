@@ -83,12 +83,15 @@ def bundled_model():
 
 
 @pytest.mark.parametrize("lesson", sorted(CHANGED))
-def test_each_lessons_changed_request_gets_a_reply_in_the_lessons_shape_from_the_bundled_model(
+def test_each_lessons_changed_request_is_answered_by_the_bundled_model_and_judged_by_the_lessons_check(
     lesson, bundled_model, monkeypatch
 ):
+    """The small model's answer may fail the check (a reply cut off at max_tokens, say): the check says so."""
     monkeypatch.setenv("LABKIT_MODE", "explore")
     result = CHANGED[lesson]()
     assert result.path == "explore"
-    assert result.origin == "captured now from SmolLM2-135M-Instruct, your change: not part of the course's recorded runs"
-    assert result.answer and SHAPELESS[lesson] not in result.verdict, result.verdict
+    assert (
+        result.origin == "captured now from SmolLM2-135M-Instruct, your change: not part of the course's recorded runs"
+    )
+    assert result.answer and not result.verdict.startswith("not judged")
     assert result.diff  # what the learner changed, against the nearest recorded request

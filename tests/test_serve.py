@@ -36,7 +36,9 @@ def _local_extra_installed() -> bool:
     return True
 
 
-needs_local = pytest.mark.skipif(not _local_extra_installed(), reason="needs the [local] extra (the model and a runtime)")
+needs_local = pytest.mark.skipif(
+    not _local_extra_installed(), reason="needs the [local] extra (the model and a runtime)"
+)
 
 # A stand-in for llama_cpp.server, so the process handling is tested without the extra.
 FAKE_SERVER = """
@@ -411,7 +413,8 @@ def test_the_prebuilt_runtime_comes_first_and_the_choice_can_be_forced(monkeypat
         serve.local_runtime()
     monkeypatch.delenv(serve.RUNTIME_ENV)
     installed["xllamacpp"] = False
-    assert "xllamacpp or llama-cpp-python" in str(pytest.raises(MissingExtra, serve.local_runtime).value)
+    with pytest.raises(MissingExtra, match="xllamacpp or llama-cpp-python"):
+        serve.local_runtime()
 
 
 def test_the_serve_child_is_told_its_runtime(monkeypatch, tmp_path):
