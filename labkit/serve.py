@@ -75,6 +75,9 @@ DEFAULT_SEED = 0
 STARTUP_TIMEOUT = 120.0
 #: Seconds between SIGTERM and SIGKILL when stopping the child.
 STOP_GRACE = 10.0
+#: llama-cpp-python's server defaults for the repeat penalty, which the xllamacpp child uses too.
+LLAMA_CPP_PYTHON_REPEAT_PENALTY = 1.1
+LLAMA_CPP_PYTHON_REPEAT_LAST_N = 64
 
 # llama-cpp-python reads its settings from the environment too (pydantic-settings, any
 # case); a stray API_KEY or CONFIG_FILE in the caller's environment would change the server.
@@ -480,6 +483,11 @@ def _serve_xllamacpp(argv: list[str]) -> None:
     params.cache_prompt = False
     params.no_extra_bufts = True
     params.sampling.seed = args.seed
+    # llama-cpp-python's server penalises a repeat by 1.1 over the last 64 tokens unless a request says
+    # otherwise; llama.cpp's does not (1.0). Without it, SmolLM2 at temperature 0 loops on one phrase until
+    # max_tokens (lesson 01's first description did), so the two runtimes start from the same default.
+    params.sampling.penalty_repeat = LLAMA_CPP_PYTHON_REPEAT_PENALTY
+    params.sampling.penalty_last_n = LLAMA_CPP_PYTHON_REPEAT_LAST_N
     params.cpuparams.n_threads = args.n_threads
     params.cpuparams_batch.n_threads = args.n_threads_batch
     stop = threading.Event()
