@@ -53,6 +53,7 @@ def test_the_committed_value_is_the_recorded_request_and_replays(lesson, no_netw
     assert result.origin.startswith("the course's recorded run ")
     assert "not judged" not in result.verdict and SHAPELESS[lesson] not in result.verdict
     assert f"answer from: {result.origin}" in str(result)
+    assert str(result).splitlines()[-1] == t.TRY_HINT  # replay mode: the one-line hint
 
 
 @pytest.mark.parametrize("lesson", sorted(CHANGED))

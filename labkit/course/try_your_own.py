@@ -25,7 +25,12 @@ from labkit.explore import answer_origin, changed_fields
 from labkit.refusal import hints_in
 from labkit.replay import ReplayRequestMismatch, describe_diff
 
-Path = Literal["recorded", "explore", "refused"]
+AnswerPath = Literal["recorded", "explore", "refused"]
+#: The line a replayed answer ends with: how to see a real answer to a change.
+TRY_HINT = (
+    "Change the value and run the cell again: replay mode refuses the new request and shows what changed; "
+    "in explore mode (`python3 course.py lab --explore`) a real model answers it."
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class TryYourOwn:
 
     change: str
     """The learner's change, as ``NAME = value``."""
-    path: Path
+    path: AnswerPath
     """``recorded`` (the course's run answered), ``explore`` (a live model answered) or ``refused`` (replay mode)."""
     origin: str
     """Where the answer came from, as a notebook shows origins."""
@@ -96,9 +101,9 @@ def ask(
     text = completion.choices[0].message.content or ""
     label = answer_origin(completion)
     if label is None:
-        return TryYourOwn(
-            change, "recorded", f"the course's recorded run {run_id} ({boundary.origin})", text, judge(text), look_for
-        )
+        origin = f"the course's recorded run {run_id} ({boundary.origin})"
+        hints = [] if boundary.mode == "explore" else [TRY_HINT]
+        return TryYourOwn(change, "recorded", origin, text, judge(text), look_for, hints=hints)
     return TryYourOwn(change, "explore", label, text, judge(text), look_for, changed_fields(boundary))
 
 
