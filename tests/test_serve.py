@@ -422,3 +422,42 @@ def test_the_serve_child_is_told_its_runtime(monkeypatch, tmp_path):
     command = serve._command(tmp_path / "m.gguf", 8080, ctx=2048, seed=0, threads=1)
     assert command[1:5] == ["-m", "labkit.serve", "--runtime", "xllamacpp"]
     assert command[command.index("--model_alias") + 1] == MODEL_ID
+
+
+def test_the_xllamacpp_child_is_set_up_as_the_llama_cpp_python_one(monkeypatch):
+    """Fixed seed, one slot, no prompt reuse, no weight repacking, and llama-cpp-python's repeat penalty."""
+    from types import ModuleType, SimpleNamespace
+
+    class Started(Exception):
+        pass
+
+    seen = {}
+
+    def server(params):
+        seen["params"] = params
+        raise Started
+
+    fake = ModuleType("xllamacpp")
+    fake.CommonParams = lambda: SimpleNamespace(
+        model=SimpleNamespace(),
+        sampling=SimpleNamespace(),
+        cpuparams=SimpleNamespace(),
+        cpuparams_batch=SimpleNamespace(),
+    )
+    fake.Server = server
+    monkeypatch.setitem(sys.modules, "xllamacpp", fake)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    argv = ["--model", "m.gguf", "--model_alias", MODEL_ID, "--host", "127.0.0.1", "--port", "8080"]
+    argv += ["--n_ctx", "2048", "--seed", "0", "--n_threads", "1", "--n_threads_batch", "1"]
+    with pytest.raises(Started):
+        serve._serve_xllamacpp(argv)
+    params = seen["params"]
+    assert (params.model.path, params.model_alias, params.hostnames, params.port) == (
+        "m.gguf",
+        {MODEL_ID},
+        ["127.0.0.1"],
+        8080,
+    )
+    assert (params.n_parallel, params.cache_prompt, params.no_extra_bufts, params.sampling.seed) == (1, False, True, 0)
+    assert (params.sampling.penalty_repeat, params.sampling.penalty_last_n) == (1.1, 64)
+    assert params.cpuparams.n_threads == params.cpuparams_batch.n_threads == 1
