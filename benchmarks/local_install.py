@@ -17,6 +17,19 @@ the machine's own uv cache, as a second install on the same laptop does.
 
 Prints one line per run and a table of medians (seconds, with the number of runs). Run it on a quiet
 machine and quote `uptime` with the figures: a source build is CPU-bound.
+
+Measured on 2026-12-01 on the course's 2-core machine, shared with other builds (1-minute load
+7 to 25 throughout, so the source build's figures are inflated; the wheels' are not CPU-bound):
+
+| extra | cache | median | runs | note |
+|---|---|---|---|---|
+| `local` (xllamacpp wheel) | warm | 9.3 s | 3 (6.7, 11.8, 9.3) | load 11-15 |
+| `local` (xllamacpp wheel) | cold | 11.0 s | 3 (24.8, 10.1, 11.0) | downloads 32 MB + 98 MB; load 16-21 |
+| `local-source` (llama-cpp-python built) | cold | 1005 s | 1 | load 7-25 |
+| `local-source` (llama-cpp-python built) | warm | 854 s | 1 | uv rebuilt it: a new cache revision of the sdist each run (a second run was compiling again) |
+
+`local-source` is what the `local` extra was before. A first warm attempt failed outright: uv
+waited 300 s for the lock that other builds of the same sdist held in the shared cache.
 """
 
 from __future__ import annotations
