@@ -28,8 +28,9 @@ Measured on 2026-12-01 on the course's 2-core machine, shared with other builds 
 | `local-source` (llama-cpp-python built) | cold | 1005 s | 1 | load 7-25 |
 | `local-source` (llama-cpp-python built) | warm | 854 s | 1 | uv rebuilt it: a new cache revision of the sdist each run (a second run was compiling again) |
 
-Later the same day, with the machine quiet (load 1 to 3), the `local` extra took 2.4 s warm (2 runs:
-2.1, 2.6) and 2.5 s cold (2 runs: 2.2, 2.8).
+Later the same day, with the machine quieter (load 1 to 3), the `local` extra took 2.4 s warm (2 runs:
+2.1, 2.6) and 2.5 s cold (2 runs: 2.2, 2.8); right after, `local-source` warm took 568 s (1 run, load
+3 to 9 as other builds started; uv rebuilt llama-cpp-python again).
 
 `local-source` is what the `local` extra was before. A first warm attempt failed outright: uv
 waited 300 s for the lock that other builds of the same sdist held in the shared cache.
