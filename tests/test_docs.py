@@ -233,3 +233,24 @@ def test_a_page_without_the_windows_form_of_a_command_is_caught(tmp_path):
         test_every_venv_command_is_also_given_in_its_windows_form(page)
     with pytest.raises(AssertionError, match="no PowerShell form"):
         test_every_variable_a_page_exports_is_also_set_the_powershell_way(page)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_labkit_mode_named_is_a_mode(page):
+    from labkit.boundary import MODES
+
+    for mode in re.findall(r"LABKIT_MODE=([a-z]+)", page.read_text(encoding="utf-8")):
+        assert mode in MODES, f"{_page_id(page)} names LABKIT_MODE={mode}, not one of {MODES}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_extra_named_in_an_install_command_exists(page):
+    import tomllib
+
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    )
+    for line in _code(page):
+        for named in re.findall(r"\.\[([a-z,-]+)\]|--extras ([a-z,-]+)", line):
+            for extra in ",".join(named).split(","):
+                assert not extra or extra in extras, f"{_page_id(page)}: no extra {extra!r} in pyproject.toml"

@@ -7,6 +7,7 @@ import pytest
 
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import Binding, StreamingNotRecorded, request_key
+from labkit.refusal import EXPLORE_HINT
 from labkit.replay import (
     REPLAY_BASE_URL,
     SAME_JSON,
@@ -556,6 +557,7 @@ def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
         "  temperature: '0' -> '1'\n"
         "Restore the original request, or record a new run for it with `labkit record 03` "
         "(or LABKIT_MODE=record). An old reply is never returned for a request that was not made."
+        f"\n{EXPLORE_HINT}"
     )
 
 

@@ -30,13 +30,15 @@ from labkit.serve import (
 def _local_extra_installed() -> bool:
     try:
         serve.find_gguf()
-        serve._require_server_modules()
+        serve.require_server_modules()
     except MissingExtra:
         return False
     return True
 
 
-needs_local = pytest.mark.skipif(not _local_extra_installed(), reason="needs the [local] extra (llama-cpp-python)")
+needs_local = pytest.mark.skipif(
+    not _local_extra_installed(), reason="needs the [local] extra (the model and a runtime)"
+)
 
 # A stand-in for llama_cpp.server, so the process handling is tested without the extra.
 FAKE_SERVER = """
@@ -87,7 +89,7 @@ def fake_llama_server(tmp_path, monkeypatch):
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")
     monkeypatch.setattr(serve, "find_gguf", lambda: gguf)
-    monkeypatch.setattr(serve, "_require_server_modules", lambda: None)
+    monkeypatch.setattr(serve, "require_server_modules", lambda: None)
 
     def use(script: str = FAKE_SERVER) -> None:
         def command(gguf, port, **settings):
@@ -179,7 +181,7 @@ def test_a_stray_api_key_in_the_environment_does_not_reach_the_server(monkeypatc
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if not _local_extra_installed():
-        pytest.skip("needs the [local] extra (llama-cpp-python)")
+        pytest.skip("needs the [local] extra (the model and a runtime)")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("server-logs")))
         with local_model_server() as running:
@@ -256,6 +258,8 @@ def test_schema_in_the_local_response_format_gives_a_reply_that_parses(server, c
 
 def test_openai_json_schema_form_is_refused_by_this_server_version(server, client):
     """If this starts passing, llama-cpp-python accepts OpenAI's form: update labkit/serve.py's docstring."""
+    if serve.local_runtime() != "llama-cpp-python":
+        pytest.skip("llama-cpp-python's server only; llama.cpp's (xllamacpp) accepts OpenAI's form")
     openai = pytest.importorskip("openai")
     with pytest.raises(openai.APIStatusError, match="json_object"):
         client.chat.completions.create(
@@ -386,9 +390,74 @@ def test_real_reply_is_recorded_in_record_mode_and_replayed_offline(server, tmp_
 @needs_local
 def test_served_model_loads_without_weight_repacking(monkeypatch):
     """On AMX CPUs a repacked model dies with SIGSEGV at its first reply; the serve child turns repacking off."""
-    import llama_cpp.llama_cpp as bindings
+    bindings = pytest.importorskip("llama_cpp.llama_cpp", reason="llama-cpp-python (the local-source extra)")
 
     monkeypatch.setattr(bindings, "llama_model_default_params", bindings.llama_model_default_params)
     assert bindings.llama_model_default_params().use_extra_bufts is True
     serve.without_weight_repacking()
     assert bindings.llama_model_default_params().use_extra_bufts is False
+
+
+def test_the_prebuilt_runtime_comes_first_and_the_choice_can_be_forced(monkeypatch):
+    installed = {"xllamacpp": True, "llama-cpp-python": True}
+    monkeypatch.setattr(serve, "_installed", lambda runtime: installed[runtime])
+    monkeypatch.delenv(serve.RUNTIME_ENV, raising=False)
+    assert serve.local_runtime() == "xllamacpp"
+    monkeypatch.setenv(serve.RUNTIME_ENV, "llama-cpp-python")
+    assert serve.local_runtime() == "llama-cpp-python"
+    installed["llama-cpp-python"] = False
+    with pytest.raises(MissingExtra, match=r'"\.\[local-source\]"'):
+        serve.local_runtime()
+    monkeypatch.setenv(serve.RUNTIME_ENV, "vllm")
+    with pytest.raises(LocalServerError, match="not a runtime"):
+        serve.local_runtime()
+    monkeypatch.delenv(serve.RUNTIME_ENV)
+    installed["xllamacpp"] = False
+    with pytest.raises(MissingExtra, match="xllamacpp or llama-cpp-python"):
+        serve.local_runtime()
+
+
+def test_the_serve_child_is_told_its_runtime(monkeypatch, tmp_path):
+    monkeypatch.setattr(serve, "local_runtime", lambda: "xllamacpp")
+    command = serve._command(tmp_path / "m.gguf", 8080, ctx=2048, seed=0, threads=1)
+    assert command[1:5] == ["-m", "labkit.serve", "--runtime", "xllamacpp"]
+    assert command[command.index("--model_alias") + 1] == MODEL_ID
+
+
+def test_the_xllamacpp_child_is_set_up_as_the_llama_cpp_python_one(monkeypatch):
+    """Fixed seed, one slot, no prompt reuse, no weight repacking, and llama-cpp-python's repeat penalty."""
+    from types import ModuleType, SimpleNamespace
+
+    class Started(Exception):
+        pass
+
+    seen = {}
+
+    def server(params):
+        seen["params"] = params
+        raise Started
+
+    fake = ModuleType("xllamacpp")
+    fake.CommonParams = lambda: SimpleNamespace(
+        model=SimpleNamespace(),
+        sampling=SimpleNamespace(),
+        cpuparams=SimpleNamespace(),
+        cpuparams_batch=SimpleNamespace(),
+    )
+    fake.Server = server
+    monkeypatch.setitem(sys.modules, "xllamacpp", fake)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    argv = ["--model", "m.gguf", "--model_alias", MODEL_ID, "--host", "127.0.0.1", "--port", "8080"]
+    argv += ["--n_ctx", "2048", "--seed", "0", "--n_threads", "1", "--n_threads_batch", "1"]
+    with pytest.raises(Started):
+        serve._serve_xllamacpp(argv)
+    params = seen["params"]
+    assert (params.model.path, params.model_alias, params.hostnames, params.port) == (
+        "m.gguf",
+        {MODEL_ID},
+        ["127.0.0.1"],
+        8080,
+    )
+    assert (params.n_parallel, params.cache_prompt, params.no_extra_bufts, params.sampling.seed) == (1, False, True, 0)
+    assert (params.sampling.penalty_repeat, params.sampling.penalty_last_n) == (1.1, 64)
+    assert params.cpuparams.n_threads == params.cpuparams_batch.n_threads == 1

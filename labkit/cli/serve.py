@@ -12,7 +12,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser = subparsers.add_parser(
         name,
         help="serve the bundled local model as an OpenAI-compatible endpoint (needs the [local] extra)",
-        description="Start llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct on 127.0.0.1, "
+        description="Start an OpenAI-compatible server (llama.cpp's, from xllamacpp; or llama-cpp-python's) with "
+        "SmolLM2-135M-Instruct on 127.0.0.1, "
         "print its base URL and model id, and keep it running until Ctrl-C or SIGTERM, then stop it cleanly.",
         epilog="examples:\n  labkit serve\n  labkit serve --port 8080 --ctx 4096\n\n"
         "then, in another terminal:\n"

@@ -31,7 +31,8 @@ JOBS = min(2, os.cpu_count() or 1)
 
 #: Optional extra -> (a module it brings, what it enables).
 EXTRAS = {
-    "local": ("llama_cpp", "labkit serve: a real model on 127.0.0.1 for live and record modes"),
+    "local": ("xllamacpp", "labkit serve and explore mode: a real model on 127.0.0.1 (prebuilt llama.cpp server)"),
+    "local-source": ("llama_cpp", "the same model served by llama-cpp-python, built from source (the fallback)"),
     "embed": ("sentence_transformers", "labkit embed: recomputing the saved embedding vectors"),
     "mcp": ("mcp", "lesson 04's MCP boundary, served and called over stdio"),
 }

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from labkit.canonical import load_strict
 from labkit.errors import LabkitError
 from labkit.evaluator.products import EvaluatorFixtureError
+from labkit.explore import is_explore_answer
 from labkit.paths import fixtures_dir
 from labkit.recording import request_key
 from labkit.replay import as_sent
@@ -129,6 +130,8 @@ class Caller:
         elapsed = time.perf_counter() - started
         text = completion.choices[0].message.content or ""
         mode = getattr(self.adapter, "mode", "authoring")
+        if mode == "explore":  # the course's run answered (as in replay), or a live model did (as in live)
+            mode = "live" if is_explore_answer(completion) else "replay"
         origin: Literal["authored", "captured", "live"] = "authored"
         usage, latency = None, None
         if mode == "replay":

@@ -277,9 +277,22 @@ def trace_request(
     else:
         asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override)
         if isinstance(asked, TracedRequest):  # the model step stopped the request
-            return asked
+            return with_your_change(asked)
         reply = asked
-    return check_and_link(question, key, reply, selected, trace)
+    return with_your_change(check_and_link(question, key, reply, selected, trace))
+
+
+def with_your_change(traced: TracedRequest) -> TracedRequest:
+    """Keep, in ``extra["diff"]``, how a request that explore mode answered live differs from the recorded one.
+
+    In replay mode that request is refused and its refusal's diff is kept there; in
+    explore mode it is answered, and ``diff_table(traced.extra["diff"])`` still shows
+    what changed (the ``your_change`` of its ``model_reply_returned`` event).
+    """
+    reply = traced.trace.first("model_reply_returned")
+    if reply is not None and reply.data.get("your_change"):
+        traced.extra.setdefault("diff", reply.data["your_change"])
+    return traced
 
 
 def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
@@ -308,6 +321,8 @@ def ask_model(
     question: str, key: str, selected: list[Any], adapter: Any, trace: Trace, *, reply_override: str | None = None
 ) -> Reply | TracedRequest:
     """Send the exact messages, record them and the reply; return the parsed reply, or the request stopped."""
+    from labkit.explore import answer_origin, changed_fields
+    from labkit.refusal import hints_in
     from labkit.replay import ReplayRequestMismatch
 
     messages = prompt(question, selected)
@@ -319,14 +334,16 @@ def ask_model(
             {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
             for d in exc.diff
         ]
-        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff)
+        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff, hints=hints_in(str(exc)))
         return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
     text = _reply_text(completion) if reply_override is None else reply_override
+    explored = answer_origin(completion)
     trace.emit(
         "model_reply_returned",
         reply=text,
         model=completion.model,
         supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
+        **({"origin": explored, "your_change": changed_fields(adapter)} if explored else {}),
     )
     try:
         return Reply.model_validate_json(text)

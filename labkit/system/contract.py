@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labkit.errors import LabkitError
+from labkit.explore import is_explore_answer
 from labkit.serve import local_response_format
 from labkit.system.tickets import CountTickets
 
@@ -119,6 +120,8 @@ def call_model(adapter: Any, key: str, messages: list[dict[str, Any]]) -> tuple[
             f"{completion.choices[0].finish_reason if completion.choices else 'none'}); check the endpoint's log"
         )
     mode = getattr(adapter, "mode", None)
+    if mode == "explore":  # the course's run answered (as in replay), or a live model did (as in live)
+        mode = "live" if is_explore_answer(completion) else "replay"
     latency_ms: int | None = None
     source: Literal["measured", "recorded", "none"] = "none"
     if mode in ("live", "record"):

@@ -1,0 +1,305 @@
+"""The "try your own" cell of each notebook: one named change, its answer, and how the lesson's checks judge it.
+
+Each lesson has one function here, called from the last cell of its notebook
+with the value the learner edits (a question, a prompt line, ``k``). It builds
+the lesson's real request with that value and sends it through `connect`:
+
+- unchanged (as committed), the request is the recorded one and the answer is
+  replayed from the course's run, in every mode;
+- changed, replay mode (nbval, ``labkit run``, the default) refuses it and the
+  result shows the diff and the one-line hint; explore mode asks a live model,
+  saves the exchange under ``scratch/explore/`` and labels the answer
+  "captured now from <model>, your change: not part of the course's recorded runs".
+
+No function here opens a socket in replay mode: replay never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from labkit.boundary import connect
+from labkit.explore import answer_origin, changed_fields
+from labkit.refusal import hints_in
+from labkit.replay import ReplayRequestMismatch, describe_diff
+
+AnswerPath = Literal["recorded", "explore", "refused"]
+#: The line a replayed answer ends with: how to see a real answer to a change.
+TRY_HINT = (
+    "Change the value and run the cell again: replay mode refuses the new request and shows what changed; "
+    "in explore mode (`python3 course.py lab --explore`) a real model answers it."
+)
+
+
+@dataclass(frozen=True)
+class TryYourOwn:
+    """What one "try your own" request did: where its answer came from and what the lesson's check says."""
+
+    change: str
+    """The learner's change, as ``NAME = value``."""
+    path: AnswerPath
+    """``recorded`` (the course's run answered), ``explore`` (a live model answered) or ``refused`` (replay mode)."""
+    origin: str
+    """Where the answer came from, as a notebook shows origins."""
+    answer: str | None
+    """The model's reply text, or None when the request was refused."""
+    verdict: str
+    """How the lesson's check judges the answer."""
+    look_for: str
+    """What to look for in the answer."""
+    diff: list[dict[str, Any]] = field(default_factory=list)
+    """How the request differs from the nearest recorded one (empty when it is the recorded one)."""
+    hints: list[str] = field(default_factory=list)
+    """What to do next, for a refused request."""
+
+    def __str__(self) -> str:
+        lines = [f"your change: {self.change}", f"answer from: {self.origin}"]
+        if self.diff and self.path == "explore":
+            lines.append("your request differs from the nearest recorded one in:")
+            lines.extend(f"  {d['path']}" for d in self.diff[:6])
+        if self.answer is not None:
+            lines.append(f"answer: {self.answer}")
+        lines.append(f"the lesson's check: {self.verdict}")
+        lines.append(f"look for: {self.look_for}")
+        lines.extend(self.hints)
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def ask(
+    *,
+    change: str,
+    run_id: str,
+    lesson: str,
+    settings: dict[str, Any],
+    key: str,
+    messages: list[dict[str, Any]],
+    judge: Callable[[str], str],
+    look_for: str,
+    per_call: dict[str, Any] | None = None,
+) -> TryYourOwn:
+    """Send one lesson request through `connect` in the current mode and judge its answer with ``judge``."""
+    boundary = connect(run_id, lesson=lesson, settings=settings)
+    try:
+        completion = boundary.generate(key, messages, **(per_call or {}))
+    except ReplayRequestMismatch as refusal:
+        diff = [{"path": d.path, "recorded": d.recorded, "actual": d.actual} for d in refusal.diff]
+        return TryYourOwn(
+            change,
+            "refused",
+            f"nothing: replay mode has no recorded answer for this request (run {run_id})",
+            None,
+            "not judged: there is no answer",
+            look_for,
+            diff,
+            ["what changed, field by field:\n" + describe_diff(refusal.diff), *hints_in(str(refusal))],
+        )
+    text = completion.choices[0].message.content or ""
+    label = answer_origin(completion)
+    if label is None:
+        origin = f"the course's recorded run {run_id} ({boundary.origin})"
+        hints = [] if boundary.mode == "explore" else [TRY_HINT]
+        return TryYourOwn(change, "recorded", origin, text, judge(text), look_for, hints=hints)
+    return TryYourOwn(change, "explore", label, text, judge(text), look_for, changed_fields(boundary))
+
+
+# --- lesson 01: a prompt line for the description writer -------------------------------------------------
+
+
+def try_generation_line(line: str, *, product: str = "p01") -> TryYourOwn:
+    """Lesson 01: add ``line`` to the description writer's instructions for one product; run the programmatic checks.
+
+    An empty ``line`` is the recorded request.
+    """
+    from labkit.evaluator.checks import run_checks
+    from labkit.evaluator.generation import GENERATION_SETTINGS, generation_messages
+    from labkit.evaluator.lesson import RUN_AUTHORED, SETTINGS, load_inputs
+
+    inputs = load_inputs()
+    chosen = inputs.products[product]
+    messages = generation_messages(chosen, inputs.rubric)
+    if line:
+        messages[0]["content"] += " " + line
+
+    def judge(text: str) -> str:
+        report = run_checks(text, chosen, inputs.rubric, cost_usd=0.0)
+        return ", ".join(f"{r.name} {r.status}" for r in report.results)
+
+    return ask(
+        change=f"PROMPT_LINE = {line!r}",
+        run_id=RUN_AUTHORED,
+        lesson="01",
+        settings=SETTINGS,
+        key=f"describe:{chosen.id}",
+        messages=messages,
+        per_call=GENERATION_SETTINGS,
+        judge=judge,
+        look_for="numbers that are not in the product's facts: the numeric_claims check fails on them",
+    )
+
+
+# --- lessons 02 and 03: the docs app's policy line and question --------------------------------------------
+
+
+def _docs_request(question: str, line: str) -> tuple[list[dict[str, Any]], Callable[[str], str]]:
+    """Return the docs app's messages for ``question`` over the passages retrieved for the recorded question."""
+    from pydantic import ValidationError
+
+    from labkit.rag.trace import QUESTIONS, K, Reply, ReplyRejected, check_reply, load_docs_index, prompt
+
+    index = load_docs_index()
+    recorded = QUESTIONS["answered"]  # its query vector is saved, so retrieval needs no embedding model
+    selected = [doc for doc, _ in index.store.similarity_search_with_score(recorded, k=K)]
+    messages = prompt(question, selected)
+    if line:
+        messages[0]["content"] += " " + line
+
+    def judge(text: str) -> str:
+        try:
+            reply = Reply.model_validate_json(text)
+            check_reply(reply, selected)
+        except ValidationError as exc:
+            return f"reply_rejected (invalid shape: {exc.errors(include_url=False)[0]['msg']})"
+        except ReplyRejected as exc:
+            return f"reply_rejected ({exc})"
+        return f"reply_checked: status {reply.status}, sources {reply.source_ids} (all among the passages sent)"
+
+    return messages, judge
+
+
+def try_policy_line(line: str) -> TryYourOwn:
+    """Lesson 02: add ``line`` to the docs app's system policy for the timestamp question (empty: the recorded one)."""
+    from labkit.rag.trace import QUESTIONS, RUN_AUTHORED, SETTINGS
+
+    question = QUESTIONS["answered"]
+    messages, judge = _docs_request(question, line)
+    return ask(
+        change=f"POLICY_LINE = {line!r}",
+        run_id=RUN_AUTHORED,
+        lesson="02",
+        settings=SETTINGS,
+        key=question,
+        messages=messages,
+        judge=judge,
+        look_for="whether the reply still cites only passages it was sent, and whether the line changed its status",
+    )
+
+
+def try_question(question: str) -> TryYourOwn:
+    """Lesson 03: ask ``question`` over the passages the recorded timestamp question retrieved."""
+    from labkit.rag.trace import RUN_AUTHORED, SETTINGS
+
+    messages, judge = _docs_request(question, "")
+    return ask(
+        change=f"QUESTION = {question!r}",
+        run_id=RUN_AUTHORED,
+        lesson="02",
+        settings=SETTINGS,
+        key=question,
+        messages=messages,
+        judge=judge,
+        look_for="a question the passages do not answer should come back not_in_docs with no sources",
+    )
+
+
+# --- lesson 04: the router's question ---------------------------------------------------------------------
+
+
+def try_router_question(question: str) -> TryYourOwn:
+    """Lesson 04: route ``question`` for analyst-ana on the approved dataset; the router accepts one of four routes."""
+    from labkit.agent.identity import authorize
+    from labkit.agent.router import parse_route, router_messages
+    from labkit.agent.runs import CASES, RUN_AUTHORED, SETTINGS
+
+    case = CASES[0]  # "How many refund requests are in the dataset?", routed `structured`
+    caller = authorize(case.user_id, f"eval-{case.id}", case.scope)
+
+    def judge(text: str) -> str:
+        result = parse_route(text)
+        return f"route {result.route}" if result.problem is None else f"invalid route: {result.problem}"
+
+    return ask(
+        change=f"QUESTION = {question!r}",
+        run_id=RUN_AUTHORED,
+        lesson="04",
+        settings=SETTINGS,
+        key=f"route:{question}",
+        messages=router_messages(question, caller),
+        judge=judge,
+        look_for="a sports or CRM question should route out_of_scope, so no data tool is ever called",
+    )
+
+
+# --- lesson 05: how many policy chunks go in as evidence --------------------------------------------------
+
+
+def try_evidence_k(k: int) -> TryYourOwn:
+    """Lesson 05: answer the first golden question with the ``k`` nearest policy chunks as evidence (3 is recorded)."""
+    from labkit.system.contract import SETTINGS
+    from labkit.system.golden import GOLDEN
+    from labkit.system.policy import load_policy_index
+    from labkit.system.runs import RUN_AUTHORED
+    from labkit.system.workflow import build_messages, check
+
+    question = GOLDEN[0].question
+    found = load_policy_index().store.similarity_search_with_score(question, k=k)
+    evidence = [{"citation_id": doc.metadata["citation_id"], "text": doc.page_content} for doc, _ in found]
+
+    def judge(text: str) -> str:
+        result = check({"question": question, "team": GOLDEN[0].team, "evidence": evidence, "reply": text})["result"]
+        return f"{result['status']}" + (f" ({result['reason']})" if "reason" in result else "")
+
+    return ask(
+        change=f"K = {k!r}",
+        run_id=RUN_AUTHORED,
+        lesson="05",
+        settings=SETTINGS,
+        key=question,
+        messages=build_messages(question, evidence),
+        judge=judge,
+        look_for="with fewer chunks the refund window may be missing: the reply should then be insufficient_evidence",
+    )
+
+
+# --- lesson 06: one ticket's text -------------------------------------------------------------------------
+
+
+def try_ticket_message(message: str, *, ticket: str = "t1") -> TryYourOwn:
+    """Lesson 06: route ``ticket`` with ``message`` as its text; the suite's expected route judges the reply."""
+    from labkit.canonical import load_strict
+    from labkit.paths import fixtures_dir
+    from labkit.routing.runs import RUN_CAPTURED, SETTINGS, parse_route_reply, routing_messages
+
+    suite, _ = load_strict(fixtures_dir() / "routing" / "suite.json")
+    expected = next(case["expected"] for case in suite["cases"] if case["id"] == ticket)
+    messages = routing_messages({"id": ticket, "message": message})
+
+    def judge(text: str) -> str:
+        route, problem = parse_route_reply(ticket, text)
+        if problem is not None:
+            return f"malformed ({problem}): the gate counts it as a miss"
+        return f"route {route}; the suite expects {expected}: {'correct' if route == expected else 'a miss'}"
+
+    return ask(
+        change=f"TICKET_MESSAGE = {message!r}",
+        run_id=RUN_CAPTURED,
+        lesson="06",
+        settings=SETTINGS,
+        key=messages[-1]["content"],
+        messages=messages,
+        judge=judge,
+        look_for="whether a reworded outage still routes urgent_support, the queue a miss costs 20 points in",
+    )
+
+
+def recorded_ticket_message(ticket: str = "t1") -> str:
+    """Return the recorded text of ``ticket`` (the value a notebook's "try your own" cell starts from)."""
+    from labkit.canonical import load_strict
+    from labkit.paths import fixtures_dir
+
+    inputs, _ = load_strict(fixtures_dir() / "routing" / "model-inputs.json")
+    return str(next(item["message"] for item in inputs if item["id"] == ticket))

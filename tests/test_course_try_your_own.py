@@ -1,0 +1,98 @@
+"""Each lesson's "try your own": the committed value replays, a change is refused in replay and answered in explore."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from labkit import explore
+from labkit.course import try_your_own as t
+from labkit.rag.trace import QUESTIONS
+from labkit.refusal import EXPLORE_HINT
+
+RECORDED = {
+    "01": lambda: t.try_generation_line(""),
+    "02": lambda: t.try_policy_line(""),
+    "03": lambda: t.try_question(QUESTIONS["answered"]),
+    "04": lambda: t.try_router_question("How many refund requests are in the dataset?"),
+    "05": lambda: t.try_evidence_k(3),
+    "06": lambda: t.try_ticket_message(t.recorded_ticket_message("t1")),
+}
+CHANGED = {
+    "01": lambda: t.try_generation_line("Mention that it is waterproof."),
+    "02": lambda: t.try_policy_line("Answer in French."),
+    "03": lambda: t.try_question("What does zoneinfo.ZoneInfo give you?"),
+    "04": lambda: t.try_router_question("Can you book me a table for two tonight?"),
+    "05": lambda: t.try_evidence_k(1),
+    "06": lambda: t.try_ticket_message("Checkout has been failing for every customer since this morning."),
+}
+#: What each lesson's check says when a reply does not even have the lesson's shape.
+SHAPELESS = {
+    "01": "schema fail",
+    "02": "invalid shape",
+    "03": "invalid shape",
+    "04": "not JSON",
+    "05": "invalid_output",
+    "06": "not JSON",
+}
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a try-your-own cell opened a socket in replay mode")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+@pytest.mark.parametrize("lesson", sorted(RECORDED))
+def test_the_committed_value_is_the_recorded_request_and_replays(lesson, no_network):
+    result = RECORDED[lesson]()
+    assert result.path == "recorded" and result.answer and not result.diff
+    assert result.origin.startswith("the course's recorded run ")
+    assert "not judged" not in result.verdict and SHAPELESS[lesson] not in result.verdict
+    assert f"answer from: {result.origin}" in str(result)
+    assert str(result).splitlines()[-1] == t.TRY_HINT  # replay mode: the one-line hint
+
+
+@pytest.mark.parametrize("lesson", sorted(CHANGED))
+def test_a_changed_value_is_refused_in_replay_mode_with_the_hint(lesson, no_network):
+    result = CHANGED[lesson]()
+    assert result.path == "refused" and result.answer is None and result.diff
+    assert result.verdict == "not judged: there is no answer"
+    assert str(result).splitlines()[-1] == EXPLORE_HINT
+
+
+def test_the_lesson_06_check_judges_the_route_against_the_suite(no_network):
+    result = RECORDED["06"]()
+    assert result.verdict == "route sales; the suite expects urgent_support: a miss"  # the captured run's miss
+
+
+@pytest.fixture(scope="module")
+def bundled_model():
+    if not explore.local_extra_installed():
+        pytest.skip("needs the [local] extra (the bundled model and a runtime)")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("LABKIT_BASE_URL", "OPENAI_BASE_URL", "LABKIT_MODEL"):
+            patch.delenv(name, raising=False)
+        patch.setenv("LABKIT_MODE", "explore")
+        try:
+            yield
+        finally:
+            explore.stop_local_server()
+
+
+@pytest.mark.parametrize("lesson", sorted(CHANGED))
+def test_each_lessons_changed_request_is_answered_by_the_bundled_model_and_judged_by_the_lessons_check(
+    lesson, bundled_model, monkeypatch
+):
+    """The small model's answer may fail the check (a reply cut off at max_tokens, say): the check says so."""
+    monkeypatch.setenv("LABKIT_MODE", "explore")
+    result = CHANGED[lesson]()
+    assert result.path == "explore"
+    assert (
+        result.origin == "captured now from SmolLM2-135M-Instruct, your change: not part of the course's recorded runs"
+    )
+    assert result.answer and not result.verdict.startswith("not judged")
+    assert result.diff  # what the learner changed, against the nearest recorded request
