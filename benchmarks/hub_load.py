@@ -39,7 +39,7 @@ from pathlib import Path
 
 from labkit.course.hub import free_port, prepare, running_hub
 from labkit.course.hub_client import HubSession
-from labkit.paths import notebooks_dir
+from labkit.course.runner import course_notebooks, notebook_matches
 
 ROOM_PASSWORD = "benchmark-room-pass"
 ADMIN_PASSWORD = "benchmark-admin-password-0123456789abcdef"
@@ -65,7 +65,7 @@ def lesson_cells(notebook: str) -> tuple[str, list[str]]:
     """Return the lesson's file name and its code cells (with the worked solutions)."""
     import nbformat
 
-    path = next(p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")) if p.name.startswith(f"{notebook}_"))
+    path = next(p for p in course_notebooks() if notebook_matches(p, notebook))
     nb = nbformat.read(path, as_version=4)
     return path.name, [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip()]
 

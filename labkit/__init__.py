@@ -8,7 +8,7 @@ The map, in three layers; an import only ever points down the list:
 - one package per lesson (notebook: package):
 
   - ``01_product_evaluator``: ``labkit.evaluator``
-  - ``02_rag_trace``: ``labkit.rag`` (part A, the traced docs app, is ``labkit.rag.trace``)
+  - ``02a_rag_trace`` and ``02b_filings_rag``: ``labkit.rag`` (02a, the traced docs app, is ``labkit.rag.trace``)
   - ``03_bound_replay``: no package of its own; it teaches the foundation's ``labkit.replay``
   - ``04_refund_agent``: ``labkit.agent``
   - ``05_minimal_system``: ``labkit.system``

@@ -1,5 +1,6 @@
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -344,3 +345,13 @@ def test_raw_udp_and_child_process_egress_fail_inside_a_replayed_kernel(course):
     assert "'raw': 'NetworkBlocked'" in text and "'udp': 'NetworkBlocked'" in text
     if child:
         assert "'child': 'OSError: [Errno 101] Network is unreachable'" in text
+
+
+def test_a_lesson_number_names_all_its_parts_and_a_part_number_only_its_own():
+    from labkit.course.runner import notebook_matches
+
+    part_a, part_b, three = Path("02a_rag_trace.ipynb"), Path("02b_filings_rag.ipynb"), Path("03_bound_replay.ipynb")
+    assert [notebook_matches(p, "02") for p in (part_a, part_b, three)] == [True, True, False]
+    assert [notebook_matches(p, "02b") for p in (part_a, part_b, three)] == [False, True, False]
+    assert notebook_matches(part_a, "02a_rag_trace") and notebook_matches(part_a, "02a_rag_trace.ipynb")
+    assert not notebook_matches(three, "0") and not notebook_matches(three, "03_bound")

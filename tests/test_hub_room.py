@@ -212,7 +212,7 @@ def test_each_learner_gets_the_student_copy_and_runs_a_lesson_offline(room):
         return seen
 
     seen = run(scenario())
-    notebooks = sorted(p.name for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted(p.name for p in notebooks_dir().glob("[0-9][0-9]*_*.ipynb"))
     for name in ("alice", "bob"):
         assert seen[name]["names"] == notebooks
         assert [c["source"] for c in seen[name]["copy"]["cells"]] == expected

@@ -36,7 +36,7 @@ from labkit.paths import project_root
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = sorted(p.name for p in (project_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted(p.name for p in (project_root() / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 RUN_TIMEOUT_S = 90
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         cells = cells_showing_runs(notebook, ["RUN_CAPTURED", module.RUN_CAPTURED]) if notebook.is_file() else []
         print(
             f"To replay it, set RUN_CAPTURED in {module.__name__} to {path.parent.name!r}, then refresh the "
-            f"outputs of notebooks/{RECORDABLE[lesson][1]} with `labkit run {lesson} --update`."
+            f"outputs of notebooks/{RECORDABLE[lesson][1]} with `labkit run {RECORDABLE[lesson][1].partition('_')[0]} --update`."
         )
         if cells:
             print(f"Code cells that show the captured run, whose outputs will change: {', '.join(map(str, cells))}")

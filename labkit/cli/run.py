@@ -57,14 +57,14 @@ def _positive(text: str) -> int:
 
 
 def _select(names: list[str]) -> list[Path]:
-    from labkit.course.runner import course_notebooks
+    from labkit.course.runner import course_notebooks, notebook_matches
 
     every = course_notebooks()
     if not names:
         return every
     chosen = []
     for name in names:
-        match = [p for p in every if p.name == name or p.name.startswith(f"{name}_") or p.stem == name]
+        match = [p for p in every if notebook_matches(p, name)]
         if not match:
             known = ", ".join(p.name for p in every)
             raise NoSuchNotebook(f"no notebook {name!r}; the notebooks are: {known}")

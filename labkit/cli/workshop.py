@@ -17,7 +17,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         "passed / not finished / failed; exit 1 unless all pass.",
         epilog="examples:\n  labkit workshop export\n  labkit workshop export ~/room-copies\n"
         "  labkit workshop check scratch/student/05_minimal_system.ipynb\n"
-        "  labkit workshop check --cell-timeout 120 scratch/student/02_rag_trace.ipynb",
+        "  labkit workshop check --cell-timeout 120 scratch/student/02b_filings_rag.ipynb",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

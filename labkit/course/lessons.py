@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: Lesson number -> (module, notebook) for lessons whose runs `labkit record` can make.
 RECORDABLE: dict[str, tuple[str, str]] = {
     "01": ("labkit.evaluator.lesson", "01_product_evaluator.ipynb"),
-    "02": ("labkit.rag.trace", "02_rag_trace.ipynb"),
+    "02": ("labkit.rag.trace", "02a_rag_trace.ipynb"),
     "04": ("labkit.agent.runs", "04_refund_agent.ipynb"),
     "05": ("labkit.system.runs", "05_minimal_system.ipynb"),
     "06": ("labkit.routing.prompts", "06_routing_gate.ipynb"),

@@ -49,9 +49,18 @@ class NotebookResult:
 
 
 def course_notebooks(folder: Path | None = None) -> list[Path]:
-    """Return the numbered notebooks in teaching order."""
+    """Return the numbered notebooks in teaching order (``02a_...`` and ``02b_...`` are the two parts of lesson 02)."""
     folder = folder or notebooks_dir()
-    return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in folder.glob("[0-9][0-9]*_*.ipynb"))
+
+
+def notebook_matches(path: Path, name: str) -> bool:
+    """Tell whether ``name`` names this notebook: its file name, its stem, its number (``02b``), or its lesson (``02``).
+
+    A lesson's number names all its parts: ``02`` is ``02a_rag_trace.ipynb`` and ``02b_filings_rag.ipynb``.
+    """
+    number = path.name.partition("_")[0]
+    return name in (path.name, path.stem, number, number[:2])
 
 
 def read_notebook(path: Path) -> Any:
