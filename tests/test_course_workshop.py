@@ -539,3 +539,13 @@ def test_an_exercise_without_a_wrong_answer_and_a_shortcut_is_refused(attempts, 
     (exercise,) = find_exercises(nb)
     with pytest.raises(ExerciseIncomplete, match=complaint):
         exercise_attempts(nb, exercise)
+
+
+@pytest.mark.parametrize("notebook", course_notebooks(), ids=lambda p: p.stem)
+def test_every_check_refuses_its_exercises_wrong_answer_and_shortcut(notebook):
+    """Each exercise names a plausible wrong answer and the most tempting shortcut; its check refuses both."""
+    results = check_attempts(notebook)
+    exercises = find_exercises(read_notebook(notebook), name=notebook.name)
+    assert {r.attempt.slug for r in results} == {e.slug for e in exercises}
+    let_through = [f"ex:{r.attempt.slug} {r.attempt.kind} ({r.attempt.why})" for r in results if r.status == "passed"]
+    assert not let_through, f"{notebook.name}: checks let these through: {let_through}"
