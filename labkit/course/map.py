@@ -21,23 +21,26 @@ class Component:
     detail: str
     """What it holds, in the course's names."""
     notebooks: tuple[str, ...]
-    """The notebooks (``"01"`` .. ``"06"``) where a learner builds or inspects it."""
+    """The notebooks (``"01"`` .. ``"06"``; lesson 02 is ``"02a"`` and ``"02b"``) where a learner builds or inspects it."""
 
 
 COMPONENTS: tuple[Component, ...] = (
     Component("app", "Application", "caller, scope and session, fixed by code", ("04", "05")),
-    Component("ingest", "Ingestion and index", "PDF loader, splitter, FAISS over saved vectors", ("02", "05")),
-    Component("retrieval", "Retrieval", "candidates, rerank, selected context, page-hit@k", ("02", "05")),
+    Component("ingest", "Ingestion and index", "PDF loader, splitter, FAISS over saved vectors", ("02b", "05")),
+    Component("retrieval", "Retrieval", "candidates, rerank, selected context, page-hit@k", ("02a", "02b", "05")),
     Component("boundary", "Model boundary", "openai client; replay bound to the exact request, live, record", ("03",)),
     Component(
         "checks",
         "Output checks",
         "reply contract, citations, numeric claims, final-answer validator",
-        ("01", "02", "04", "05"),
+        ("01", "02a", "02b", "04", "05"),
     ),
     Component("tools", "Agent tools", "router, typed tools, row_ref, step budget, iteration cap", ("04", "05")),
     Component(
-        "records", "Evaluation records", "rubric hash, judge calibration, traces, golden set", ("01", "02", "04", "05")
+        "records",
+        "Evaluation records",
+        "rubric hash, judge calibration, traces, golden set",
+        ("01", "02a", "02b", "04", "05"),
     ),
     Component("gate", "Release gate", "penalty-weighted regression rule, exit codes", ("06",)),
 )
