@@ -8,7 +8,7 @@ the response it received.
 
 Three hashes make a run tamper-evident. Each binding's ``key`` is the SHA-256
 of its request as the model received it (endpoint path, query parameters and
-body, keys in the order sent; see `request_key`), and ``response_sha256`` that
+body, keys in the order sent; see `binding_key`), and ``response_sha256`` that
 of its response; ``content_sha256`` covers the whole run file except itself.
 ``recorded_runs/manifest.json`` lists every run id with its file's SHA-256 and
 origin; only the run writers (`save_run`, `labkit record`) change it, so a
@@ -65,7 +65,7 @@ RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Origin = Literal["captured", "authored"]
 
 
-def request_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
+def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
     """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
 
     Key order inside the body counts (only whitespace is normalised), so a
@@ -73,6 +73,10 @@ def request_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[t
     ``api-version`` count too.
     """
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
+
+
+#: The name the rest of labkit calls `binding_key` by (lesson 03 keeps ``request_key`` for the lab's own key).
+request_key = binding_key
 
 
 def response_sha256(response: dict[str, Any] | None) -> str | None:
@@ -112,7 +116,7 @@ class ModelIdentity(_Strict):
 class Binding(_Strict):
     """One exact request bound to the response it received."""
 
-    key: str = Field(description="SHA-256 of the request as received: `request_key(request, path=, query=)`.")
+    key: str = Field(description="SHA-256 of the request as received: `binding_key(request, path=, query=)`.")
     path: str = Field(default=CHAT_PATH, description="The endpoint path the request was posted to.")
     query: list[tuple[str, str]] = Field(
         default_factory=list, description="The URL query parameters sent (such as api-version), in order."
