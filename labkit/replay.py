@@ -355,13 +355,13 @@ class BindingStore:
         nearest = self.nearest(request, path=path, query=query)
         diff = [] if nearest is None else explain_difference(nearest, request, path=path, query=query)
         return ReplayRequestMismatch(
-            self._refusal_text(request, nearest, diff, binding_key(request, path=path, query=query)),
+            self.refusal_message(request, nearest, diff, binding_key(request, path=path, query=query)),
             diff=diff,
             nearest_key=nearest.key if nearest else None,
             run_id=self.run_id,
         )
 
-    def _refusal_text(self, request: dict[str, Any], nearest: Binding | None, diff: list[FieldDiff], key: str) -> str:
+    def refusal_message(self, request: dict[str, Any], nearest: Binding | None, diff: list[FieldDiff], key: str) -> str:
         """Return a refusal's message: what is missing, the nearest request's diff, what to do next."""
         where = f"run {self.run_id!r}" if self.run_id else "this store"
         if nearest is None:
