@@ -153,7 +153,7 @@ class Binding(_Strict):
         """Return a binding of ``request`` to ``response`` with its key and response hash computed."""
         query = [(str(k), str(v)) for k, v in query or []]
         return cls(
-            key=request_key(request, path=path, query=query),
+            key=binding_key(request, path=path, query=query),
             path=path,
             query=query,
             request=request,
@@ -163,12 +163,13 @@ class Binding(_Strict):
         )
 
     @model_validator(mode="after")
-    def _hashes_match(self) -> Binding:
+    def hashes_match(self) -> Binding:
+        """Refuse, when a run is loaded, a binding whose request or reply is not the one its hashes name."""
         # the specific problem first: a stale hash only says that something changed
         problems = []
         if self.status_code == 200 and self.response is None:
             problems.append(f"binding {self.key[:12]}… has status 200 but no response (a 200 always carries its reply)")
-        expected = request_key(self.request, path=self.path, query=self.query)
+        expected = binding_key(self.request, path=self.path, query=self.query)
         if self.key != expected:
             problems.append(
                 f"field 'request' (or its 'path' or 'query') was edited after recording: key {self.key[:12]}… "
@@ -306,7 +307,7 @@ class RecordedRun(_Strict):
         (whose key order the `openai` client may change when it sends it) is then
         matched by value, if exactly one binding has an equal body.
         """
-        key = request_key(request)
+        key = binding_key(request)
         found = next((b for b in self.bindings if b.key == key), None)
         if found is not None:
             return found
