@@ -26,7 +26,7 @@ import httpx2
 import openai
 
 from labkit.recording import load_run
-from labkit.replay import REPLAY_BASE_URL, BindingStore, _create_arguments, replay_client
+from labkit.replay import REPLAY_BASE_URL, BindingStore, create_arguments, replay_client
 
 #: (label, run id, which binding): a small request and the largest one the course replays.
 CASES = [
@@ -60,7 +60,7 @@ def measure(run_id: str, which: str, *, calls: int, rounds: int) -> tuple[float,
     run = load_run(run_id)
     answered = [b for b in run.bindings if b.status_code == 200]
     binding = answered[0] if which == "first" else max(answered, key=lambda b: len(str(b.request)))
-    arguments = _create_arguments(binding.request)
+    arguments = create_arguments(binding.request)
     bare, replay = _bare_client(binding.response or {}), replay_client(BindingStore.from_run(run))
     assert replay.chat.completions.create(**arguments).choices[0].message.content == (
         bare.chat.completions.create(**arguments).choices[0].message.content

@@ -8,7 +8,7 @@ the response it received.
 
 Three hashes make a run tamper-evident. Each binding's ``key`` is the SHA-256
 of its request as the model received it (endpoint path, query parameters and
-body, keys in the order sent; see `request_key`), and ``response_sha256`` that
+body, keys in the order sent; see `binding_key`), and ``response_sha256`` that
 of its response; ``content_sha256`` covers the whole run file except itself.
 ``recorded_runs/manifest.json`` lists every run id with its file's SHA-256 and
 origin; only the run writers (`save_run`, `labkit record`) change it, so a
@@ -65,7 +65,7 @@ RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 Origin = Literal["captured", "authored"]
 
 
-def request_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
+def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
     """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
 
     Key order inside the body counts (only whitespace is normalised), so a
@@ -73,6 +73,10 @@ def request_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[t
     ``api-version`` count too.
     """
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
+
+
+#: The name the rest of labkit calls `binding_key` by (lesson 03 keeps ``request_key`` for the lab's own key).
+request_key = binding_key
 
 
 def response_sha256(response: dict[str, Any] | None) -> str | None:
@@ -112,7 +116,7 @@ class ModelIdentity(_Strict):
 class Binding(_Strict):
     """One exact request bound to the response it received."""
 
-    key: str = Field(description="SHA-256 of the request as received: `request_key(request, path=, query=)`.")
+    key: str = Field(description="SHA-256 of the request as received: `binding_key(request, path=, query=)`.")
     path: str = Field(default=CHAT_PATH, description="The endpoint path the request was posted to.")
     query: list[tuple[str, str]] = Field(
         default_factory=list, description="The URL query parameters sent (such as api-version), in order."
@@ -149,7 +153,7 @@ class Binding(_Strict):
         """Return a binding of ``request`` to ``response`` with its key and response hash computed."""
         query = [(str(k), str(v)) for k, v in query or []]
         return cls(
-            key=request_key(request, path=path, query=query),
+            key=binding_key(request, path=path, query=query),
             path=path,
             query=query,
             request=request,
@@ -159,12 +163,13 @@ class Binding(_Strict):
         )
 
     @model_validator(mode="after")
-    def _hashes_match(self) -> Binding:
+    def hashes_match(self) -> Binding:
+        """Refuse, when a run is loaded, a binding whose request or reply is not the one its hashes name."""
         # the specific problem first: a stale hash only says that something changed
         problems = []
         if self.status_code == 200 and self.response is None:
             problems.append(f"binding {self.key[:12]}… has status 200 but no response (a 200 always carries its reply)")
-        expected = request_key(self.request, path=self.path, query=self.query)
+        expected = binding_key(self.request, path=self.path, query=self.query)
         if self.key != expected:
             problems.append(
                 f"field 'request' (or its 'path' or 'query') was edited after recording: key {self.key[:12]}… "
@@ -302,7 +307,7 @@ class RecordedRun(_Strict):
         (whose key order the `openai` client may change when it sends it) is then
         matched by value, if exactly one binding has an equal body.
         """
-        key = request_key(request)
+        key = binding_key(request)
         found = next((b for b in self.bindings if b.key == key), None)
         if found is not None:
             return found

@@ -26,7 +26,7 @@ import httpx2
 
 from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import CHAT_PATH, Binding, RecordedRun, StreamingNotRecorded, request_body, request_key
+from labkit.recording import CHAT_PATH, Binding, RecordedRun, StreamingNotRecorded, binding_key, request_body
 from labkit.refusal import refusal_hints
 from labkit.tables import text_table
 
@@ -280,7 +280,7 @@ def explain_difference(
     if not diff:  # equal values and equal text, yet another key: say so rather than "0 fields"
         diff = [
             FieldDiff(
-                "request", binding.key, request_key(request, path=path, query=query), "same values; the key differs"
+                "request", binding.key, binding_key(request, path=path, query=query), "same values; the key differs"
             )
         ]
     return _with_notes(diff)
@@ -301,13 +301,18 @@ class BindingStore:
         self.lesson = lesson
         self.run_sha256 = run_sha256
         self._by_key: dict[str, Binding] = {}
-        for binding in bindings:
-            if binding.key in self._by_key:
-                raise RecordedRunError(
-                    f"run {run_id!r} binds one request twice ({binding.key[:12]}…); each exact request may be bound once"
-                )
-            self._by_key[binding.key] = binding
         self._bodies: dict[str, bytes] = {}
+        for binding in bindings:
+            self.add(binding)
+
+    def add(self, binding: Binding) -> None:
+        """Bind one more request; refuse a request bound already, since it would have two replies."""
+        if binding.key in self._by_key:
+            raise RecordedRunError(
+                f"run {self.run_id!r} binds one request twice ({binding.key[:12]}…); "
+                "each exact request may be bound once"
+            )
+        self._by_key[binding.key] = binding
 
     @classmethod
     def from_run(cls, run: RecordedRun) -> BindingStore:
@@ -327,23 +332,41 @@ class BindingStore:
     def lookup(
         self, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
     ) -> Binding:
-        """Return the binding of this exact request (body, path, query), or raise `ReplayRequestMismatch` with a diff."""
-        query = query or []
-        found = self._by_key.get(request_key(request, path=path, query=query))
-        if found is not None:
-            return found
-        nearest: Binding | None = None
-        diff: list[FieldDiff] = []
-        for binding in self._by_key.values():
-            candidate = endpoint_diff(binding, path, query) + request_diff(binding.request, request)
-            if nearest is None or len(candidate) < len(diff):
-                nearest, diff = binding, candidate
+        """Return the binding of this exact request (body, path, query), or raise `ReplayRequestMismatch`."""
+        found = self._by_key.get(binding_key(request, path=path, query=query))
+        if found is None:
+            raise self.refusal(request, path=path, query=query)
+        return found
+
+    def nearest(
+        self, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
+    ) -> Binding | None:
+        """Return the recorded request that differs from ``request`` in the fewest fields (None if none)."""
+        return min(
+            self._by_key.values(),
+            key=lambda b: len(endpoint_diff(b, path, query or []) + request_diff(b.request, request)),
+            default=None,
+        )
+
+    def refusal(
+        self, request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None
+    ) -> ReplayRequestMismatch:
+        """Return the refusal of a request no binding holds: how it differs from the nearest recorded one."""
+        nearest = self.nearest(request, path=path, query=query)
+        diff = [] if nearest is None else explain_difference(nearest, request, path=path, query=query)
+        return ReplayRequestMismatch(
+            self.refusal_message(request, nearest, diff, binding_key(request, path=path, query=query)),
+            diff=diff,
+            nearest_key=nearest.key if nearest else None,
+            run_id=self.run_id,
+        )
+
+    def refusal_message(self, request: dict[str, Any], nearest: Binding | None, diff: list[FieldDiff], key: str) -> str:
+        """Return a refusal's message: what is missing, the nearest request's diff, what to do next."""
         where = f"run {self.run_id!r}" if self.run_id else "this store"
-        key = request_key(request, path=path, query=query)
         if nearest is None:
             detail = f"{where} has no recorded requests."
         else:
-            diff = explain_difference(nearest, request, path=path, query=query)
             same = f" ({SAME_JSON})" if all(d.note == SAME_JSON for d in diff) else ""
             detail = (
                 f"the nearest recorded request (binding key {nearest.key[:12]}…) differs in {len(diff)} field(s)"
@@ -356,13 +379,10 @@ class BindingStore:
             else f"Restore the original request, or record a new run for it with `labkit record {lesson}` "
             "(or LABKIT_MODE=record)."
         )
-        raise ReplayRequestMismatch(
+        return (
             f"no reply is recorded for this exact request in {where}: no binding key is the SHA-256 of its request "
             f"({key[:12]}…); {detail}\n{fix} An old reply is never returned for a request that was not made."
-            + refusal_hints(nearest.request if nearest else None, request),
-            diff=diff,
-            nearest_key=nearest.key if nearest else None,
-            run_id=self.run_id,
+            + refusal_hints(nearest.request if nearest else None, request)
         )
 
 
@@ -446,7 +466,7 @@ def as_sent(request: dict[str, Any]) -> dict[str, Any]:
     Python dict can be bound exactly as a model would receive it.
     """
     try:
-        _capturing_client().chat.completions.create(**_create_arguments(copy.deepcopy(request)))
+        _capturing_client().chat.completions.create(**create_arguments(copy.deepcopy(request)))
     except _Captured as sent:
         return sent.body
     raise RecordedRunError("the openai client sent no request body")  # pragma: no cover
@@ -462,6 +482,30 @@ def question_of(request: dict[str, Any]) -> str | None:
     if isinstance(parsed, dict) and isinstance(parsed.get("question"), str):
         return parsed["question"]
     return content
+
+
+def saved_binding(question: str, request: dict[str, Any], reply: dict[str, Any]) -> Binding:
+    """Return the binding of one saved request and its reply; refuse it if it does not ask its saved question."""
+    asked = question_of(request)
+    if asked != question:
+        raise RecordedRunError(
+            f"saved question {question!r} does not match its saved request, which asks {asked!r}; "
+            "the recording is inconsistent: record it again"
+        )
+    sent = as_sent(request)  # what the client sends for these arguments: the same values, its key order
+    return Binding.make(sent, copy.deepcopy(reply))
+
+
+def another_question(question: str, request: dict[str, Any], *, run_id: str | None) -> ReplayRequestMismatch:
+    """Return the refusal of a call whose messages ask another question than the one it names."""
+    asked = question_of(request)
+    return ReplayRequestMismatch(
+        f"the question {question!r} is not the one these messages ask ({asked!r}); "
+        "build the messages from the question you pass",
+        diff=[FieldDiff("question", asked, question)],
+        nearest_key=None,
+        run_id=run_id,
+    )
 
 
 class BoundReplay:
@@ -487,20 +531,14 @@ class BoundReplay:
         lesson: str | None = None,
         run_sha256: str | None = None,
     ) -> None:
+        """Bind each saved request to its reply; refuse lists that do not pair up one question to one reply."""
         if not len(questions) == len(requests) == len(replies):
             raise RecordedRunError(
                 f"a replay needs one question and one reply per request; got {len(questions)} questions, "
                 f"{len(requests)} requests and {len(replies)} replies"
             )
-        bindings = []
-        for question, request, reply in zip(questions, requests, replies, strict=True):
-            if question_of(request) != question:
-                raise RecordedRunError(
-                    f"saved question {question!r} does not match its saved request, which asks "
-                    f"{question_of(request)!r}; the recording is inconsistent: record it again"
-                )
-            sent = as_sent(request)  # what the client sends for these arguments: the same values, its key order
-            bindings.append(Binding.make(sent, copy.deepcopy(reply)))
+        pairs = zip(questions, requests, replies, strict=True)
+        bindings = [saved_binding(question, request, reply) for question, request, reply in pairs]
         self.store = BindingStore(bindings, run_id=run_id, lesson=lesson, run_sha256=run_sha256)
         self._saved = [(q, b.request) for q, b in zip(questions, bindings, strict=True)]
         models = {r.get("model") for r in requests}
@@ -566,14 +604,8 @@ class BoundReplay:
         """Return the recorded reply (an `openai` ChatCompletion) for this exact question and messages."""
         request = self.request_for(messages, question=question)
         if question_of(request) != question:
-            raise ReplayRequestMismatch(
-                f"the question {question!r} is not the one these messages ask ({question_of(request)!r}); "
-                "build the messages from the question you pass",
-                diff=[FieldDiff("question", question_of(request), question)],
-                nearest_key=None,
-                run_id=self.store.run_id,
-            )
-        return self._client.chat.completions.create(**_create_arguments(request))
+            raise another_question(question, request, run_id=self.run_id)
+        return self._client.chat.completions.create(**create_arguments(request))
 
 
 @functools.cache
@@ -585,7 +617,7 @@ def _create_parameters() -> frozenset[str]:
     return frozenset(inspect.signature(Completions.create).parameters) - {"self", "extra_body", "extra_query"}
 
 
-def _create_arguments(request: dict[str, Any]) -> dict[str, Any]:
+def create_arguments(request: dict[str, Any]) -> dict[str, Any]:
     """Return ``request`` as arguments of ``chat.completions.create``: keys it does not know go in ``extra_body``."""
     known = _create_parameters()
     arguments = {k: v for k, v in request.items() if k in known}

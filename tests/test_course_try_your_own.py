@@ -96,3 +96,45 @@ def test_each_lessons_changed_request_is_answered_by_the_bundled_model_and_judge
     )
     assert result.answer and not result.verdict.startswith("not judged")
     assert result.diff  # what the learner changed, against the nearest recorded request
+
+
+def test_lesson_03s_explore_answer_is_a_run_bound_replay_replays(monkeypatch):
+    """The run explore mode saved for a changed question binds exactly try_question's request, and only that."""
+    import json
+
+    from labkit.course.try_your_own import _docs_request
+    from labkit.replay import BoundReplay, ReplayRequestMismatch
+    from tests.fake_endpoint import FakeEndpoint
+
+    question = "What does zoneinfo.ZoneInfo give you?"
+    reply = json.dumps({"status": "answered", "answer": "A time zone.", "source_ids": ["zoneinfo"]})
+    assert t.explore_run_for(question) is None
+    with FakeEndpoint(answer=lambda body: reply) as fake:
+        monkeypatch.setenv("LABKIT_MODE", "explore")
+        monkeypatch.setenv("LABKIT_BASE_URL", fake.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        assert t.try_question(question).path == "explore" and fake.attempts == 1
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    run = t.explore_run_for(question)
+    assert run is not None and (run.origin, run.model.id) == ("captured", "fake-model")
+    mine = BoundReplay.from_run(run)
+    assert mine.generate(question, _docs_request(question, "")[0]).choices[0].message.content == reply
+    with pytest.raises(ReplayRequestMismatch):
+        mine.generate(QUESTIONS["answered"], _docs_request(QUESTIONS["answered"], "")[0])
+    assert t.explore_run_for(QUESTIONS["answered"]) is None  # the recorded question is never saved by explore
+    assert t.explore_run_for("Another question?") is None
+
+
+def test_an_explore_run_that_no_longer_loads_is_passed_over(monkeypatch, scratch_in_tmp):
+    from tests.fake_endpoint import FakeEndpoint
+
+    question = "What does zoneinfo.ZoneInfo give you?"
+    with FakeEndpoint(answer=lambda body: '{"status": "not_in_docs", "answer": "-", "source_ids": []}') as fake:
+        monkeypatch.setenv("LABKIT_MODE", "explore")
+        monkeypatch.setenv("LABKIT_BASE_URL", fake.base_url)
+        monkeypatch.setenv("LABKIT_MODEL", "fake-model")
+        t.try_question(question)
+    (saved,) = (scratch_in_tmp / "explore").glob("*/run.json")
+    assert t.explore_run_for(question) is not None
+    saved.write_text(saved.read_text(encoding="utf-8").replace("fake-model", "edited-model"), encoding="utf-8")
+    assert t.explore_run_for(question) is None

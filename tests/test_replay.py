@@ -801,3 +801,85 @@ def test_order_based_replay_hands_back_copies_in_recording_order():
     replies[0]["choices"][0]["message"]["content"] = "tampered"
     texts = [ordered.generate(QUESTIONS[0], _messages(QUESTIONS[0])).choices[0].message.content for _ in range(3)]
     assert texts == ["one", "two", "three"]
+
+
+# The parts lesson 03 shows: a few short public steps, each the code that runs.
+
+
+def test_the_lookup_lesson_03_shows_is_a_few_short_public_steps():
+    """Build the key from the whole request, look it up, refuse with a diff: each a short listing of its own."""
+    from labkit.listing import show_source
+    from labkit.recording import check_fixtures
+    from labkit.replay import saved_binding
+
+    steps = {
+        BoundReplay.generate: 6,
+        BindingStore.lookup: 8,
+        BindingStore.nearest: 9,
+        BindingStore.refusal: 12,
+        BindingStore.add: 8,
+        saved_binding: 10,
+        Binding.hashes_match: 22,  # the load-time checks: every binding's hashes, then the fixtures
+        check_fixtures: 18,
+    }
+    lengths = {step.__qualname__: show_source(step).lines for step in steps}
+    assert lengths == {step.__qualname__: most for step, most in steps.items()}
+    assert not any(part.startswith("_") for name in lengths for part in name.split("."))
+
+
+def test_lookup_raises_the_refusal_the_store_builds(store):
+    changed = as_sent({**_request(QUESTIONS[0]), "temperature": 0.5})
+    refusal = store.refusal(changed)
+    assert isinstance(refusal, ReplayRequestMismatch)
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        store.lookup(changed)
+    assert str(caught.value) == str(refusal) and caught.value.diff == refusal.diff
+    assert refusal.nearest_key == store.nearest(changed).key == request_key(as_sent(_request(QUESTIONS[0])))
+
+
+def test_the_nearest_recorded_request_differs_in_the_fewest_fields_and_the_first_wins_a_tie(store):
+    first, second = (as_sent(_request(q)) for q in QUESTIONS)
+    assert store.nearest({**second, "seed": 8}).key == request_key(second)
+    both = {**first, "messages": [first["messages"][0], {"role": "user", "content": "neither"}]}
+    assert store.nearest(both).key == request_key(first)  # one field from each: the first recorded wins
+    assert store.nearest(first, path="/other/chat/completions").key == request_key(first)
+    assert BindingStore([]).nearest(first) is None
+
+
+def test_a_store_binds_one_more_request_and_refuses_one_it_holds():
+    one, two = (Binding.make(as_sent(_request(q)), _reply(a)) for q, a in zip(QUESTIONS, ANSWERS, strict=True))
+    store = BindingStore([one], run_id="r")
+    store.add(two)
+    assert len(store) == 2 and store.lookup(two.request) is two
+    with pytest.raises(RecordedRunError, match=r"run 'r' binds one request twice"):
+        store.add(Binding.make(two.request, _reply("another reply")))
+    assert store.lookup(two.request).response == _reply(ANSWERS[1])  # the first binding stays
+
+
+def test_a_saved_binding_is_the_request_as_sent_and_refuses_a_question_it_does_not_ask():
+    from labkit.replay import saved_binding
+
+    reply = _reply("30 days")
+    binding = saved_binding(QUESTIONS[0], _request(QUESTIONS[0]), reply)
+    assert binding.key == request_key(as_sent(_request(QUESTIONS[0])))
+    reply["choices"][0]["message"]["content"] = "tampered"
+    assert binding.response["choices"][0]["message"]["content"] == "30 days"
+    with pytest.raises(RecordedRunError, match=r"saved question 'How long does shipping take\?' does not match"):
+        saved_binding(QUESTIONS[1], _request(QUESTIONS[0]), reply)
+
+
+def test_the_binding_key_is_the_sha256_of_path_query_and_body_in_the_order_sent():
+    import hashlib
+
+    from labkit.recording import binding_key
+
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "¿Dónde?"}], "temperature": 0}
+    query = [("api-version", "2024-06-01")]
+    text = json.dumps(
+        {"path": "/v1/chat/completions", "query": [["api-version", "2024-06-01"]], "body": request},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert binding_key(request, query=query) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert binding_key(dict(reversed(request.items())), query=query) != binding_key(request, query=query)
+    assert request_key is binding_key  # one function, under the name the rest of labkit uses

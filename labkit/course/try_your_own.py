@@ -18,12 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from labkit.boundary import connect
+from labkit.errors import RecordedRunError
 from labkit.explore import answer_origin, changed_fields
 from labkit.refusal import hints_in
 from labkit.replay import ReplayRequestMismatch, describe_diff
+
+if TYPE_CHECKING:
+    from labkit.recording import RecordedRun
 
 AnswerPath = Literal["recorded", "explore", "refused"]
 #: The line a replayed answer ends with: how to see a real answer to a change.
@@ -204,6 +209,31 @@ def try_question(question: str) -> TryYourOwn:
         judge=judge,
         look_for="a question the passages do not answer should come back not_in_docs with no sources",
     )
+
+
+def explore_run_for(question: str, *, folder: Path | None = None) -> RecordedRun | None:
+    """Lesson 03: return the newest run explore mode saved for `try_question` (``question``), or None.
+
+    Explore mode saves each answer to a changed request as a captured run under
+    ``scratch/explore/`` (or ``folder``). The run returned binds exactly the
+    request `try_question` sends for ``question``, so `BoundReplay.from_run`
+    replays it; a run that no longer loads is passed over, as explore mode does.
+    """
+    from labkit.explore import EXPLORE_FOLDER
+    from labkit.paths import scratch_dir
+    from labkit.recording import RUN_FILE, load_run
+
+    folder = folder or scratch_dir() / EXPLORE_FOLDER
+    messages, _judge = _docs_request(question, "")
+    found = []
+    for path in sorted(folder.glob(f"explore-02-*/{RUN_FILE}")):
+        try:
+            run = load_run(path)
+        except RecordedRunError:
+            continue
+        if any(b.question == question and b.request.get("messages") == messages for b in run.bindings):
+            found.append(run)
+    return max(found, key=lambda run: run.created_at, default=None)
 
 
 # --- lesson 04: the router's question ---------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""An exercise's check sees a call to the labkit function it asks the learner to write, under any name."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from labkit.course.shortcuts import calls_to
+from labkit.recording import Binding, binding_key
+from labkit.replay import explain_difference, request_diff
+
+
+def test_a_call_under_another_name_is_seen_with_the_functions_own_name():
+    alias = binding_key
+
+    def shortcut(request):
+        return alias(request)
+
+    with calls_to(binding_key, request_diff) as called:
+        shortcut({"model": "m"})
+    assert called == ["labkit.recording.binding_key"]
+
+
+def test_a_call_made_inside_another_labkit_function_is_seen_too():
+    def shortcut(recorded, actual):
+        return explain_difference(recorded, actual)
+
+    recorded = Binding.make({"model": "m", "messages": []}, None, status_code=0)
+    with calls_to(request_diff) as called:
+        shortcut(recorded, {"model": "n", "messages": []})
+    assert called and set(called) == {"labkit.replay.request_diff"}
+
+
+def test_own_code_calls_nothing_watched_and_the_previous_profiler_comes_back():
+    seen = []
+
+    def outer_profiler(frame, event, arg):
+        seen.append(event)
+
+    def own(a, b):
+        return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+    sys.setprofile(outer_profiler)
+    try:
+        with calls_to(request_diff) as called:
+            own({"a": 1}, {"a": 2})
+        assert sys.getprofile() is outer_profiler
+    finally:
+        sys.setprofile(None)
+    assert called == [] and "call" in seen  # the outer profiler went on seeing calls meanwhile
+
+
+def test_a_function_without_python_code_cannot_be_watched():
+    with pytest.raises(TypeError, match="has no code to recognise"), calls_to(len):
+        pass
