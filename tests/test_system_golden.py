@@ -8,7 +8,7 @@ from labkit.boundary import connect
 from labkit.course.lessons import write_authored
 from labkit.recording import load_run
 from labkit.system.contract import SETTINGS, ScriptedModel
-from labkit.system.golden import GOLDEN, QUESTIONS, GoldenCase, passed, run_golden, score_line
+from labkit.system.golden import GOLDEN, QUESTIONS, GoldenCase, passed, run_golden, score_line, unmet
 from labkit.system.policy import load_policy_index
 from labkit.system.runs import RUN_AUTHORED, RUN_CAPTURED, make_requests
 from labkit.system.workflow import MinimalSystem, read_trace_lines
@@ -127,3 +127,26 @@ def test_the_authored_run_is_rewritten_byte_for_byte(course):
     path = course / "recorded_runs" / RUN_AUTHORED / "run.json"
     before = path.read_bytes()
     assert write_authored("05") == path and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("result,case,expected", PASSES, ids=[f"case{i}" for i in range(len(PASSES))])
+def test_a_result_passes_exactly_when_it_breaks_no_rule(result, case, expected):
+    assert (unmet(result, case) == []) is expected
+
+
+def test_unmet_names_every_rule_a_result_breaks_not_only_the_first():
+    counted = {"status": "answered", "text": "2 get_refund tickets", "observation": {"count": 2}}
+    assert unmet(counted, GOLDEN[0]) == [
+        "cites [], expected refund_policy.pdf#p1",
+        f"text '2 get_refund tickets' is not exactly {GOLDEN[0].text!r}",
+    ]
+    assert unmet({"status": "insufficient_evidence"}, GOLDEN[1]) == [
+        "status insufficient_evidence, expected answered",
+        "count None, expected 2",
+    ]
+    assert unmet(counted, GOLDEN[2]) == ["status answered, expected insufficient_evidence"]
+
+
+def test_a_paraphrase_citing_the_right_page_breaks_only_the_exact_text_rule():
+    said = {"status": "answered", "text": "You have 30 days.", "citation_ids": ["refund_policy.pdf#p1"]}
+    assert unmet(said, GOLDEN[0]) == [f"text 'You have 30 days.' is not exactly {GOLDEN[0].text!r}"]

@@ -2,6 +2,7 @@
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 
@@ -16,7 +17,10 @@ from labkit.system.repeats import (
     make_requests,
     misled_cases,
     outcomes,
+    repeat_summary,
+    separated_cases,
     status_table,
+    trial_failures,
 )
 from labkit.system.tickets import TICKETS
 from tests.planted import PlantOne
@@ -162,7 +166,7 @@ def test_recording_sends_each_case_once_per_seed_and_a_failed_reply_stays_a_fail
 def test_a_trial_whose_endpoint_has_a_password_records_its_failure_with_the_password_hidden(monkeypatch, tmp_path):
     import socket
 
-    from labkit.system.repeats import _ask_or_failure
+    from labkit.system.repeats import ask_trial
     from labkit.system.workflow import MinimalSystem
 
     with socket.socket() as sock:  # a port nothing listens on
@@ -171,7 +175,47 @@ def test_a_trial_whose_endpoint_has_a_password_records_its_failure_with_the_pass
     monkeypatch.setenv("LABKIT_BASE_URL", f"http://learner:hunter2@127.0.0.1:{port}/v1")
     monkeypatch.setenv("LABKIT_MODEL", "fake-model")
     system = MinimalSystem(connect(RUN_CAPTURED, lesson="05", settings=SETTINGS, mode="live"))
-    result = _ask_or_failure(system, GOLDEN[0], "case1-seed500")
+    result = ask_trial(system, GOLDEN[0], "case1-seed500")
     assert result["status"] == "request_failed"
     assert result["reason"].startswith(f"model endpoint http://learner:***@127.0.0.1:{port}/v1: cannot connect")
     assert "hunter2" not in json.dumps(result)
+
+
+def test_the_summary_sets_the_greedy_verdict_beside_the_sampled_rate_and_its_interval(replayed):
+    greedy = {GOLDEN[0].question: False, GOLDEN[1].question: True, GOLDEN[2].question: False}
+    summary = repeat_summary(replayed, greedy)
+    table = golden_repeat_table(replayed)
+    assert list(summary.index) == QUESTIONS
+    for question in QUESTIONS:
+        row = summary.loc[question]
+        assert row["temperature 0, one request"] == ("pass" if greedy[question] else "fail")
+        assert row[f"temperature {TRIALS.temperature:g}, {TRIALS.n} seeds"] == table.loc[question, "trials"]
+        low, high = table.loc[question, "wilson_low"], table.loc[question, "wilson_high"]
+        assert row["95% Wilson interval"] == f"[{low:.2f}, {high:.2f}]"
+    assert summary.loc[GOLDEN[0].question, "ended as"] == "answered 3, invalid_output 2"
+
+
+def test_the_failed_trials_say_why_each_failed_from_the_check_or_the_golden_rules(replayed):
+    failures = trial_failures(replayed)
+    refund = failures[failures["case"] == GOLDEN[0].question]
+    answered = refund[refund["status"] == "answered"]
+    assert len(answered) == 1 and len(answered.iloc[0]["seeds"].split(", ")) == 3
+    assert answered.iloc[0]["why it failed"] == (
+        f"cites [], expected refund_policy.pdf#p1; text '2 get_refund tickets' is not exactly {GOLDEN[0].text!r}"
+    )
+    every = sum(len(s.split(", ")) for s in failures["seeds"])
+    assert every == sum(not t.passed for t in replayed)
+    assert set(refund[refund["status"] == "invalid_output"]["why it failed"]) <= {
+        t.result.get("reason") for t in replayed if t.case == GOLDEN[0]
+    }
+
+
+def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_named(replayed):
+    assert separated_cases(replayed) == []  # five trials each: every pair of intervals overlaps
+    decline = GOLDEN[2]
+    always = [
+        replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
+        for t in replayed
+    ]  # 5/5 for the decline: apart from the refund window's 0/5, still overlapping the count's 1/5
+    assert outcomes(always)[GOLDEN[1].question].count(True) == 1
+    assert separated_cases(always) == [(GOLDEN[0].question, decline.question)]

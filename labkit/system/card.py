@@ -17,7 +17,7 @@ GOLDEN_PASSED = "golden cases passed"
 
 
 def grade(boundary: Any) -> Card:
-    """Ask the golden set (and the empty count) through ``boundary`` and grade each answer with `passed`."""
+    """Ask the golden set (and the empty count) through ``boundary``; grade each with `passed`."""
     from labkit.system.golden import GOLDEN, passed
 
     rows = RUNS.make_requests(boundary)

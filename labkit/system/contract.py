@@ -50,7 +50,8 @@ class ModelReply(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _fields_fit_the_kind(self) -> ModelReply:
+    def check_fields(self) -> ModelReply:
+        """Refuse a reply whose fields do not fit its kind."""
         if self.kind == "answer":
             if not self.text.strip() or not self.citation_ids or self.tool_args is not None:
                 raise ValueError("answer needs text and citations only")
@@ -84,9 +85,12 @@ class ModelCallRecord(BaseModel):
     output_tokens: int | None = Field(
         description="Reply tokens the endpoint reported; None when nothing measured them."
     )
-    latency_ms: int | None = Field(description="Milliseconds the model took; None when no model ran.")
+    latency_ms: int | None = Field(
+        description="Milliseconds the model took; None when no model ran."
+    )
     latency_source: Literal["measured", "recorded", "none"] = Field(
-        description="measured now (live), recorded with a captured run (replay), or none (authored or scripted)."
+        description="measured now (live), recorded with a captured run (replay), "
+        "or none (authored or scripted)."
     )
 
 
@@ -105,41 +109,55 @@ def recorded_binding(run_id: str, request: dict[str, Any]) -> Any:
     return _load_run(str(path), path.stat().st_mtime_ns).binding_for(request)
 
 
-def call_model(adapter: Any, key: str, messages: list[dict[str, Any]]) -> tuple[str, ModelCallRecord]:
-    """Send ``messages`` (built for the request named ``key``) and return the raw reply text and its record.
-
-    In replay the latency is the one recorded with the run (a captured run
-    measured it; an authored run claims none), never the replay's own time.
-    """
+def call_model(
+    adapter: Any, key: str, messages: list[dict[str, Any]]
+) -> tuple[str, ModelCallRecord]:
+    """Send ``messages`` for the request ``key``; return the raw reply text and its record."""
     started = time.perf_counter()
     completion = adapter.generate(key, messages)
-    elapsed = time.perf_counter() - started
+    elapsed_s = time.perf_counter() - started
+    return reply_text(completion, key), call_record(adapter, messages, completion, elapsed_s)
+
+
+def reply_text(completion: Any, key: str) -> str:
+    """Return the reply's text, or raise `ModelReplyMissing` when the response holds none."""
     if not completion.choices or completion.choices[0].message.content is None:
+        finish = completion.choices[0].finish_reason if completion.choices else "none"
         raise ModelReplyMissing(
-            f"the response to {key!r} holds no reply text (finish reason "
-            f"{completion.choices[0].finish_reason if completion.choices else 'none'}); check the endpoint's log"
+            f"the response to {key!r} holds no reply text (finish reason {finish}); "
+            "check the endpoint's log"
         )
+    return str(completion.choices[0].message.content)
+
+
+def call_record(
+    adapter: Any, messages: list[dict[str, Any]], completion: Any, elapsed_s: float
+) -> ModelCallRecord:
+    """Return what one model call cost: its tokens, and a latency that says where it comes from.
+
+    Live, the latency is measured now. In replay it is the one recorded with the run
+    (a captured run measured it; an authored run claims none), never the replay's own time.
+    """
     mode = getattr(adapter, "mode", None)
-    if mode == "explore":  # the course's run answered (as in replay), or a live model did (as in live)
+    if mode == "explore":  # the course's run answered (as in replay), or a live model did
         mode = "live" if is_explore_answer(completion) else "replay"
     latency_ms: int | None = None
     source: Literal["measured", "recorded", "none"] = "none"
     if mode in ("live", "record"):
-        latency_ms, source = round(1000 * elapsed), "measured"
+        latency_ms, source = round(1000 * elapsed_s), "measured"
     elif mode == "replay":
         request = {"model": adapter.model, "messages": messages, **adapter.settings}
         binding = recorded_binding(adapter.run_id, request)
         if binding is not None and binding.latency_s is not None:
             latency_ms, source = round(1000 * binding.latency_s), "recorded"
     usage = completion.usage
-    record = ModelCallRecord(
+    return ModelCallRecord(
         model=getattr(adapter, "model", None) or completion.model,
         input_tokens=usage.prompt_tokens if usage else None,
         output_tokens=usage.completion_tokens if usage else None,
         latency_ms=latency_ms,
         latency_source=source,
     )
-    return completion.choices[0].message.content, record
 
 
 class ScriptedModel:
@@ -158,7 +176,7 @@ class ScriptedModel:
         self.requests: list[tuple[str, list[dict[str, Any]]]] = []
 
     def generate(self, key: str, messages: list[dict[str, Any]]) -> Any:
-        """Return the scripted reply for ``key`` (or the single reply) as an `openai` ChatCompletion."""
+        """Return the scripted reply for ``key`` (or the single reply) as a ChatCompletion."""
         from openai.types.chat import ChatCompletion
 
         if isinstance(self.replies, str):
@@ -166,7 +184,9 @@ class ScriptedModel:
         elif key in self.replies:
             text = self.replies[key]
         else:
-            raise UnscriptedRequest(f"no scripted reply for {key!r}; script one or use a recorded run")
+            raise UnscriptedRequest(
+                f"no scripted reply for {key!r}; script one or use a recorded run"
+            )
         self.requests.append((key, messages))
         return ChatCompletion.model_validate(
             {
@@ -174,6 +194,12 @@ class ScriptedModel:
                 "object": "chat.completion",
                 "created": 0,
                 "model": self.model,
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
             }
         )

@@ -1,4 +1,4 @@
-"""The refund policy: a real PDF written by a project script, read page by page, split and indexed in FAISS.
+"""The refund policy: a real PDF written by a project script, read by page, split, indexed in FAISS.
 
 ``python -m labkit.system.policy`` writes ``fixtures/system/refund_policy.pdf``
 with fpdf2, with fixed metadata and creation date, so writing it again gives
@@ -37,7 +37,7 @@ _METADATA = {
     "creator": "labkit.system.policy",
 }
 
-#: The policy, page by page: a heading, then paragraphs. Written for the course; the figures are invented.
+#: The policy, page by page: a heading, then paragraphs. Written for the course; figures invented.
 POLICY_PAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "Refund policy",
@@ -99,7 +99,7 @@ def embeddings_path() -> Path:
 
 
 def citation_id(page_index: int, *, name: str = PDF_NAME) -> str:
-    """Return the citation id of a page from its zero-based index, as PyPDFLoader numbers pages: ``name#p<index + 1>``."""
+    """Return the citation id of the page at zero-based ``page_index``: ``name#p<index + 1>``."""
     if isinstance(page_index, bool) or not isinstance(page_index, int) or page_index < 0:
         raise PolicyDocumentError(f"a page index must be a whole number from 0, not {page_index!r}")
     return f"{name}#p{page_index + 1}"
@@ -109,7 +109,7 @@ def citation_id(page_index: int, *, name: str = PDF_NAME) -> str:
 
 
 def policy_pdf_bytes() -> bytes:
-    """Return the bytes of the policy PDF: one PDF page per entry of `POLICY_PAGES`, fixed metadata and date."""
+    """Return the policy PDF: a page per entry of `POLICY_PAGES`, fixed metadata and date."""
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
@@ -131,12 +131,14 @@ def policy_pdf_bytes() -> bytes:
             pdf.multi_cell(0, 6, paragraph, new_x="LMARGIN", new_y="NEXT")
             pdf.ln(2)
         if pdf.get_y() > pdf.h - 20:
-            raise PolicyDocumentError(f"the page {heading!r} overflows; shorten its text in POLICY_PAGES")
+            raise PolicyDocumentError(
+                f"the page {heading!r} overflows; shorten its text in POLICY_PAGES"
+            )
     return bytes(pdf.output())
 
 
 def write_policy_pdf(folder: str | Path | None = None) -> Path:
-    """Write ``refund_policy.pdf`` into ``folder`` (default ``fixtures/system``); the same bytes every time.
+    """Write ``refund_policy.pdf`` into ``folder`` (``fixtures/system``); the same bytes each time.
 
     Refuses (`FixtureOverwriteRefused`) without writing when the folder holds a captured run.
     """
@@ -152,62 +154,69 @@ def write_policy_pdf(folder: str | Path | None = None) -> Path:
 
 
 def _community(module: str, name: str) -> Any:
-    """Import ``name`` from ``langchain_community.<module>``, which the book's program uses for PDFs and FAISS."""
+    """Import ``name`` from ``langchain_community.<module>`` (the book's PDF loader, FAISS)."""
     import importlib
     import warnings
 
     with warnings.catch_warnings():
-        # The package announces its sunset on import; the course pins a version whose loader and store work.
-        warnings.filterwarnings("ignore", message=".*langchain-community.*", category=DeprecationWarning)
+        # The package announces its sunset on import; the course pins a version whose parts work.
+        warnings.filterwarnings(
+            "ignore", message=".*langchain-community.*", category=DeprecationWarning
+        )
         return getattr(importlib.import_module(f"langchain_community.{module}"), name)
 
 
 def load_policy_pages(path: str | Path | None = None) -> list[Any]:
-    """Read the policy PDF with ``PyPDFLoader``: one ``Document`` per page, each with its one-based citation id.
+    """Read the policy PDF: one ``Document`` per page, each with its one-based citation id.
 
-    ``source`` is rewritten as the path relative to the project root so that no
-    machine's folder names reach a notebook; a file that is not a readable PDF,
-    or a page with no text, is refused.
+    ``PyPDFLoader`` numbers pages from 0 (``metadata["page"]``); the citation id counts
+    from 1, as people do: ``refund_policy.pdf#p1`` is the first page.
     """
-    PyPDFLoader = _community("document_loaders", "PyPDFLoader")
     path = Path(path) if path is not None else policy_path()
+    pages = read_pdf_pages(path)
+    for page in pages:
+        page.metadata["citation_id"] = citation_id(page.metadata["page"], name=path.name)
+        page.metadata["source"] = relative_to_root(path)  # no machine's folder names in a notebook
+    return pages
+
+
+def read_pdf_pages(path: Path) -> list[Any]:
+    """Read a PDF with ``PyPDFLoader``; refuse a missing or unreadable file, a page with no text."""
+    PyPDFLoader = _community("document_loaders", "PyPDFLoader")
+    again = "write it again with `python -m labkit.system.policy`"
     if not path.is_file():
-        raise PolicyDocumentError(
-            f"no policy PDF at {relative_to_root(path)}; write it with `python -m labkit.system.policy`"
-        )
+        raise PolicyDocumentError(f"no policy PDF at {relative_to_root(path)}; {again}")
     try:
         pages = PyPDFLoader(str(path)).load()
     except Exception as exc:  # pypdf raises many kinds for a damaged file
         raise PolicyDocumentError(
             f"{relative_to_root(path)} is not a readable PDF ({type(exc).__name__}: {exc}); "
-            "restore it from git or write it again with `python -m labkit.system.policy`"
+            f"restore it from git or {again}"
         ) from None
     if not pages:
-        raise PolicyDocumentError(
-            f"{relative_to_root(path)} has no pages; write it again with `python -m labkit.system.policy`"
-        )
+        raise PolicyDocumentError(f"{relative_to_root(path)} has no pages; {again}")
     for page in pages:
-        number = page.metadata.get("page")
         if not page.page_content.strip():
             raise PolicyDocumentError(
-                f"page {number} of {relative_to_root(path)} has no extractable text; a citation to it could "
-                "never be checked. Write the PDF again with `python -m labkit.system.policy`"
+                f"page {page.metadata.get('page')} of {relative_to_root(path)} has no extractable "
+                f"text, so a citation to it could never be checked; {again}"
             )
-        page.metadata["citation_id"] = citation_id(number, name=path.name)
-        page.metadata["source"] = relative_to_root(path)
     return pages
 
 
-def split_policy(pages: list[Any], *, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[Any]:
+def split_policy(
+    pages: list[Any], *, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP
+) -> list[Any]:
     """Split the pages into chunks; each keeps its page's metadata, and so its citation id."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    return RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap).split_documents(pages)
+    splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    return splitter.split_documents(pages)
 
 
 @register_embedding_set(EMBEDDING_SET)
 def embedding_texts() -> tuple[list[str], Path]:
-    """Return every text lesson 05 embeds (the policy chunks and the lesson's questions) and their file."""
+    """Return every text lesson 05 embeds (policy chunks, the questions) and their file."""
     from labkit.system.golden import QUESTIONS
 
     chunks = [c.page_content for c in split_policy(load_policy_pages())]
@@ -227,7 +236,9 @@ class PolicyIndex:
         return list(dict.fromkeys(c.metadata["citation_id"] for c in self.chunks))
 
 
-def load_policy_index(*, path: str | Path | None = None, embeddings: SavedEmbeddings | None = None) -> PolicyIndex:
+def load_policy_index(
+    *, path: str | Path | None = None, embeddings: SavedEmbeddings | None = None
+) -> PolicyIndex:
     """Load, split and index the policy PDF in FAISS with saved real vectors.
 
     A chunk without a saved vector means the PDF or splitter changed since the
@@ -239,9 +250,9 @@ def load_policy_index(*, path: str | Path | None = None, embeddings: SavedEmbedd
     missing = [c.metadata["citation_id"] for c in chunks if c.page_content not in embeddings]
     if missing:
         raise PolicyDocumentError(
-            f"{len(missing)} chunk(s) of the policy ({', '.join(missing)}) have no saved vector: the PDF or the "
-            f"splitter changed since the vectors were recorded. Restore the PDF, or recompute them with "
-            f"`labkit embed {EMBEDDING_SET}` (needs the [embed] extra)."
+            f"{len(missing)} chunk(s) of the policy ({', '.join(missing)}) have no saved vector: "
+            "the PDF or the splitter changed since the vectors were recorded. Restore the PDF, "
+            f"or recompute them with `labkit embed {EMBEDDING_SET}` (needs the [embed] extra)."
         )
     return PolicyIndex(FAISS.from_documents(chunks, embeddings), chunks)
 
@@ -252,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) > 1 or any(arg.startswith("-") for arg in argv):
-        print("usage: python -m labkit.system.policy [FOLDER]   (default: fixtures/system)", file=sys.stderr)
+        print(
+            "usage: python -m labkit.system.policy [FOLDER]   (default: fixtures/system)",
+            file=sys.stderr,
+        )
         return 1
     try:
         path = write_policy_pdf(argv[0] if argv else None)

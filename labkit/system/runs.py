@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.system.contract import SETTINGS
-from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
+from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN, unmet
 from labkit.system.policy import embeddings_path, policy_path
 from labkit.tables import text_table
 
@@ -31,7 +31,12 @@ CAPTURED_DESCRIPTION = (
     "LangGraph workflow, schema-constrained JSON."
 )
 
-_TOOL_CALL: dict[str, Any] = {"kind": "tool_call", "text": "", "citation_ids": [], "tool_args": None}
+_TOOL_CALL: dict[str, Any] = {
+    "kind": "tool_call",
+    "text": "",
+    "citation_ids": [],
+    "tool_args": None,
+}
 AUTHORED_REPLIES: dict[str, str] = {
     GOLDEN[0].question: json.dumps(
         {
@@ -54,8 +59,13 @@ def run_fixtures() -> list[Path]:
     return [policy_path(), embeddings_path()]
 
 
-def make_requests(adapter: Any, *, trace_path: str | Path | None = None) -> list[tuple[str, str, dict[str, Any]]]:
-    """Ask the golden set, each case on a fresh thread, then the empty count for team-b; return ``(question, team, result)``."""
+def make_requests(
+    adapter: Any, *, trace_path: str | Path | None = None
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """Ask the golden set, each case on a fresh thread, then the empty count for team-b.
+
+    Returns ``(question, team, result)`` for each request, in the order asked.
+    """
     from labkit.system.golden import run_golden
     from labkit.system.workflow import MinimalSystem
 
@@ -65,11 +75,14 @@ def make_requests(adapter: Any, *, trace_path: str | Path | None = None) -> list
     return [*asked, (EMPTY_COUNT_QUESTION, "team-b", empty)]
 
 
-# --- what notebook 05 shows ------------------------------------------------------------------------
+# --- what notebook 05 shows ----------------------------------------------------------------
 
 
 def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
-    """Return a pandas table of a golden run: question, expected status, the result's status, text and count, verdict."""
+    """Return a table of a golden run: per case the expected status, the result and the verdict.
+
+    ``why not passed`` names every rule of the case the result broke (`golden.unmet`).
+    """
     import pandas as pd
 
     table = pd.DataFrame(
@@ -81,15 +94,22 @@ def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
                 "text": result.get("text", ""),
                 "count": result.get("observation", {}).get("count"),
                 "passed": ok,
+                "why not passed": "; ".join(unmet(result, case)),
             }
             for case, _, result, ok in rows
         ]
     )
-    return table.set_index("question").astype({"count": "Int64"})
+    return text_table(table.set_index("question").astype({"count": "Int64"}))
 
 
-def failure_table(rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list[dict[str, Any]]) -> Any:
-    """Return a pandas table of the failed golden cases, read from their trace lines: statuses, why, raw reply, tool observation."""
+def failure_table(
+    rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list[dict[str, Any]]
+) -> Any:
+    """Return a table of the failed golden cases, read from their trace lines.
+
+    Per case: the check's status and the final one, why it failed (the check's reason,
+    else the golden rules it broke), the model's raw reply and what the tool observed.
+    """
     import pandas as pd
 
     by_session = {line["session_id"]: line for line in lines}
@@ -100,64 +120,75 @@ def failure_table(rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list
         line = by_session[session_id]
         steps = {step["step"]: step for step in line["trace"]}
         tool = steps.get("tool")
+        why = steps["check"].get("reason") or "; ".join(unmet(line["result"], case))
+        observed = "" if tool is None else f"{tool['intent']}: {tool['count']} for {tool['team']}"
         records.append(
             {
                 "question": case.question,
                 "check status": steps["check"]["status"],
                 "final status": line["result"]["status"],
-                "why it failed": steps["check"].get("reason") or _why(case, line["result"]),
+                "why it failed": why,
                 "raw reply": steps["generate"]["raw_reply"],
-                "tool observation": "" if tool is None else f"{tool['intent']}: {tool['count']} for {tool['team']}",
+                "tool observation": observed,
             }
         )
-    columns = ["question", "check status", "final status", "why it failed", "raw reply", "tool observation"]
-    return text_table(pd.DataFrame(records, columns=columns).set_index("question"))
+    columns = ["question", "check status", "final status", "why it failed", "raw reply"]
+    frame = pd.DataFrame(records, columns=[*columns, "tool observation"])
+    return text_table(frame.set_index("question"))
 
 
-def _why(case: Any, result: dict[str, Any]) -> str:
-    if result["status"] != case.status:
-        return f"status {result['status']}, expected {case.status}"
-    if case.count is not None:
-        return f"count {result.get('observation', {}).get('count')}, expected {case.count}"
-    if case.cites is not None and case.cites not in result.get("citation_ids", []):
-        return f"cites {result.get('citation_ids')}, expected {case.cites}"
-    return f"text {result.get('text')!r} is not the exact text {case.text!r}"
+def viewer_text(trace: Any, *, passed: bool | None = None, reason: str | None = None) -> str:
+    """Return in text what `TraceViewer` shows: each event's status and summary, then the verdict.
+
+    The last line is the viewer's heading: the events tallied by status, and the lesson's
+    verdict (``passed``) with its ``reason``, where the lesson judged the request.
+    """
+    from labkit.traces import event_summary
+    from labkit.widgets import STATUS_COLOURS, event_statuses
+
+    statuses = event_statuses(trace, passed=passed)
+    lines = [
+        f"#{e.sequence} {e.kind:<8} {s:<5} {event_summary(e)}"
+        for e, s in zip(trace, statuses, strict=True)
+    ]
+    tally = ", ".join(f"{statuses.count(s)} {s}" for s in STATUS_COLOURS if statuses.count(s))
+    verdict = "" if passed is None else f"; judged {'right' if passed else 'wrong'}"
+    lines.append(f"{len(trace)} events ({tally}){verdict}" + (f": {reason}" if reason else ""))
+    return "\n".join(lines)
 
 
-def latency_table(lines: list[dict[str, Any]], run: Any) -> Any:
-    """Return a pandas table of latency per step, one row per request, the model's taken from ``run``'s bindings.
+def evidence_share(messages: list[dict[str, Any]]) -> float:
+    """Return the share of a request's characters that are retrieved evidence text (0 to 1)."""
+    import json
 
-    Only the model call is timed per step, and only its latency is part of a
-    recorded run; the local steps (retrieve, check, tool) are marked as run, without a figure.
+    sent = sum(len(m["content"]) for m in messages)
+    users = [json.loads(m["content"]) for m in messages if m["role"] == "user"]
+    evidence = [json.dumps(e["text"], ensure_ascii=False) for u in users for e in u["evidence"]]
+    return sum(map(len, evidence)) / sent
+
+
+def token_latency_table(run: Any) -> Any:
+    """Return, per question of a captured run, its prompt and reply tokens and recorded latency.
+
+    A question asked once shows one figure per column; one asked once per seed shows
+    each seed's figure in seed order. An authored run has none of these to show.
     """
     import pandas as pd
 
+    by_question: dict[str, list[Any]] = {}
+    for binding in sorted(run.bindings, key=lambda b: b.request.get("seed", 0)):
+        by_question.setdefault(binding.question, []).append(binding)
     rows = []
-    for line in lines:
-        row = {
-            "question": line["question"],
-            "retrieve": "did not run",
-            "generate": "did not run",
-            "check": "did not run",
-            "tool": "did not run",
-            "input_tokens": None,
-            "output_tokens": None,
-        }
-        for step in line["trace"]:
-            if step["step"] != "generate":
-                row[step["step"]] = "ran locally"
-                continue
-            request = {"model": run.model.id, "messages": step["model_request"], **run.settings}
-            binding = run.binding_for(request)
-            if binding is None or binding.latency_s is None:
-                row["generate"] = f"none recorded ({run.origin} run)"
-            else:
-                row.update(
-                    generate=f"{round(1000 * binding.latency_s):,} ms",
-                    input_tokens=binding.usage.prompt_tokens,
-                    output_tokens=binding.usage.completion_tokens,
-                )
-        rows.append(row)
-    return text_table(
-        pd.DataFrame(rows).set_index("question").astype({"input_tokens": "Int64", "output_tokens": "Int64"})
-    )
+    for question, bindings in by_question.items():
+        if any(b.usage is None or b.latency_s is None for b in bindings):
+            raise ValueError(f"{run.run_id} holds no usage or latency for {question!r}")
+        rows.append(
+            {
+                "question": question,
+                "seeds": ", ".join(str(b.request.get("seed")) for b in bindings),
+                "prompt tokens": ", ".join(str(b.usage.prompt_tokens) for b in bindings),
+                "reply tokens": ", ".join(str(b.usage.completion_tokens) for b in bindings),
+                "latency (s)": ", ".join(f"{b.latency_s:.0f}" for b in bindings),
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("question"))

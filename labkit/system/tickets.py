@@ -16,7 +16,7 @@ from labkit.errors import LabkitError
 #: The intents a count may ask about; the tool's input schema allows no other.
 Intent = Literal["get_refund", "track_order", "cancel_order"]
 
-#: The book's four illustrative tickets: three for team-a, one for team-b; none asks to cancel an order.
+#: The book's four illustrative tickets: three for team-a, one for team-b; none cancels an order.
 TICKETS: tuple[dict[str, str | int], ...] = (
     {"id": 1, "team": "team-a", "intent": "get_refund"},
     {"id": 2, "team": "team-a", "intent": "get_refund"},
@@ -32,9 +32,11 @@ class UnknownTeam(LabkitError, LookupError):
 
 
 def check_team(team: str) -> str:
-    """Return ``team`` if the application knows it; else raise `UnknownTeam` naming the known teams."""
+    """Return ``team`` if the application knows it; else raise `UnknownTeam`, naming the known."""
     if team not in TEAMS:
-        raise UnknownTeam(f"unknown team {team!r}: the known teams are {', '.join(TEAMS)}; pass one of them")
+        raise UnknownTeam(
+            f"unknown team {team!r}: the known teams are {', '.join(TEAMS)}; pass one of them"
+        )
     return team
 
 
@@ -46,9 +48,14 @@ class CountTickets(BaseModel):
 
 
 def count_tickets(args: CountTickets, team: str) -> dict[str, str | int]:
-    """Count the caller's team's tickets with the requested intent; ``team`` comes from the application, never the model."""
+    """Count the caller's team's tickets with the requested intent.
+
+    ``team`` comes from the application, never from the model's arguments.
+    """
     if not isinstance(args, CountTickets):
-        raise TypeError(f"count_tickets takes validated CountTickets arguments, not {type(args).__name__}")
+        raise TypeError(
+            f"count_tickets takes validated CountTickets arguments, not {type(args).__name__}"
+        )
     check_team(team)
     rows = [t for t in TICKETS if t["team"] == team and t["intent"] == args.intent]
     return {"intent": args.intent, "team": team, "count": len(rows)}

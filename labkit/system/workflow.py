@@ -1,4 +1,4 @@
-"""The workflow: a LangGraph graph ``retrieve -> generate -> check -> tool`` and `MinimalSystem.ask` around it.
+"""The workflow: the LangGraph graph ``retrieve -> generate -> check -> tool``; `MinimalSystem`.
 
 Each node returns only the fields it changes; the ``trace`` field has a
 reducer (``operator.add``), so every node's record is appended, across all the
@@ -6,8 +6,9 @@ requests of a thread. ``check`` turns the raw reply into a status:
 ``invalid_output``, ``invalid_citation``, ``answered``, ``tool_call`` or
 ``insufficient_evidence``; the conditional edge after it sends only a
 validated ``tool_call`` to the tool. Only the model call carries a latency
-(`labkit.system.contract.ModelCallRecord`); `MinimalSystem.ask` times the whole request. ``answered`` for policy text means only
-that the reply is well formed and cites pages that were retrieved for it.
+(`labkit.system.contract.ModelCallRecord`); `MinimalSystem.ask` times the whole request.
+``answered`` for policy text means only that the reply is well formed and cites pages
+that were retrieved for it.
 
 The graph is compiled with LangGraph's ``InMemorySaver``: state is kept per
 thread (``session_id``) for the life of the process, not across a restart.
@@ -63,19 +64,25 @@ class State(TypedDict, total=False):
 
 
 def build_messages(question: str, evidence: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Return the messages for a question: the system prompt, then the question and evidence as JSON data."""
+    """Return one request's messages: the system prompt, then question and evidence as JSON."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": json.dumps({"question": question, "evidence": evidence}, ensure_ascii=False)},
+        {
+            "role": "user",
+            "content": json.dumps({"question": question, "evidence": evidence}, ensure_ascii=False),
+        },
     ]
 
 
 def retrieve_node(index: PolicyIndex, *, k: int = K) -> Any:
-    """Return the ``retrieve`` node: the ``k`` nearest policy chunks, as evidence with their citation ids."""
+    """Return the ``retrieve`` node: the ``k`` nearest policy chunks, each with its citation id."""
 
     def retrieve(state: State) -> dict[str, Any]:
         found = index.store.similarity_search_with_score(state["question"], k=k)
-        evidence = [{"citation_id": doc.metadata["citation_id"], "text": doc.page_content} for doc, _ in found]
+        evidence = [
+            {"citation_id": doc.metadata["citation_id"], "text": doc.page_content}
+            for doc, _ in found
+        ]
         record = {
             "step": "retrieve",
             "ids": [e["citation_id"] for e in evidence],
@@ -87,29 +94,30 @@ def retrieve_node(index: PolicyIndex, *, k: int = K) -> Any:
 
 
 def generate_node(adapter: Any) -> Any:
-    """Return the ``generate`` node: one model call through ``adapter``, keeping the messages and the raw reply."""
+    """Return the ``generate`` node: one model call, keeping the messages sent and the raw reply."""
 
     def generate(state: State) -> dict[str, Any]:
         messages = build_messages(state["question"], state["evidence"])
         reply, record = call_model(adapter, state["question"], messages)
-        return {
-            "reply": reply,
-            "trace": [{"step": "generate", "model_request": messages, "raw_reply": reply, **record.model_dump()}],
-        }
+        step = {"step": "generate", "model_request": messages, "raw_reply": reply}
+        return {"reply": reply, "trace": [{**step, **record.model_dump()}]}
 
     return generate
 
 
 def check(state: State) -> dict[str, Any]:
-    """Validate the raw reply against `ModelReply` and this request's evidence; return the status it earns."""
+    """Check the raw reply against `ModelReply` and this request's evidence; return its status."""
     result: dict[str, Any]
     try:
         reply = ModelReply.model_validate_json(state["reply"])
-        loads_strict(state["reply"], source="model reply")  # valid JSON may still repeat a key: refused, as elsewhere
+        loads_strict(state["reply"], source="model reply")  # a repeated key is refused too
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
-        result = {"status": "invalid_output", "reason": f"{where + ': ' if where else ''}{first['msg']}"}
+        result = {
+            "status": "invalid_output",
+            "reason": f"{where + ': ' if where else ''}{first['msg']}",
+        }
     except InvalidJSON as exc:
         result = {"status": "invalid_output", "reason": str(exc)}
     else:
@@ -136,7 +144,11 @@ def run_tool(state: State) -> dict[str, Any]:
     """Run the count tool with the validated arguments and the team the application supplied."""
     args = CountTickets.model_validate(state["result"]["tool_args"])
     observation = count_tickets(args, team=state["team"])
-    result = {"status": "answered", "text": f"{observation['count']} {args.intent} tickets", "observation": observation}
+    result = {
+        "status": "answered",
+        "text": f"{observation['count']} {args.intent} tickets",
+        "observation": observation,
+    }
     return {"result": result, "trace": [{"step": "tool", **observation}]}
 
 
@@ -148,7 +160,7 @@ def after_check(state: State) -> str:
 
 
 def build_graph(index: PolicyIndex, adapter: Any, *, checkpointer: Any = None) -> Any:
-    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory checkpointer."""
+    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver."""
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
@@ -162,33 +174,41 @@ def build_graph(index: PolicyIndex, adapter: Any, *, checkpointer: Any = None) -
     builder.add_edge("generate", "check")
     builder.add_conditional_edges("check", after_check, ["tool", END])
     builder.add_edge("tool", END)
-    return builder.compile(checkpointer=checkpointer if checkpointer is not None else InMemorySaver())
+    saver = InMemorySaver() if checkpointer is None else checkpointer
+    return builder.compile(checkpointer=saver)
 
 
 def default_trace_path() -> Path:
-    """Return the JSON Lines file `ask` appends to: ``05_minimal_system/traces.jsonl`` under the scratch folder."""
+    """Return the JSON Lines file `ask` appends to: ``05_minimal_system/traces.jsonl``."""
     from labkit.paths import scratch_dir
 
     return scratch_dir() / "05_minimal_system" / "traces.jsonl"
 
 
-class MinimalSystem:
-    """The whole program: the policy index, the compiled graph, and `ask`, which writes one trace line per request."""
+def thread_config(session_id: str) -> dict[str, Any]:
+    """Return the LangGraph config that names a conversation thread: its ``thread_id``."""
+    return {"configurable": {"thread_id": session_id}}
 
-    def __init__(self, adapter: Any, *, index: PolicyIndex | None = None, trace_path: str | Path | None = None) -> None:
+
+class MinimalSystem:
+    """The whole program: the policy index, the compiled graph, and `ask` with its trace lines."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        *,
+        index: PolicyIndex | None = None,
+        trace_path: str | Path | None = None,
+    ) -> None:
         self.adapter = adapter
         self.index = index if index is not None else load_policy_index()
         self.graph = build_graph(self.index, adapter)
         self.trace_path = Path(trace_path) if trace_path is not None else default_trace_path()
         self._numbers = itertools.count(1)
 
-    @staticmethod
-    def _config(session_id: str) -> dict[str, Any]:
-        return {"configurable": {"thread_id": session_id}}
-
     def saved_state(self, session_id: str) -> dict[str, Any]:
         """Return what the checkpointer holds for a session: ``{}`` for a fresh one."""
-        return dict(self.graph.get_state(self._config(session_id)).values)
+        return dict(self.graph.get_state(thread_config(session_id)).values)
 
     def new_session(self, prefix: str = "session") -> str:
         """Return a session id that has no saved state yet: ``<prefix>-<n>``."""
@@ -198,39 +218,53 @@ class MinimalSystem:
                 return session_id
 
     def ask(self, question: str, team: str, session_id: str) -> dict[str, Any]:
-        """Answer one request on the thread ``session_id`` for ``team``, append its trace line, and return its result.
+        """Answer ``question`` for ``team`` on thread ``session_id`` and return its result.
 
-        The team comes from the application; a thread saved for another team is
-        refused before anything runs. The trace line holds only this request's steps.
+        The team comes from the application, never from the model. One line is appended to
+        the trace file: this request's steps only, and the whole request's latency.
+        """
+        previous = self.open_thread(question, team, session_id)
+        trace_start = len(previous.get("trace", []))
+        started = time.perf_counter()
+        final = self.graph.invoke(
+            {"question": question, "team": team}, config=thread_config(session_id)
+        )
+        latency_ms = round(1000 * (time.perf_counter() - started), 3)
+        self.write_trace_line(
+            {
+                "run": run_identity(self.adapter),
+                "session_id": session_id,
+                "question": question,
+                "team": team,
+                "result": final["result"],
+                "latency_ms": latency_ms,
+                "trace": final["trace"][trace_start:],
+            }
+        )
+        return final["result"]
+
+    def open_thread(self, question: str, team: str, session_id: str) -> dict[str, Any]:
+        """Return the thread's saved state, or refuse the request before anything runs.
+
+        Refused: a blank argument, an unknown team, a thread that another team started.
         """
         for name, value in (("question", question), ("team", team), ("session_id", session_id)):
             if not isinstance(value, str) or not value.strip():
                 raise InvalidRequest(f"{name} must be non-empty text, not {value!r}")
-        check_team(team)  # before anything runs: an unknown team is refused, never counted as 0 tickets
-        config = self._config(session_id)
+        check_team(team)  # an unknown team is refused, never counted as 0 tickets
         previous = self.saved_state(session_id)
         if previous and previous.get("team") != team:
             raise SessionTeamMismatch(
                 f"session {session_id!r} belongs to {previous.get('team')!r}, not {team!r}; "
                 "start a new session for this team"
             )
-        trace_start = len(previous.get("trace", []))
-        started = time.perf_counter()
-        final = self.graph.invoke({"question": question, "team": team}, config=config)
-        latency_ms = round(1000 * (time.perf_counter() - started), 3)
-        line = {
-            "run": run_identity(self.adapter),
-            "session_id": session_id,
-            "question": question,
-            "team": team,
-            "result": final["result"],
-            "latency_ms": latency_ms,
-            "trace": final["trace"][trace_start:],
-        }
+        return previous
+
+    def write_trace_line(self, line: dict[str, Any]) -> None:
+        """Append one request's trace line to the JSON Lines file at ``trace_path``."""
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
         with self.trace_path.open("a", encoding="utf-8") as log:
             log.write(canonical_json(line) + "\n")
-        return final["result"]
 
 
 _LINE_KEYS = {"run", "session_id", "question", "team", "result", "latency_ms", "trace"}
@@ -242,7 +276,11 @@ def read_trace_lines(path: str | Path | None = None) -> list[dict[str, Any]]:
     lines = []
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         item = loads_strict(text, source=f"{path.name} line {number}")
-        if not isinstance(item, dict) or set(item) != _LINE_KEYS or not isinstance(item["trace"], list):
+        if (
+            not isinstance(item, dict)
+            or set(item) != _LINE_KEYS
+            or not isinstance(item["trace"], list)
+        ):
             raise TraceFormatError(
                 f"{path.name} line {number}: a request line has exactly the keys {sorted(_LINE_KEYS)}; "
                 "this file was not written by MinimalSystem.ask: delete it and ask again"
@@ -252,9 +290,15 @@ def read_trace_lines(path: str | Path | None = None) -> list[dict[str, Any]]:
 
 
 def request_trace(line: dict[str, Any]) -> Trace:
-    """Return one request's trace line as a `Trace` (one event per step, kind = step name) for `TraceViewer`."""
+    """Return one request's trace line as a `Trace` for `TraceViewer`: one event per step."""
     trace = Trace()
-    trace.emit("request", **line["run"], session_id=line["session_id"], question=line["question"], team=line["team"])
+    trace.emit(
+        "request",
+        **line["run"],
+        session_id=line["session_id"],
+        question=line["question"],
+        team=line["team"],
+    )
     for step in line["trace"]:
         trace.emit(step["step"], **{k: v for k, v in step.items() if k != "step"})
     trace.emit("result", **line["result"])

@@ -1,0 +1,107 @@
+"""What notebook 05 shows of its runs: golden tables that say why, a trace's text beside its viewer, token costs."""
+
+import json
+
+import pytest
+
+from labkit.boundary import connect
+from labkit.recording import load_run
+from labkit.system.contract import SETTINGS, ScriptedModel
+from labkit.system.golden import GOLDEN, run_golden
+from labkit.system.policy import load_policy_index
+from labkit.system.runs import (
+    RUN_AUTHORED,
+    RUN_CAPTURED,
+    evidence_share,
+    failure_table,
+    golden_table,
+    token_latency_table,
+    viewer_text,
+)
+from labkit.system.workflow import MinimalSystem, read_trace_lines, request_trace
+from labkit.widgets import viewer_html
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_policy_index()
+
+
+@pytest.fixture
+def captured(index, tmp_path):
+    system = MinimalSystem(
+        connect(RUN_CAPTURED, lesson="05", settings=SETTINGS), index=index, trace_path=tmp_path / "t.jsonl"
+    )
+    return system, run_golden(system)
+
+
+def test_the_golden_table_names_the_broken_rule_of_each_failed_case_and_none_of_a_pass(captured):
+    _, rows = captured
+    table = golden_table(rows)
+    for case, _, _, ok in rows:
+        why = table.loc[case.question, "why not passed"]
+        assert (why == "") is ok
+    assert table.loc[GOLDEN[2].question, "why not passed"] == "status answered, expected insufficient_evidence"
+
+
+def test_the_failure_table_gives_the_checks_reason_first_and_the_broken_rule_otherwise(captured):
+    system, rows = captured
+    table = failure_table(rows, read_trace_lines(system.trace_path))
+    assert list(table.index) == [case.question for case, _, _, ok in rows if not ok]
+    assert table.loc[GOLDEN[0].question, "why it failed"] == "Value error, answer needs text and citations only"
+    assert table.loc[GOLDEN[2].question, "why it failed"] == "status answered, expected insufficient_evidence"
+    assert table.loc[GOLDEN[2].question, "tool observation"] == "get_refund: 2 for team-a"
+
+
+@pytest.mark.parametrize("passed", [True, False, None])
+def test_the_viewers_text_says_what_its_heading_says(captured, passed):
+    system, _ = captured
+    line = next(x for x in read_trace_lines(system.trace_path) if x["question"] == GOLDEN[2].question)
+    trace = request_trace(line)
+    text = viewer_text(trace, passed=passed, reason="status answered, expected insufficient_evidence")
+    last = text.splitlines()[-1]
+    heading = viewer_html(trace, "t", passed=passed)
+    if passed is False:
+        assert last.startswith("6 events (5 ok, 1 wrong); judged wrong: status answered")
+        assert "6 events (5 ok, 1 wrong)" in heading and "judged wrong" in heading
+        assert text.splitlines()[5].split()[:3] == ["#6", "result", "wrong"]
+    elif passed:
+        assert last.startswith("6 events (6 ok); judged right") and "judged right" in heading
+    else:
+        assert last.startswith("6 events (6 ok):") and "judged" not in last and "judged" not in heading
+    assert [row.split()[1] for row in text.splitlines()[:-1]] == trace.kinds()
+
+
+def test_evidence_share_counts_the_evidence_texts_against_everything_sent():
+    evidence = [{"citation_id": "a", "text": "x" * 300}]
+    messages = [
+        {"role": "system", "content": "s" * 100},
+        {"role": "user", "content": json.dumps({"question": "q", "evidence": evidence})},
+    ]
+    sent = 100 + len(messages[1]["content"])
+    assert evidence_share(messages) == pytest.approx(302 / sent)  # the text as JSON, with its quotes
+    assert evidence_share([messages[0], {"role": "user", "content": '{"question": "q", "evidence": []}'}]) == 0
+
+
+def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
+    run = load_run("05-system-smollm2-repeats")
+    table = token_latency_table(run)
+    for question in table.index:
+        bindings = sorted((b for b in run.bindings if b.question == question), key=lambda b: b.request["seed"])
+        assert table.loc[question, "reply tokens"] == ", ".join(str(b.usage.completion_tokens) for b in bindings)
+        assert table.loc[question, "latency (s)"] == ", ".join(f"{b.latency_s:.0f}" for b in bindings)
+        assert table.loc[question, "seeds"] == ", ".join(str(b.request["seed"]) for b in bindings)
+
+
+def test_the_token_table_refuses_a_run_that_measured_nothing():
+    with pytest.raises(ValueError, match="no usage or latency"):
+        token_latency_table(load_run(RUN_AUTHORED))
+
+
+def test_a_scripted_probe_shows_in_the_golden_table_with_its_broken_rule(index, tmp_path):
+    wrong = '{"kind": "answer", "text": "Within 60 days.", "citation_ids": ["refund_policy.pdf#p1"]}'
+    system = MinimalSystem(ScriptedModel(wrong), index=index, trace_path=tmp_path / "t.jsonl")
+    rows = run_golden(system)
+    assert golden_table(rows).loc[GOLDEN[0].question, "why not passed"] == (
+        f"text 'Within 60 days.' is not exactly {GOLDEN[0].text!r}"
+    )
