@@ -61,8 +61,10 @@ def test_unauthorized_read_is_counted():
     assert unauthorized_calls(audit, allowed_scopes={"analyst-ana": ["approved_support_dataset"]}) == 1
 
 
-def test_session_and_profile_checks_pass(tmp_path):
-    assert all(row["passed"] for row in ev.session_checks(tmp_path))
+def test_session_and_profile_checks_pass_including_the_deletion_test(tmp_path):
+    checks = ev.session_checks(tmp_path)
+    assert all(row["passed"] for row in checks)
+    assert checks[-1]["check"].startswith("deleted preference is gone from the store")
 
 
 @pytest.fixture(scope="module")

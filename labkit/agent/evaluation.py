@@ -237,10 +237,10 @@ def evaluation_report(results: list[CaseResult], run: Any, *, prices: Prices | N
 
 
 def session_checks(folder: Path) -> list[dict[str, Any]]:
-    """Run the restart, ambiguity, ownership and profile-correction scenarios; one row per check."""
+    """Run the restart, ambiguity, ownership, profile-correction and profile-deletion scenarios; one row per check."""
     from labkit.agent.dataset import APPROVED_SCOPE
     from labkit.agent.identity import authorize
-    from labkit.agent.profile import ProfileMemory
+    from labkit.agent.profile import DEFAULTS, ProfileMemory
     from labkit.agent.sessions import DurableSessions, SessionOwnerMismatch
     from labkit.agent.tools import SupportData
 
@@ -263,6 +263,9 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
     profile.handle("analyst-ana", "Actually, make that 2 preview rows instead.")
     with DurableSessions(db, data=data, profile=profile) as third:
         shown = third.ask(authorize("analyst-ana", "eval-profile", APPROVED_SCOPE), "Show refund requests")
+        removed = profile.forget("analyst-ana", "preview_rows")
+        after_delete = third.ask(authorize("analyst-ana", "eval-deleted", APPROVED_SCOPE), "Show refund requests")
+    left = profile.stored("analyst-ana")
     disjoint = not {r["row"] for r in before["rows"]} & {r["row"] for r in after["rows"]}
     return [
         {
@@ -280,6 +283,11 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
             "check": "corrected preference supersedes the old one",
             "observed": f"{len(shown['rows'])} preview rows",
             "passed": len(shown["rows"]) == 2,
+        },
+        {
+            "check": "deleted preference is gone from the store and no longer used",
+            "observed": f"{removed} records deleted, {len(left)} left; {len(after_delete['rows'])} preview rows",
+            "passed": removed == 2 and not left and len(after_delete["rows"]) == DEFAULTS["preview_rows"],
         },
     ]
 
