@@ -1,5 +1,7 @@
 """Evaluation across layers: outcome, route confusion, tool use, paraphrase trials with Wilson intervals, safety."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from labkit.agent import evaluation as ev
@@ -35,7 +37,7 @@ def test_authored_run_completes_every_case_with_no_unauthorized_call(authored):
     _results, report = authored
     assert report["task_outcome"]["correct"] == report["task_outcome"]["cases"] == len(runs.ALL_CASES)
     assert report["safety"]["unauthorized_calls"] == 0 and report["safety"]["refused_before_tools"] == 2
-    assert report["latency"] is None  # an authored run claims no latency
+    assert report["operations"] is None  # an authored run claims no latency, tokens or cost
 
 
 def test_route_confusion_counts_a_misroute_and_an_invalid_reply():
@@ -44,6 +46,7 @@ def test_route_confusion_counts_a_misroute_and_an_invalid_reply():
     per_class = {c["route"]: c for c in confusion["per_class"]}
     assert per_class["structured"]["recall"] == 1.0 and per_class["structured"]["precision"] < 1.0
     assert per_class["out_of_scope"]["recall"] == 0.0
+    assert per_class["out_of_scope"]["precision"] is None  # no case was sent there: undefined, not 0
     tools = ev.tool_use(results)
     assert tools["valid_arguments"] == 0 and tools["argument_validity"] == 0.0
 
@@ -58,5 +61,59 @@ def test_unauthorized_read_is_counted():
     assert unauthorized_calls(audit, allowed_scopes={"analyst-ana": ["approved_support_dataset"]}) == 1
 
 
-def test_session_and_profile_checks_pass(tmp_path):
-    assert all(row["passed"] for row in ev.session_checks(tmp_path))
+def test_session_and_profile_checks_pass_including_the_deletion_test(tmp_path):
+    checks = ev.session_checks(tmp_path)
+    assert all(row["passed"] for row in checks)
+    assert checks[-1]["check"].startswith("deleted preference is gone from the store")
+
+
+@pytest.fixture(scope="module")
+def everything_to_profile():
+    """A run in which the router sends every question to the profile: no tool is called, nothing is declined."""
+    results = runs.make_requests(ScriptedModel({"route:": '{"route":"profile"}', "agent:": "no"}))
+    return ev.evaluation_report(results, SimpleNamespace(run_id="scripted", origin="authored"))
+
+
+def test_a_rate_over_zero_eligible_calls_is_undefined_never_zero(everything_to_profile):
+    safety = everything_to_profile["safety"]
+    assert (safety["tool_calls"], safety["declines"]) == (0, 0)
+    assert safety["unauthorized_call_rate"] is None and safety["decline_leak_rate"] is None
+    assert everything_to_profile["tools"]["argument_validity"] is None
+
+
+def test_the_table_prints_a_rate_over_zero_eligible_as_not_applicable(everything_to_profile):
+    column = ev.side_by_side([everything_to_profile])["scripted"]
+    assert column["unauthorized-call rate: unauthorized / tool calls"] == "n/a (0 eligible)"
+    assert column["declines with data-tool calls / declines"] == "n/a (0 eligible)"
+    assert column["route structured: precision, recall"] == "n/a (0 eligible), 0/9"
+    assert column["latency per case, p50 / p95 (s)"] == "not measured (authored)"
+
+
+def test_a_rate_with_eligible_calls_prints_its_count_and_denominator(authored):
+    _, report = authored
+    column = ev.side_by_side([report])[runs.RUN_AUTHORED]
+    assert column["unauthorized-call rate: unauthorized / tool calls"] == "0/21"
+    assert column["declines with data-tool calls / declines"] == "0/6"
+    assert ev.of_eligible(0, 0) == "n/a (0 eligible)" and ev.rate(0, 0) is None and ev.rate(1, 4) == 0.25
+
+
+class FlatPrices:
+    """A price table for the test: one unit per prompt token, ten per completion token."""
+
+    def cost(self, model_id, *, prompt_tokens, completion_tokens):
+        assert model_id == "SmolLM2-135M-Instruct"
+        return prompt_tokens + 10 * completion_tokens
+
+
+def test_cost_is_the_captured_tokens_times_the_price_table_and_absent_without_one():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    priced = ev.operations(results, run, prices=FlatPrices())
+    bindings = [run.binding_for(q) for r in results for q in r.requests]
+    prompt = sum(b.usage.prompt_tokens for b in bindings)
+    completion = sum(b.usage.completion_tokens for b in bindings)
+    assert (priced["prompt_tokens"], priced["completion_tokens"]) == (prompt, completion)
+    assert priced["cost_per_case"] == pytest.approx((prompt + 10 * completion) / priced["cases"])
+    assert ev.operations(results, run)["cost_per_case"] is None
+    column = ev.side_by_side([ev.evaluation_report(results, run)])[runs.RUN_CAPTURED]
+    assert column["cost per 1,000 cases (USD, course prices)"] == "not computed (no price table)"

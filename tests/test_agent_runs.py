@@ -1,5 +1,7 @@
 """Lesson 04's recorded runs: the authored run replays every case; labels are honest."""
 
+import pytest
+
 from labkit.agent import runs
 from labkit.recording import load_run
 
@@ -27,3 +29,19 @@ def test_each_case_keeps_the_exact_requests_it_made_so_latency_can_be_looked_up(
     requests = [request for result in results for request in result.requests]
     assert len(requests) == len(run.bindings)
     assert {run.binding_for(request).key for request in requests} == {b.key for b in run.bindings}
+
+
+def test_a_refresh_after_the_first_filter_makes_that_row_ref_stale_and_only_that_one():
+    from labkit.agent.dataset import APPROVED_SCOPE
+    from labkit.agent.identity import authorize
+    from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SupportData, SupportTools
+
+    tools = SupportTools(authorize("analyst-ana", "r1", APPROVED_SCOPE), SupportData())
+    runs.refresh_after_first_filter(tools)
+    first = tools.filter_by_intent(IntentFilter(intent="track_refund"))["row_ref"]
+    assert tools.data.dataset_version == runs.REFRESHED_VERSION
+    with pytest.raises(RowRefRefused) as refused:
+        tools.count_rows(CountRows(rows=first))
+    assert refused.value.reason == "stale"
+    second = tools.filter_by_intent(IntentFilter(intent="track_refund"))["row_ref"]
+    assert tools.count_rows(CountRows(rows=second))["dataset_version"] == runs.REFRESHED_VERSION

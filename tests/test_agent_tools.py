@@ -344,3 +344,27 @@ def test_no_summary_of_the_support_data_lists_a_template_slot(data):
         for w in tools.summarize_requests(SummarizeRequests(intent=intent, limit=20))["common_words"]
     }
     assert words and not [w for w in words if "{" in w or "}" in w]
+
+
+def test_the_direct_count_tool_counts_in_one_call_and_stores_no_result_set(data):
+    from labkit.agent.tools import IntentCount
+
+    tools = tools_for(data)
+    filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
+    by_reference = tools.count_rows(CountRows(rows=filtered["row_ref"]))
+    stored = len(data.row_sets)
+    assert tools.count_by_intent(IntentCount(intent="get_refund")) == by_reference
+    assert len(data.row_sets) == stored and data.audit[-1]["tool"] == "count_by_intent"
+    with pytest.raises(ValidationError):
+        IntentCount.model_validate({"intent": "get_refund", "scope": RESTRICTED_SCOPE})
+
+
+def test_the_direct_count_tool_needs_the_callers_permission_to_count(data):
+    from labkit.agent.identity import Caller
+    from labkit.agent.tools import IntentCount
+
+    ana = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    no_count = Caller(ana.user_id, ana.session_id, ana.caller_scope, ana.dataset_version, ("filter_by_intent",))
+    with pytest.raises(ScopeRefused, match="may not call count_by_intent"):
+        SupportTools(no_count, data).count_by_intent(IntentCount(intent="get_refund"))
+    assert data.audit[-1]["outcome"] == "refused:tool_not_allowed"

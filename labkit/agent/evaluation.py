@@ -2,8 +2,12 @@
 
 Every metric is computed from `CaseResult` records of one run, so the authored
 run and a run captured from a model are scored by the same code and shown side
-by side. Latency comes only from a captured run's recorded bindings; an
-authored run claims none. Session and profile checks need no model and run on
+by side. Latency and tokens come only from a captured run's recorded
+bindings (an authored run claims none), and cost is those tokens times a price
+table the course wrote, never anything a model said. A rate whose denominator
+is zero (an unauthorized-call rate over a run that called no tool) measured
+nothing: it is ``None`` in the figures and ``n/a (0 eligible)`` in the table,
+never 0.0. Session and profile checks need no model and run on
 the real SQLite checkpointer and store. The ``reliability`` figures here are over
 paraphrases (one question worded several ways, each run once): robustness to
 wording. Repeatability, the same request sent again with other seeds, is
@@ -13,13 +17,15 @@ wording. Repeatability, the same request sent again with other seeds, is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from labkit.agent.runs import CaseResult
 from labkit.agent.trace import ROUTES
 from labkit.tables import interval
 from labkit.trials import wilson
 
+#: How the report prints a rate over zero eligible cases: it measured nothing, so it is not 0.0.
+NOT_APPLICABLE = "n/a (0 eligible)"
 #: The label a route gets when the router's reply was invalid.
 INVALID = "invalid"
 #: The tool a correct agent calls first, by case kind.
@@ -31,6 +37,24 @@ FIRST_TOOL = {
     "trial_count": "filter_by_intent",
     "unstructured": "summarize_requests",
 }
+
+
+class Prices(Protocol):
+    """A price table: the cost of one call from its token counts (lesson 01's `PriceTable` is one)."""
+
+    def cost(self, model_id: str, *, prompt_tokens: int, completion_tokens: int) -> float:
+        """Return the cost of one call in the table's currency."""
+        ...
+
+
+def rate(count: int, eligible: int) -> float | None:
+    """Return ``count / eligible`` rounded to 3 places, or None when nothing was eligible (the rate is undefined)."""
+    return round(count / eligible, 3) if eligible else None
+
+
+def of_eligible(count: int, eligible: int) -> str:
+    """Return ``count/eligible`` as the report prints it, or ``n/a (0 eligible)`` when nothing was eligible."""
+    return f"{count}/{eligible}" if eligible else NOT_APPLICABLE
 
 
 def outcome_correct(result: CaseResult) -> bool:
@@ -59,7 +83,14 @@ def outcome_rows(results: list[CaseResult]) -> list[dict[str, Any]]:
 
 
 def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
-    """Return the route confusion matrix and per-class precision and recall (scikit-learn), over routed cases."""
+    """Return the route confusion matrix and per-route precision and recall (scikit-learn), over routed cases.
+
+    Precision of a route: of the cases the router sent there, the share that belong
+    there; recall: of the cases that belong there, the share the router sent there.
+    Each is None where its denominator is zero (no case sent there, or none belongs).
+    """
+    import math
+
     from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
     routed = [r for r in results if r.case.expected_route is not None]
@@ -68,11 +99,18 @@ def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
     labels = [*ROUTES, INVALID]
     matrix = confusion_matrix(truth, predicted, labels=labels)
     precision, recall, _, support = precision_recall_fscore_support(
-        truth, predicted, labels=list(ROUTES), zero_division=0
+        truth, predicted, labels=list(ROUTES), zero_division=math.nan
     )
     per_class = [
-        {"route": label, "precision": round(float(p), 3), "recall": round(float(r), 3), "support": int(s)}
-        for label, p, r, s in zip(ROUTES, precision, recall, support, strict=True)
+        {
+            "route": label,
+            "precision": None if math.isnan(p) else round(float(p), 3),
+            "recall": None if math.isnan(r) else round(float(r), 3),
+            "correct": int(matrix[i][i]),
+            "sent": int(matrix[:, i].sum()),
+            "support": int(s),
+        }
+        for i, (label, p, r, s) in enumerate(zip(ROUTES, precision, recall, support, strict=True))
     ]
     return {"labels": labels, "matrix": matrix.tolist(), "per_class": per_class}
 
@@ -91,10 +129,10 @@ def tool_use(results: list[CaseResult]) -> dict[str, Any]:
     return {
         "tool_cases": first_total,
         "first_tool_correct": first_right,
-        "tool_name_accuracy": round(first_right / first_total, 3) if first_total else None,
+        "tool_name_accuracy": rate(first_right, first_total),
         "tool_proposals": proposals,
         "valid_arguments": valid,
-        "argument_validity": round(valid / proposals, 3) if proposals else None,
+        "argument_validity": rate(valid, proposals),
     }
 
 
@@ -120,28 +158,48 @@ def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def latency(results: list[CaseResult], run: Any) -> dict[str, Any] | None:
-    """Return p50/p95 of per-case model latency from a captured run's bindings; None for an authored run."""
+def operations(results: list[CaseResult], run: Any, *, prices: Prices | None = None) -> dict[str, Any] | None:
+    """Return per-case latency (p50, p95), tokens and cost from a captured run's bindings; None for an authored run.
+
+    A case's latency is the sum of its model calls' recorded latencies; p50 is the
+    median over the cases that called the model, p95 the value 95% of them stay
+    under (numpy's linear interpolation). Cost is tokens times ``prices`` (None
+    without a price table); a model's reply never enters it.
+    """
     import numpy as np
 
     if run.origin != "captured":
         return None
-    per_case = []
+    per_case, prompt, completion, cost = [], 0, 0, 0.0
     for r in results:
-        if r.requests:
-            bindings = [run.binding_for(request) for request in r.requests]
-            per_case.append(sum(b.latency_s or 0.0 for b in bindings if b is not None))
+        bindings = [b for b in (run.binding_for(request) for request in r.requests) if b is not None]
+        if not r.requests:
+            continue
+        per_case.append(sum(b.latency_s or 0.0 for b in bindings))
+        for b in bindings:
+            used = (b.usage.prompt_tokens, b.usage.completion_tokens) if b.usage else (0, 0)
+            prompt, completion = prompt + used[0], completion + used[1]
+            if prices is not None:
+                cost += prices.cost(run.model.id, prompt_tokens=used[0], completion_tokens=used[1])
     values = np.array(per_case)
     return {
         "cases": len(per_case),
         "p50_s": round(float(np.percentile(values, 50)), 3),
         "p95_s": round(float(np.percentile(values, 95)), 3),
         "model_calls": sum(len(r.requests) for r in results),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost_per_case": cost / len(per_case) if prices is not None and per_case else None,
     }
 
 
 def safety(results: list[CaseResult]) -> dict[str, Any]:
-    """Return the unauthorized-call rate (tool reads outside the caller's scopes) and the refused attempts."""
+    """Return the unauthorized-call rate (tool reads outside the caller's scopes) and the refused attempts.
+
+    The rate is over the tool calls the application ran, and declines with data-tool
+    calls are over the cases routed ``out_of_scope``: with none of those, each is None
+    (nothing was eligible, so it measured nothing), not 0.
+    """
     from labkit.agent.identity import load_callers
     from labkit.agent.tools import unauthorized_calls
 
@@ -149,35 +207,40 @@ def safety(results: list[CaseResult]) -> dict[str, Any]:
     allowed = {user: entry["scopes"] for user, entry in callers.items()}
     audit = [e for r in results for e in r.audit]
     bad = unauthorized_calls(audit, allowed_scopes=allowed)
+    declined = [r for r in results if r.route == "out_of_scope"]
+    leaked = sum(bool(r.audit) for r in declined)
     return {
         "tool_calls": len(audit),
         "unauthorized_calls": bad,
-        "unauthorized_call_rate": round(bad / len(audit), 3) if audit else 0.0,
+        "unauthorized_call_rate": rate(bad, len(audit)),
         "refused_before_tools": sum(r.status == "refused" for r in results),
-        "declines_with_data_tool_calls": sum(bool(r.audit) for r in results if r.route == "out_of_scope"),
+        "declines": len(declined),
+        "declines_with_data_tool_calls": leaked,
+        "decline_leak_rate": rate(leaked, len(declined)),
     }
 
 
-def evaluation_report(results: list[CaseResult], run: Any) -> dict[str, Any]:
-    """Return every layer's figures for one run, outcome first."""
+def evaluation_report(results: list[CaseResult], run: Any, *, prices: Prices | None = None) -> dict[str, Any]:
+    """Return every layer's figures for one run, outcome first (cost only with a price table)."""
     correct = sum(outcome_correct(r) for r in results)
     return {
         "run": run.run_id,
         "origin": run.origin,
         "task_outcome": {"cases": len(results), "correct": correct, "rate": round(correct / len(results), 3)},
+        "model_calls": sum(len(r.requests) for r in results),
         "routing": route_confusion(results),
         "tools": tool_use(results),
         "reliability": reliability(results),
-        "latency": latency(results, run),
+        "operations": operations(results, run, prices=prices),
         "safety": safety(results),
     }
 
 
 def session_checks(folder: Path) -> list[dict[str, Any]]:
-    """Run the restart, ambiguity, ownership and profile-correction scenarios; one row per check."""
+    """Run the restart, ambiguity, ownership, profile-correction and profile-deletion scenarios; one row per check."""
     from labkit.agent.dataset import APPROVED_SCOPE
     from labkit.agent.identity import authorize
-    from labkit.agent.profile import ProfileMemory
+    from labkit.agent.profile import DEFAULTS, ProfileMemory
     from labkit.agent.sessions import DurableSessions, SessionOwnerMismatch
     from labkit.agent.tools import SupportData
 
@@ -200,6 +263,9 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
     profile.handle("analyst-ana", "Actually, make that 2 preview rows instead.")
     with DurableSessions(db, data=data, profile=profile) as third:
         shown = third.ask(authorize("analyst-ana", "eval-profile", APPROVED_SCOPE), "Show refund requests")
+        removed = profile.forget("analyst-ana", "preview_rows")
+        after_delete = third.ask(authorize("analyst-ana", "eval-deleted", APPROVED_SCOPE), "Show refund requests")
+    left = profile.stored("analyst-ana")
     disjoint = not {r["row"] for r in before["rows"]} & {r["row"] for r in after["rows"]}
     return [
         {
@@ -218,6 +284,11 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
             "observed": f"{len(shown['rows'])} preview rows",
             "passed": len(shown["rows"]) == 2,
         },
+        {
+            "check": "deleted preference is gone from the store and no longer used",
+            "observed": f"{removed} records deleted, {len(left)} left; {len(after_delete['rows'])} preview rows",
+            "passed": removed == 2 and not left and len(after_delete["rows"]) == DEFAULTS["preview_rows"],
+        },
     ]
 
 
@@ -226,34 +297,61 @@ PARAPHRASES = {"trial_count": "count paraphrases", "trial_decline": "decline par
 
 
 def side_by_side(reports: list[dict[str, Any]]) -> Any:
-    """Return one pandas table with a column per run and a row per headline figure, outcome first."""
+    """Return one table with a column per run and a row per headline figure, outcome first.
+
+    Every rate is printed as ``count/eligible`` (``n/a (0 eligible)`` when nothing
+    was eligible); figures an authored run cannot have say so.
+    """
     import pandas as pd
 
-    def figures(report: dict[str, Any]) -> dict[str, Any]:
-        per_class = {c["route"]: c for c in report["routing"]["per_class"]}
-        trials = {r["trials"]: r for r in report["reliability"]}
-        latency = report["latency"] or {}
-        row = {
-            "origin": report["origin"],
-            "task outcome (correct/cases)": f"{report['task_outcome']['correct']}/{report['task_outcome']['cases']}",
-            **{
-                f"route {name}: precision / recall": f"{c['precision']:.2f} / {c['recall']:.2f}"
-                for name, c in per_class.items()
-            },
-            "tool-name accuracy": report["tools"]["tool_name_accuracy"],
-            "argument validity": f"{report['tools']['valid_arguments']}/{report['tools']['tool_proposals']}",
-            **{
-                f"{PARAPHRASES[kind]}: correct [95% Wilson]": (
-                    f"{t['correct']}/{t['n']} {interval(t['wilson_low'], t['wilson_high'])}"
-                )
-                for kind, t in trials.items()
-            },
-            "p50 / p95 latency per case (s)": (
-                f"{latency['p50_s']:.2f} / {latency['p95_s']:.2f}" if latency else "not measured (authored)"
-            ),
-            "unauthorized-call rate": report["safety"]["unauthorized_call_rate"],
-            "declines with data-tool calls": report["safety"]["declines_with_data_tool_calls"],
-        }
-        return row
+    from labkit.tables import text_table
 
-    return pd.DataFrame({r["run"]: figures(r) for r in reports})
+    return text_table(pd.DataFrame({r["run"]: report_figures(r) for r in reports}))
+
+
+def report_figures(report: dict[str, Any]) -> dict[str, str]:
+    """Return one run's headline figures as the side-by-side table prints them, row name -> text."""
+    per_class = {c["route"]: c for c in report["routing"]["per_class"]}
+    trials = {r["trials"]: r for r in report["reliability"]}
+    tools, safety, ops = report["tools"], report["safety"], report["operations"]
+    unmeasured = f"not measured ({report['origin']})"
+    if not ops:
+        cost = unmeasured
+    elif ops["cost_per_case"] is None:
+        cost = "not computed (no price table)"
+    else:
+        cost = f"{1000 * ops['cost_per_case']:.3f}"
+    return {
+        "origin": report["origin"],
+        "task outcome: correct / cases": of_eligible(
+            report["task_outcome"]["correct"], report["task_outcome"]["cases"]
+        ),
+        **{
+            f"route {name}: precision, recall": (
+                f"{of_eligible(c['correct'], c['sent'])}, {of_eligible(c['correct'], c['support'])}"
+            )
+            for name, c in per_class.items()
+        },
+        "tool-name accuracy: first tool right / tool cases": of_eligible(
+            tools["first_tool_correct"], tools["tool_cases"]
+        ),
+        "argument validity: valid / proposals": of_eligible(tools["valid_arguments"], tools["tool_proposals"]),
+        **{
+            f"{PARAPHRASES[kind]}: correct [95% Wilson]": (
+                f"{t['correct']}/{t['n']} {interval(t['wilson_low'], t['wilson_high'])}"
+            )
+            for kind, t in trials.items()
+        },
+        "latency per case, p50 / p95 (s)": f"{ops['p50_s']:.2f} / {ops['p95_s']:.2f}" if ops else unmeasured,
+        "model calls (requests sent)": str(report["model_calls"]),
+        "tokens, prompt + completion": f"{ops['prompt_tokens']:,} + {ops['completion_tokens']:,}"
+        if ops
+        else unmeasured,
+        "cost per 1,000 cases (USD, course prices)": cost,
+        "unauthorized-call rate: unauthorized / tool calls": of_eligible(
+            safety["unauthorized_calls"], safety["tool_calls"]
+        ),
+        "declines with data-tool calls / declines": of_eligible(
+            safety["declines_with_data_tool_calls"], safety["declines"]
+        ),
+    }

@@ -75,6 +75,41 @@ def agent_messages(state: AgentState) -> list[dict[str, str]]:
     return head + list(state.get("history", []))
 
 
+def after_route(state: AgentState) -> str:
+    """Choose the node after ``route``: the route's own node, or ``fallback`` when no step is left to use it.
+
+    An invalid route (None) goes to ``fallback``; ``out_of_scope`` to ``decline``,
+    so a declined question never reaches a data tool; ``profile`` to ``profile``;
+    ``structured`` and ``unstructured`` to ``agent``, if a step is left for a tool.
+    """
+    route = state.get("route")
+    if route is None or (route in ("structured", "unstructured") and state["steps_left"] <= 0):
+        return "fallback"
+    return {"out_of_scope": "decline", "profile": "profile"}.get(route, "agent")
+
+
+def after_agent(state: AgentState) -> str:
+    """Choose the node after the model's proposal: run a tool, check the final answer, ask again, or stop.
+
+    The iteration cap ends the loop in ``fallback``; an invalid proposal goes back
+    to ``agent`` (the next iteration, which the cap bounds); ``final_answer`` goes to
+    ``finalize`` (the validator); a tool call goes to ``tools`` only while a step is left.
+    """
+    proposal = state.get("proposal")
+    if state.get("stop_reason") == "iteration_cap":
+        return "fallback"
+    if proposal is None:
+        return "agent"
+    if proposal["decision"] == "final_answer":
+        return "finalize"
+    return "tools" if state["steps_left"] > 0 else "fallback"
+
+
+def after_tools(state: AgentState) -> str:
+    """End after a tool whose result is the answer (a summary); otherwise the model sees the observation."""
+    return "end" if state.get("status") == "ok" else "agent"
+
+
 @dataclass
 class SupportAgent:
     """Builds and runs the graph for one caller; the model is reached only through ``adapter.generate``."""
@@ -89,8 +124,8 @@ class SupportAgent:
     def __post_init__(self) -> None:
         self.graph = self.build()
 
-    # --- nodes ---------------------------------------------------------------------------------------
-    def _route(self, state: AgentState) -> dict[str, Any]:
+    def route_node(self, state: AgentState) -> dict[str, Any]:
+        """Spend a step on routing: the model proposes a route, the application validates the label."""
         steps = state["steps_left"] - 1
         result = route_question(state["question"], self.caller, self.adapter)
         event = {
@@ -104,7 +139,8 @@ class SupportAgent:
             event.update(kind="route_invalid", problem=result.problem)
         return {"route": result.route, "steps_left": steps, "events": [event]}
 
-    def _decline(self, state: AgentState) -> dict[str, Any]:
+    def decline_node(self, state: AgentState) -> dict[str, Any]:
+        """Decline an out-of-scope question; no data tool runs."""
         return {
             "final": DECLINE_ANSWER,
             "status": "out_of_scope",
@@ -112,7 +148,8 @@ class SupportAgent:
             "events": [{"kind": "declined", "status": "out_of_scope", "steps_left": state["steps_left"]}],
         }
 
-    def _profile(self, state: AgentState) -> dict[str, Any]:
+    def profile_node(self, state: AgentState) -> dict[str, Any]:
+        """Answer from the user's profile (kept apart from the data), or say profiles are off."""
         if self.profile is None:
             return {
                 "final": "Profiles are not enabled here.",
@@ -128,7 +165,8 @@ class SupportAgent:
             "events": [{"kind": "profile_updated" if change else "profile_read", "change": change, "status": "ok"}],
         }
 
-    def _agent(self, state: AgentState) -> dict[str, Any]:
+    def agent_node(self, state: AgentState) -> dict[str, Any]:
+        """Ask the model for its next proposal (a tool call or the final answer); stop at the iteration cap."""
         if state.get("iterations", 0) >= state["max_iterations"]:
             return {"proposal": None, "stop_reason": "iteration_cap"}
         iteration = state.get("iterations", 0) + 1
@@ -152,7 +190,8 @@ class SupportAgent:
         }
         return {"iterations": iteration, "proposal": data, "history": history, "stop_reason": None, "events": [event]}
 
-    def _tools(self, state: AgentState) -> dict[str, Any]:
+    def tools_node(self, state: AgentState) -> dict[str, Any]:
+        """Spend a step running the proposed tool as the caller; an invalid or refused call becomes an observation."""
         proposal = state["proposal"]
         assert proposal is not None  # the graph routes to tools only after a valid proposal
         steps = state["steps_left"] - 1
@@ -182,7 +221,8 @@ class SupportAgent:
             update.update(final=summary_text(observation), status="ok", stop_reason="answered")
         return update
 
-    def _finalize(self, state: AgentState) -> dict[str, Any]:
+    def finalize_node(self, state: AgentState) -> dict[str, Any]:
+        """Check the proposed final answer against the last tool result (`verify_final`)."""
         proposal = state["proposal"]
         assert proposal is not None  # the graph finalizes only after a final_answer proposal
         answer = str(proposal["arguments"].get("answer", ""))
@@ -223,7 +263,8 @@ class SupportAgent:
             ],
         }
 
-    def _fallback(self, state: AgentState) -> dict[str, Any]:
+    def fallback_node(self, state: AgentState) -> dict[str, Any]:
+        """Stop with the recorded fallback answer, naming the limit or the invalid reply that ended the run."""
         reason = state.get("stop_reason") or ("invalid_route" if state.get("route") is None else "budget_exhausted")
         return {
             "final": FALLBACK_ANSWER,
@@ -240,44 +281,22 @@ class SupportAgent:
             ],
         }
 
-    # --- edges ---------------------------------------------------------------------------------------
-    @staticmethod
-    def _after_route(state: AgentState) -> str:
-        route = state.get("route")
-        if route is None or (route in ("structured", "unstructured") and state["steps_left"] <= 0):
-            return "fallback"
-        return {"out_of_scope": "decline", "profile": "profile"}.get(route, "agent")
-
-    @staticmethod
-    def _after_agent(state: AgentState) -> str:
-        proposal = state.get("proposal")
-        if state.get("stop_reason") == "iteration_cap":
-            return "fallback"
-        if proposal is None:
-            return "agent"
-        if proposal["decision"] == "final_answer":
-            return "finalize"
-        return "tools" if state["steps_left"] > 0 else "fallback"
-
-    @staticmethod
-    def _after_tools(state: AgentState) -> str:
-        return "end" if state.get("status") == "ok" else "agent"
-
     def build(self, *, checkpointer: Any = None) -> Any:
-        """Compile the graph (optionally with a checkpointer)."""
+        """Compile the graph: the allowed nodes, and edges whose every possible target is named.
+
+        Each node is the method ``<name>_node``; the three conditional edges are the
+        functions `after_route`, `after_agent` and `after_tools`. A checkpointer, if
+        given, saves the state after every node (durable sessions use SQLite).
+        """
         from langgraph.graph import END, START, StateGraph
 
         builder = StateGraph(AgentState)
         for name in ALLOWED_NODES:
-            builder.add_node(name, getattr(self, f"_{name}"))
+            builder.add_node(name, getattr(self, f"{name}_node"))
         builder.add_edge(START, "route")
-        builder.add_conditional_edges(
-            "route", self._after_route, {n: n for n in ("fallback", "decline", "profile", "agent")}
-        )
-        builder.add_conditional_edges(
-            "agent", self._after_agent, {n: n for n in ("fallback", "agent", "finalize", "tools")}
-        )
-        builder.add_conditional_edges("tools", self._after_tools, {"end": END, "agent": "agent"})
+        builder.add_conditional_edges("route", after_route, {n: n for n in ("fallback", "decline", "profile", "agent")})
+        builder.add_conditional_edges("agent", after_agent, {n: n for n in ("fallback", "agent", "finalize", "tools")})
+        builder.add_conditional_edges("tools", after_tools, {"end": END, "agent": "agent"})
         for name in ("decline", "profile", "finalize", "fallback"):
             builder.add_edge(name, END)
         return builder.compile(checkpointer=checkpointer)

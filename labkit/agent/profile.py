@@ -5,7 +5,9 @@ A profile holds a few facts per user (here: how many preview rows they want).
 a correction replaces it and names the value it supersedes, and the old value
 moves to ``("profile_history", user)``, which answers never read. So a
 corrected preference supersedes the old fact, and only the current fact
-influences answers. Checkpointed conversations never hold profile facts.
+influences answers. `ProfileMemory.forget` deletes a fact with every value it
+superseded, so nothing of it stays in the store (book Table 12.4's deletion
+test). Checkpointed conversations never hold profile facts.
 """
 
 from __future__ import annotations
@@ -63,15 +65,47 @@ class ProfileMemory:
         self.store.put(("profile", user_id), key, record)
         return {"key": key, "value": value, "supersedes": record["supersedes"], "version": version}
 
+    def items(self, namespace: tuple[str, str]) -> list[Any]:
+        """Return every item the store holds under ``namespace`` (read page by page: a search returns at most 100)."""
+        found: list[Any] = []
+        while page := self.store.search(namespace, limit=100, offset=len(found)):
+            found += page
+        return found
+
     def facts(self, user_id: str) -> dict[str, Any]:
         """Return the user's current facts over the defaults; superseded values are not among them."""
-        current = {item.key: item.value["value"] for item in self.store.search(("profile", user_id))}
+        current = {item.key: item.value["value"] for item in self.items(("profile", user_id))}
         return {**DEFAULTS, **current}
 
     def history(self, user_id: str) -> list[dict[str, Any]]:
         """Return the superseded facts, oldest first (kept for audit, never for answers)."""
-        items = self.store.search(("profile_history", user_id))
+        items = self.items(("profile_history", user_id))
         return sorted((dict(item.value, key=item.key) for item in items), key=lambda v: v["version"])
+
+    def stored(self, user_id: str) -> list[tuple[str, str]]:
+        """Return what the store holds about the user, as ``(namespace, key)`` pairs: current facts and history."""
+        return [
+            (namespace, item.key)
+            for namespace in ("profile", "profile_history")
+            for item in self.items((namespace, user_id))
+        ]
+
+    def forget(self, user_id: str, key: str) -> int:
+        """Delete the user's fact ``key`` and every value it superseded; return how many records were removed.
+
+        After this the store holds nothing of the fact, and answers use the default again.
+        """
+        if key not in DEFAULTS:
+            raise KeyError(f"the profile keeps only {', '.join(DEFAULTS)}; {key!r} is not one of them")
+        removed = 0
+        if self.store.get(("profile", user_id), key) is not None:
+            self.store.delete(("profile", user_id), key)
+            removed += 1
+        for item in self.items(("profile_history", user_id)):
+            if item.key.startswith(f"{key}:"):
+                self.store.delete(("profile_history", user_id), item.key)
+                removed += 1
+        return removed
 
     def handle(self, user_id: str, text: str) -> tuple[str, dict[str, Any] | None]:
         """Answer a profile message: remember the fact it states, or report the current profile."""

@@ -21,6 +21,11 @@ These are repeats of one wording. The lesson's paraphrase trials
 (`labkit.agent.runs.TRIALS`: one question worded several ways, each run once) say
 how robust a behaviour is to wording; these say how often the same request
 succeeds, which is what a pass rate per case with a Wilson interval needs.
+
+They measure the sampled setting (temperature 0.7), a different configuration
+from the evaluation's greedy one (`labkit.agent.runs.SETTINGS`, temperature 0):
+a temperature-0 request is deterministic for its inputs, so sending it again
+would return the same reply, and it is no sample of this setting's pass rate.
 """
 
 from __future__ import annotations

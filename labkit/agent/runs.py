@@ -243,6 +243,22 @@ class CaseResult:
     """The exact model requests, in order."""
 
 
+def refresh_after_first_filter(tools: Any, version: str = REFRESHED_VERSION) -> None:
+    """Make ``tools``' data publish ``version`` right after their first filter, so that filter's row_ref goes stale.
+
+    This is the tool-error case: the dataset is refreshed between a filter and its count.
+    """
+    original = tools.filter_by_intent
+
+    def filter_then_refresh(args: Any) -> dict[str, Any]:
+        result = original(args)
+        if tools.data.dataset_version != version:
+            tools.data.publish(version)
+        return result
+
+    tools.filter_by_intent = filter_then_refresh
+
+
 def run_case(case: AgentCase, adapter: Any, *, data: Any, profile: Any) -> CaseResult:
     """Run one case from a fresh state: authorize, then the agent graph; a refusal happens before any tool."""
     from labkit.agent.graph import SupportAgent
@@ -256,15 +272,7 @@ def run_case(case: AgentCase, adapter: Any, *, data: Any, profile: Any) -> CaseR
         return CaseResult(case, "refused", str(exc), None, None, list(data.audit))
     tools = SupportTools(caller, data)
     if case.refresh_between:
-        original = tools.filter_by_intent
-
-        def filter_then_refresh(args: Any) -> dict[str, Any]:
-            result = original(args)
-            if data.dataset_version != REFRESHED_VERSION:
-                data.publish(REFRESHED_VERSION)
-            return result
-
-        tools.filter_by_intent = filter_then_refresh  # type: ignore[method-assign]
+        refresh_after_first_filter(tools)
     metered = _CaseAdapter(adapter)
     state = SupportAgent(caller, tools, metered, profile=profile).run(case.question)
     return CaseResult(

@@ -4,8 +4,10 @@
 filtered set and a capped preview; `count_rows` takes that reference, rechecks
 the caller and the current dataset version, and returns a typed count. A
 reference that was never issued (forged), issued to another caller (foreign)
-or issued for an older dataset version (stale) is refused. Every call, refused
-or not, is written to the audit log that the evaluation reads.
+or issued for an older dataset version (stale) is refused. `count_by_intent`
+is the direct count tool: one call, no reference, for a count the application
+already knows it must answer. Every call, refused or not, is written to the
+audit log that the evaluation reads.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ class CountRows(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     rows: str = Field(pattern=r"^rows-[0-9a-f]{16}$", description="The opaque row_ref from filter_by_intent.")
+
+
+class IntentCount(BaseModel):
+    """Arguments of `count_by_intent`, the direct count tool: which intent to count."""
+
+    model_config = ConfigDict(extra="forbid")
+    intent: Intent = Field(description="One of the 27 standard intents, e.g. get_refund.")
 
 
 class SummarizeRequests(BaseModel):
@@ -146,8 +155,8 @@ class SupportTools:
             }
         )
 
-    def _permit(self, tool: str, arguments: dict[str, Any]) -> None:
-        if tool not in self.caller.tools:
+    def _permit(self, tool: str, arguments: dict[str, Any], *, permission: str | None = None) -> None:
+        if (permission or tool) not in self.caller.tools:
             self._log(tool, arguments, "refused:tool_not_allowed", None)
             raise ScopeRefused(f"user {self.caller.user_id!r} may not call {tool}; nothing was run")
 
@@ -187,6 +196,22 @@ class SupportTools:
             "dataset_version": row_set.dataset_version,
             "caller_scope": row_set.caller_scope,
             "intent": row_set.intent,
+        }
+
+    def count_by_intent(self, args: IntentCount) -> dict[str, Any]:
+        """Count one intent in the caller's scope in a single call: no row_ref is issued or stored.
+
+        It needs the caller's permission to count (``count_rows``) and returns what
+        `count_rows` returns, so `verify_final` checks its answer the same way.
+        """
+        self._permit("count_by_intent", args.model_dump(), permission="count_rows")
+        rows = self.data.scopes[self.caller.caller_scope]
+        self._log("count_by_intent", args.model_dump(), "ok", self.caller.caller_scope)
+        return {
+            "count": sum(row.intent == args.intent for row in rows),
+            "dataset_version": self.data.dataset_version,
+            "caller_scope": self.caller.caller_scope,
+            "intent": args.intent,
         }
 
     def summarize_requests(self, args: SummarizeRequests) -> dict[str, Any]:
