@@ -165,6 +165,7 @@ def test_an_app_refusal_is_counted_apart_and_never_credited_to_the_model(questio
     assert table.iloc[0]["correctness"] == "correct"  # the per-question grade still says the reply was right
     row = summary(table).iloc[0]
     assert row["app_refused"] == 1
+    assert row["faithful"] == "n/a (0 eligible)"  # no answer stated a figure: not 0/0
     assert row[["correct", "partial", "wrong", "refused", "failed"]].sum() == 0
 
 
