@@ -206,6 +206,34 @@ def try_question(question: str) -> TryYourOwn:
     )
 
 
+# --- lesson 04: the router's question ---------------------------------------------------------------------
+
+
+def try_router_question(question: str) -> TryYourOwn:
+    """Lesson 04: route ``question`` for analyst-ana on the approved dataset; the router accepts one of four routes."""
+    from labkit.agent.identity import authorize
+    from labkit.agent.router import parse_route, router_messages
+    from labkit.agent.runs import CASES, RUN_AUTHORED, SETTINGS
+
+    case = CASES[0]  # "How many refund requests are in the dataset?", routed `structured`
+    caller = authorize(case.user_id, f"eval-{case.id}", case.scope)
+
+    def judge(text: str) -> str:
+        result = parse_route(text)
+        return f"route {result.route}" if result.problem is None else f"invalid route: {result.problem}"
+
+    return ask(
+        change=f"QUESTION = {question!r}",
+        run_id=RUN_AUTHORED,
+        lesson="04",
+        settings=SETTINGS,
+        key=f"route:{question}",
+        messages=router_messages(question, caller),
+        judge=judge,
+        look_for="a sports or CRM question should route out_of_scope, so no data tool is ever called",
+    )
+
+
 # --- lesson 02b: a line added to the filings pipeline's grounded policy ---------------------------------
 
 
@@ -253,34 +281,6 @@ def try_filings_policy_line(line: str, *, question_id: str = "017") -> TryYourOw
         messages=messages,
         judge=judge,
         look_for="whether the figure is still one a cited page prints (faithful True), or the reply now breaks the schema",
-    )
-
-
-# --- lesson 04: the router's question ---------------------------------------------------------------------
-
-
-def try_router_question(question: str) -> TryYourOwn:
-    """Lesson 04: route ``question`` for analyst-ana on the approved dataset; the router accepts one of four routes."""
-    from labkit.agent.identity import authorize
-    from labkit.agent.router import parse_route, router_messages
-    from labkit.agent.runs import CASES, RUN_AUTHORED, SETTINGS
-
-    case = CASES[0]  # "How many refund requests are in the dataset?", routed `structured`
-    caller = authorize(case.user_id, f"eval-{case.id}", case.scope)
-
-    def judge(text: str) -> str:
-        result = parse_route(text)
-        return f"route {result.route}" if result.problem is None else f"invalid route: {result.problem}"
-
-    return ask(
-        change=f"QUESTION = {question!r}",
-        run_id=RUN_AUTHORED,
-        lesson="04",
-        settings=SETTINGS,
-        key=f"route:{question}",
-        messages=router_messages(question, caller),
-        judge=judge,
-        look_for="a sports or CRM question should route out_of_scope, so no data tool is ever called",
     )
 
 
