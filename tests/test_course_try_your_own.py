@@ -14,6 +14,7 @@ from labkit.refusal import EXPLORE_HINT
 RECORDED = {
     "01": lambda: t.try_generation_line(""),
     "02": lambda: t.try_policy_line(""),
+    "02b": lambda: t.try_filings_policy_line(""),
     "03": lambda: t.try_question(QUESTIONS["answered"]),
     "04": lambda: t.try_router_question("How many refund requests are in the dataset?"),
     "05": lambda: t.try_evidence_k(3),
@@ -22,6 +23,7 @@ RECORDED = {
 CHANGED = {
     "01": lambda: t.try_generation_line("Mention that it is waterproof."),
     "02": lambda: t.try_policy_line("Answer in French."),
+    "02b": lambda: t.try_filings_policy_line("Round every figure to the nearest billion."),
     "03": lambda: t.try_question("What does zoneinfo.ZoneInfo give you?"),
     "04": lambda: t.try_router_question("Can you book me a table for two tonight?"),
     "05": lambda: t.try_evidence_k(1),
@@ -31,6 +33,7 @@ CHANGED = {
 SHAPELESS = {
     "01": "schema fail",
     "02": "invalid shape",
+    "02b": "invalid shape",
     "03": "invalid shape",
     "04": "not JSON",
     "05": "invalid_output",
@@ -67,6 +70,11 @@ def test_a_changed_value_is_refused_in_replay_mode_with_the_hint(lesson, no_netw
 def test_the_lesson_06_check_judges_the_route_against_the_suite(no_network):
     result = RECORDED["06"]()
     assert result.verdict == "route sales; the suite expects urgent_support: a miss"  # the captured run's miss
+
+
+def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
+    result = RECORDED["02b"]()  # question 017: the authored reply is correct and cites the page printing it
+    assert result.verdict == "correctness correct, faithful True, cited ['BRIGHTWAVE_2025_10K#p3']"
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,36 @@ def test_the_page_hit_plot_draws_one_line_per_setting_with_the_tables_numbers():
     plt.close(fig)
 
 
+def test_the_page_hit_plots_legend_covers_no_point_and_lines_that_share_points_differ_in_style():
+    import matplotlib.pyplot as plt
+
+    fig = plot_page_hits(_experiments())
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent()
+    for line in ax.lines:
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True):
+            px, py = ax.transData.transform((x, y))
+            assert not box.contains(px, py), f"the legend hides {line.get_label()} at k={x}"
+    styles = {(line.get_marker(), line.get_linestyle()) for line in ax.lines}
+    assert len(styles) == len(ax.lines)
+    plt.close(fig)
+
+
+def test_a_one_variable_difference_inside_the_interval_is_a_tie():
+    from labkit.rag.lesson import versus
+
+    def experiment(hits, n=26):
+        return Experiment(name="x", settings={}, hits={f"q{i}": i < hits for i in range(n)})
+
+    base = experiment(6)
+    assert versus(base, base) == "baseline"
+    assert versus(experiment(7), base) == "tie"  # 7/26 against 6/26: one question
+    assert versus(experiment(4), base) == "tie"
+    assert versus(experiment(20), base) == "higher"
+    assert versus(experiment(0, n=26), experiment(20)) == "lower"
+
+
 def _question(qid, question_type, answer="$10.0 million"):
     from labkit.rag.questions import Evidence, FilingQuestion
 

@@ -154,7 +154,19 @@ def test_grade_reports_each_question_before_the_summary(questions):
         ["correct", True, True],
         ["correct", None, None],
     ]
-    assert summary(table).iloc[0][["correct", "faithful", "page_hit", "mrr"]].tolist() == [2, "1/1", "1/1", 1.0]
+    assert summary(table).iloc[0][["correct", "faithful", "page_hit", "mrr"]].tolist() == [1, "1/1", "1/1", 1.0]
+
+
+def test_an_app_refusal_is_counted_apart_and_never_credited_to_the_model(questions):
+    unanswerable = questions["018"]  # declining is the right reply here, but the app declined, not the model
+    table = grade(
+        [unanswerable], {unanswerable.financebench_id: record(None, status="insufficient_evidence")}, path="rag"
+    )
+    assert table.iloc[0]["correctness"] == "correct"  # the per-question grade still says the reply was right
+    row = summary(table).iloc[0]
+    assert row["app_refused"] == 1
+    assert row["faithful"] == "n/a (0 eligible)"  # no answer stated a figure: not 0/0
+    assert row[["correct", "partial", "wrong", "refused", "failed"]].sum() == 0
 
 
 def test_evidence_recall_and_reciprocal_rank_by_hand(questions):

@@ -264,6 +264,56 @@ def try_router_question(question: str) -> TryYourOwn:
     )
 
 
+# --- lesson 02b: a line added to the filings pipeline's grounded policy ---------------------------------
+
+
+def try_filings_policy_line(line: str, *, question_id: str = "017") -> TryYourOwn:
+    """Lesson 02b: add ``line`` to the grounded policy for one filings question (empty: the recorded request).
+
+    The passages are the ones `FilingsRAG.retrieve` selects at k=5 (saved vectors, no embedding model);
+    the lesson's checks judge the reply: the reply schema, citations among the passages sent, correctness
+    against the reference answer and faithfulness of its figures to the cited pages.
+    """
+    from pydantic import ValidationError
+
+    from labkit.rag.answer import SETTINGS, FilingsRAG, InvalidCitation, Reply, check_citations, render_grounded_prompt
+    from labkit.rag.index import open_index, saved_vectors
+    from labkit.rag.metrics import correctness, faithful
+    from labkit.rag.questions import load_questions
+    from labkit.rag.runs import RUN_AUTHORED, K
+
+    questions = load_questions()
+    question = next(q for q in questions if q.financebench_id == f"labkit_filings_{question_id}")
+    index = open_index({q.doc_name for q in questions}, embeddings=saved_vectors())
+    _candidates, selected = FilingsRAG(index, model=None).retrieve(question.question, k=K)
+    messages = render_grounded_prompt(question=question.question, evidence=selected)
+    if line:
+        messages[0]["content"] += " " + line
+
+    def judge(text: str) -> str:
+        try:
+            reply = Reply.model_validate_json(text)
+            check_citations(reply, {item["citation_id"] for item in selected})
+        except ValidationError as exc:
+            return f"failed trial (invalid shape: {exc.errors(include_url=False)[0]['msg']})"
+        except InvalidCitation as exc:
+            return f"failed trial ({exc})"
+        status = "answered" if reply.status == "answered" else "refused"
+        record = {"status": status, "answer": reply.answer, "cited_pages": reply.cited_pages, "retrieved": selected}
+        return f"correctness {correctness(question, record)}, faithful {faithful(record)}, cited {reply.cited_pages}"
+
+    return ask(
+        change=f"POLICY_LINE = {line!r}",
+        run_id=RUN_AUTHORED,
+        lesson="02",
+        settings=SETTINGS,
+        key=question.question,
+        messages=messages,
+        judge=judge,
+        look_for="whether the figure is still one a cited page prints (faithful True), or the reply now breaks the schema",
+    )
+
+
 # --- lesson 05: how many policy chunks go in as evidence --------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""What notebook 02 part B calls: open both indexes, replay a run on both paths, run the experiments, plot.
+"""What notebook 02b calls: open both indexes, replay a run on both paths, run the experiments, plot.
 
 Each function is a few lines over `labkit.rag`'s parts, so that a notebook cell reads as the lesson's
 steps (``answer_with_rag``, grade, experiment) and the logic stays tested here.
@@ -145,9 +145,31 @@ def experiment_grid(
     return experiments
 
 
+def versus(experiment: Experiment, baseline: Experiment) -> str:
+    """Say how ``experiment``'s page-hit rate compares with ``baseline``'s: ``tie``, ``higher`` or ``lower``.
+
+    A tie is a difference the data cannot show: the lower rate lies inside the higher one's 95% Wilson
+    interval (`rate_verdicts`). Only a rate outside that interval is called higher or lower.
+    """
+    from labkit.rag.metrics import rate_verdicts
+
+    if experiment is baseline:
+        return "baseline"
+    counts = {name: (sum(e.hits.values()), len(e.hits)) for name, e in (("exp", experiment), ("base", baseline))}
+    verdicts = rate_verdicts(counts)
+    if "below" not in verdicts.values():
+        return "tie"
+    return "higher" if verdicts["exp"] == "best" else "lower"
+
+
 def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int = CHUNKING[0]) -> Any:
-    """Return the experiments that change one setting from the baseline (k=5, chunk 800, reranking on)."""
-    from labkit.rag.metrics import experiments_table
+    """Return the experiments that change one setting from the baseline (k=5, chunk 800, reranking on).
+
+    Each row has its page-hit rate's 95% Wilson interval (``ci95``) and ``vs_baseline`` (`versus`): a
+    difference inside the interval is printed as a tie.
+    """
+    from labkit.rag.metrics import experiments_table, wilson_interval
+    from labkit.tables import interval
 
     def varies(e: Experiment) -> str | None:
         s = e.settings
@@ -155,8 +177,11 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
         return "baseline" if not changed else changed[0] if len(changed) == 1 else None
 
     chosen = [(varies(e), e) for e in experiments if varies(e)]
+    baseline = next(e for v, e in chosen if v == "baseline")
     table = experiments_table([e for _, e in chosen])
     table.insert(0, "varies", [v for v, _ in chosen])
+    table["ci95"] = [interval(*wilson_interval(sum(e.hits.values()), len(e.hits))) for _, e in chosen]
+    table["vs_baseline"] = [versus(e, baseline) for _, e in chosen]
     return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
 
 
@@ -179,18 +204,21 @@ def plot_page_hits(experiments: list[Experiment]) -> Any:
     """Plot page-hit@k against k, one line per chunk size and reranking switch; return the figure."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
     lines: dict[str, list[tuple[int, float]]] = {}
     for e in experiments:
         label = f"chunk {e.settings['chunk_size']}, rerank {'on' if e.settings['rerank'] else 'off'}"
         lines.setdefault(label, []).append((e.settings["k"], e.page_hit_rate))
-    for label, points in sorted(lines.items()):
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    # Lines that share points stay visible: each has its own marker and dash, and the legend sits outside.
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":")]
+    for n, (label, points) in enumerate(sorted(lines.items())):
+        marker, dash = styles[n % len(styles)]
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker=marker, linestyle=dash, label=label)
     ax.set_xlabel("k (passages given to the model)")
     ax.set_ylabel("page-hit@k")
     ax.set_ylim(0, 1.05)
     ax.set_xticks(sorted({e.settings["k"] for e in experiments}))
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, borderaxespad=0)
     ax.set_title("Labelled evidence page among the selected passages")
     fig.tight_layout()
     return fig

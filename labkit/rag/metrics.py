@@ -34,6 +34,10 @@ from labkit.trials import wilson
 TOLERANCE = (0.005, 0.005)
 _FIGURE = re.compile(r"(?<![\w#])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w#])\d+(?:\.\d+)?")
 _CITATION = re.compile(r"[A-Za-z0-9_.&\-]+#p\d+")
+#: How a rate over no eligible case is printed (never as 0/0 or 0.0).
+NO_ELIGIBLE = "n/a (0 eligible)"
+#: The status of an answer the application produced without asking the model (nothing was selected).
+APP_REFUSAL = "insufficient_evidence"
 
 
 def figures(text: str | None) -> list[float]:
@@ -54,7 +58,7 @@ def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
     """Return ``correct``, ``partial``, ``wrong``, ``refused`` or ``failed`` for one answer record (None: failed trial)."""
     if record is None:
         return "failed"
-    refused = record["status"] in ("refused", "insufficient_evidence")
+    refused = record["status"] in ("refused", APP_REFUSAL)
     if not question.answerable:
         return "correct" if refused else "wrong"
     if refused:
@@ -178,8 +182,12 @@ def kind(question: FilingQuestion) -> str:
 def summary(table: Any) -> Any:
     """Aggregate a graded table per path: outcome counts, faithful share, page-hit rate, mean recall and MRR.
 
-    ``faithful`` counts only the answers that state a figure; ``no_figure`` counts the answers that state
-    none (faithfulness cannot be checked there, so they are neither credited nor blamed).
+    ``faithful`` counts only the answers that state a figure (`NO_ELIGIBLE` when none does); ``no_figure``
+    counts the answers that state none (faithfulness cannot be checked there, so they are neither credited
+    nor blamed).
+    ``app_refused`` counts the questions the application itself declined (``insufficient_evidence``: the
+    reranker selected nothing, so no model was asked); they are left out of the model's outcome counts
+    (``correct`` ... ``failed``), even where declining was the right reply, so no model is credited with them.
     """
     import pandas as pd
 
@@ -187,15 +195,20 @@ def summary(table: Any) -> Any:
     for path, part in table.groupby("path", sort=False):
         faithful_known = part["faithful"].dropna()
         hits = part["page_hit"].dropna()
+        by_app = part["status"] == APP_REFUSAL
+        asked = part[~by_app]
         rows.append(
             {
                 "path": path,
                 "questions": len(part),
                 **{
-                    outcome: int((part["correctness"] == outcome).sum())
+                    outcome: int((asked["correctness"] == outcome).sum())
                     for outcome in ("correct", "partial", "wrong", "refused", "failed")
                 },
-                "faithful": f"{int(faithful_known.sum())}/{len(faithful_known)}",
+                "app_refused": int(by_app.sum()),
+                "faithful": (
+                    f"{int(faithful_known.sum())}/{len(faithful_known)}" if len(faithful_known) else NO_ELIGIBLE
+                ),
                 "no_figure": int(((part["status"] == "answered") & part["faithful"].isna()).sum()),
                 "page_hit": f"{int(hits.sum())}/{len(hits)}" if len(hits) else "n/a",
                 "evidence_recall": _mean(part["evidence_recall"]),
