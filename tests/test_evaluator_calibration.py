@@ -230,3 +230,21 @@ def test_bootstrap_percentiles_are_exact_on_many_distinct_agreement_values():
     interval = bootstrap_interval(a, b, seed=11, resamples=400)
     assert interval["agreement_low"] == pytest.approx(np.percentile(agree, 2.5), rel=1e-12)
     assert interval["agreement_high"] == pytest.approx(np.percentile(agree, 97.5), rel=1e-12)
+
+
+def test_the_kappa_difference_of_one_judge_with_itself_is_zero_and_a_clear_gain_is_above_zero():
+    from labkit.evaluator.calibration import kappa_difference_interval
+
+    assert kappa_difference_interval(HUMAN, JUDGE, JUDGE, resamples=200) == (0.0, 0.0)
+    reference = ["pass", "fail"] * 10
+    opposite = ["fail", "pass"] * 10  # kappa -1 against the reference
+    low, high = kappa_difference_interval(reference, opposite, reference, resamples=200)
+    assert low is not None and high is not None and 0 < low <= high <= 2.0
+
+
+def test_a_rejected_reply_counts_as_a_label_of_its_own_in_the_kappa_difference():
+    from labkit.evaluator.calibration import kappa_difference_interval
+
+    with_rejection = [None, *JUDGE[1:]]
+    low, high = kappa_difference_interval(HUMAN, JUDGE, with_rejection, resamples=200)
+    assert low is not None and high is not None and low < 0  # one reply lost can only cost agreement

@@ -51,3 +51,65 @@ def test_malformed_log_line_is_refused_with_its_line_number(tmp_path):
         handle.write('{"id": "x", "id": "y"}\n')
     with pytest.raises(ExperimentLogError, match="line 2"):
         load_experiments(log)
+
+
+# --- comparing two sides: a difference whose interval holds zero is a tie ---------------------------------
+
+from labkit.evaluator.experiments import (  # noqa: E402  # grouped with the tests that use them
+    outcome_of,
+    share_difference_interval,
+    tie_or_ahead,
+)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (-0.2, 0.3, "tie"),
+        (0.0, 0.3, "tie"),  # zero is inside the interval: the data cannot tell the sides apart
+        (-0.3, 0.0, "tie"),
+        (0.01, 0.3, "changed_to ahead"),
+        (-0.3, -0.01, "baseline ahead"),
+        (None, None, "undefined"),
+    ],
+)
+def test_a_difference_is_a_tie_exactly_when_its_interval_holds_zero(low, high, verdict):
+    assert tie_or_ahead(low, high) == verdict
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "outcome"),
+    [
+        (["tie", "tie"], "tie"),
+        (["changed_to ahead", "tie"], "tie"),  # ahead on one measure only is not the hypothesis
+        (["changed_to ahead", "changed_to ahead"], "succeeded"),
+        (["changed_to ahead", "baseline ahead"], "failed"),
+        (["tie", "undefined"], "inconclusive"),
+        ([], "tie"),
+    ],
+)
+def test_an_experiment_succeeds_only_beyond_the_noise_on_every_measure(verdicts, outcome):
+    assert outcome_of([{"verdict": v} for v in verdicts]) == outcome
+
+
+def test_the_pass_share_difference_is_a_tie_on_equal_sides_and_ahead_on_a_clear_change():
+    same = [True, False] * 10
+    assert share_difference_interval(same, same) == (0.0, 0.0)
+    low, high = share_difference_interval([False] * 20, [True] * 18 + [False] * 2)
+    assert 0 < low <= 0.9 <= high
+    assert tie_or_ahead(*share_difference_interval([True] * 9 + [False], [True] * 8 + [False] * 2)) == "tie"
+
+
+def test_the_lessons_experiments_call_a_difference_inside_the_noise_a_tie():
+    from labkit.evaluator.experiments import arrangement_experiment
+    from labkit.evaluator.lesson import RUN_AUTHORED, load_inputs
+    from labkit.evaluator.report import evaluate_run
+
+    report = evaluate_run(RUN_AUTHORED, inputs=load_inputs())
+    experiment = arrangement_experiment(report)
+    comparisons = experiment.result["comparisons"]
+    assert [c["measure"] for c in comparisons] == [f"kappa, {c.id}" for c in report.inputs.rubric.judged()]
+    for c in comparisons:
+        low, high = (float(x) for x in c["difference_95"].strip("[]").split(", "))
+        assert c["verdict"] == ("tie" if low <= 0 <= high else c["verdict"])
+    assert experiment.outcome == outcome_of(comparisons)

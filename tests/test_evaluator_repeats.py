@@ -1,4 +1,4 @@
-"""Judge stability over repeated trials: the captured run's seeds, replay, and the table counted from the replies."""
+"""The sampled judge: the captured run's seeds at temperature 0.7, replay, and the table counted from the replies."""
 
 import json
 from collections import defaultdict
@@ -13,15 +13,18 @@ from labkit.evaluator.repeats import (
     RUN_CAPTURED,
     SETTINGS,
     TRIALS,
-    flips_on_repeat,
+    greedy_verdicts,
     make_requests,
     stability_table,
+    varies_across_seeds,
     verdicts,
 )
 from labkit.recording import load_run
+from labkit.trials import wilson
 from tests.planted import PlantOne
 
 JUDGED = ("factual_accuracy", "completeness", "tone")
+SAMPLED = f"temperature {TRIALS.temperature:g}, by seed"
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +98,30 @@ def test_the_table_equals_verdicts_read_independently_from_the_recorded_replies(
     for (pid, criterion), seen in by_key.items():
         row = table.loc[(pid, criterion)]
         human = inputs.labels.label(pid, criterion)
-        assert row["first trace"] == seen[0]
-        assert row["agree with first"] == f"{seen.count(seen[0])}/{len(seen)}"
+        assert row[SAMPLED] == " · ".join(seen)
         assert row["agree with human"] == f"{seen.count(human)}/{len(seen)}"
-        assert row["flips on repeat"] == (len(set(seen)) > 1)
-    assert flips_on_repeat(replayed) == [key for key, seen in by_key.items() if len(set(seen)) > 1]
+        assert row["varies"] == (len(set(seen)) > 1)
+        low, high = wilson(seen.count(human), len(seen))
+        assert row["Wilson 95%"] == f"[{low:.2f}, {high:.2f}]"
+    assert varies_across_seeds(replayed) == [key for key, seen in by_key.items() if len(set(seen)) > 1]
+
+
+def test_the_temperature_0_column_comes_from_the_lessons_greedy_requests_not_from_the_sampled_ones(replayed, inputs):
+    from labkit.evaluator.lesson import RUN_CAPTURED as LESSON_RUN
+    from labkit.evaluator.report import evaluate_run
+
+    lesson_run = load_run(LESSON_RUN)
+    greedy = greedy_verdicts(evaluate_run(LESSON_RUN, inputs=inputs))
+    table = stability_table(replayed, inputs.labels, greedy=greedy)
+    for pid, criterion in greedy:
+        binding = next(b for b in lesson_run.bindings if b.question == f"judge:labeled:{pid}:{criterion}")
+        assert binding.request["temperature"] == 0  # greedy: deterministic for its inputs
+        reply = json.loads(binding.response["choices"][0]["message"]["content"])
+        row = table.loc[(pid, criterion)]
+        assert row["temperature 0"] == reply["verdict"] == greedy[(pid, criterion)]
+        seen = verdicts(replayed)[(pid, criterion)]
+        assert row["as at 0"] == f"{seen.count(reply['verdict'])}/{len(seen)}"
+    assert "temperature 0" not in stability_table(replayed, inputs.labels).columns
 
 
 def test_a_planted_verdict_on_one_later_seed_changes_that_row(replayed, inputs):
@@ -115,10 +137,12 @@ def test_a_planted_verdict_on_one_later_seed_changes_that_row(replayed, inputs):
     assert after == [*before[:-1], planted_verdict]
     row_before = stability_table(replayed, inputs.labels).loc[(pid, criterion)]
     row_after = stability_table(planted, inputs.labels).loc[(pid, criterion)]
-    assert row_before["verdicts by seed"] != row_after["verdicts by seed"]
+    assert row_before[SAMPLED] != row_after[SAMPLED]
     assert row_before["agree with human"] != row_after["agree with human"]
     if len(set(before)) == 1:  # a stable row becomes one that flips
-        assert (pid, criterion) not in flips_on_repeat(replayed) and (pid, criterion) in flips_on_repeat(planted)
+        assert (pid, criterion) not in varies_across_seeds(replayed) and (pid, criterion) in varies_across_seeds(
+            planted
+        )
 
 
 def test_recording_sends_each_judge_call_once_per_seed(course, monkeypatch, inputs):
@@ -137,7 +161,7 @@ def test_recording_sends_each_judge_call_once_per_seed(course, monkeypatch, inpu
     assert len(recorded.bindings) == len(PRODUCTS) * len(JUDGED) * TRIALS.n
     assert {b.request["temperature"] for b in recorded.bindings} == {TRIALS.temperature}
     trials = make_requests(connect("01-repeats-fake", lesson="01", settings=SETTINGS), inputs=load_inputs())
-    assert sorted(flips_on_repeat(trials)) == sorted((pid, c) for pid in PRODUCTS for c in JUDGED)
+    assert sorted(varies_across_seeds(trials)) == sorted((pid, c) for pid in PRODUCTS for c in JUDGED)
     for (_, criterion), seen in verdicts(trials).items():
         allowed = inputs.rubric.criterion(criterion).allowed_labels
         assert seen == [allowed[0] if seed % 2 == 0 else allowed[-1] for seed in TRIALS.seeds]

@@ -74,6 +74,50 @@ class BootstrapInterval(TypedDict):
     kappa_undefined: int
 
 
+def paired_bootstrap(samples: tuple[Any, ...], statistic: Any, *, seed: int, resamples: int, level: float) -> Any:
+    """Return SciPy's paired percentile bootstrap of ``statistic`` over items (an item keeps all its values).
+
+    ``samples`` are equally long arrays, one value per item each; ``statistic`` is vectorized
+    along ``axis``, as `scipy.stats.bootstrap` asks. The seed is fixed, so the result is too.
+    """
+    import numpy as np
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        # Every resample alike (two raters who always agree) is an answer here, not a degenerate input.
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return bootstrap(
+            samples,
+            statistic,
+            paired=True,
+            vectorized=True,
+            n_resamples=resamples,
+            confidence_level=level,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+
+
+def _percentiles(values: Any, level: float) -> tuple[float | None, float | None, int]:
+    """The percentile interval of the defined (not NaN) values, and how many were undefined."""
+    import numpy as np
+
+    values = np.asarray(values)
+    defined = values[~np.isnan(values)]
+    if not defined.size:
+        return None, None, int(values.size)
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    return float(np.percentile(defined, lo)), float(np.percentile(defined, hi)), int(values.size - defined.size)
+
+
+def _as_indices(*label_lists: list[str]) -> tuple[Any, ...]:
+    import numpy as np
+
+    labels = sorted(set().union(*label_lists))
+    index = {label: i for i, label in enumerate(labels)}
+    return tuple(np.array([index[x] for x in labels_of]) for labels_of in label_lists)
+
+
 def bootstrap_interval(
     a: list[str], b: list[str], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES, level: float = 0.95
 ) -> BootstrapInterval:
@@ -86,45 +130,59 @@ def bootstrap_interval(
     over SciPy's bootstrap distribution without those resamples.
     """
     import numpy as np
-    from scipy.stats import DegenerateDataWarning, bootstrap
 
-    labels = sorted(set(a) | set(b))
-    index = {label: i for i, label in enumerate(labels)}
-    ai, bi = np.array([index[x] for x in a]), np.array([index[x] for x in b])
+    ai, bi = _as_indices(a, b)
+    n_labels = len(set(a) | set(b))
 
     def agreement_of(x: Any, y: Any, axis: int = -1) -> Any:
         return (x == y).mean(axis=axis)
 
     def kappa_of(x: Any, y: Any, axis: int = -1) -> Any:
-        return _kappa_many(np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1), len(labels))
+        return _kappa_many(np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1), n_labels)
 
-    def resampled(statistic: Any) -> Any:
-        with warnings.catch_warnings():
-            # Every resample alike (two raters who always agree) is an answer here, not a degenerate input.
-            warnings.simplefilter("ignore", DegenerateDataWarning)
-            return bootstrap(
-                (ai, bi),
-                statistic,
-                paired=True,
-                vectorized=True,
-                n_resamples=resamples,
-                confidence_level=level,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-
-    agree = resampled(agreement_of)
-    with np.errstate(invalid="ignore"):
-        kappas = np.asarray(resampled(kappa_of).bootstrap_distribution)
-    defined = kappas[~np.isnan(kappas)]
-    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    options: dict[str, Any] = {"seed": seed, "resamples": resamples, "level": level}
+    agree = paired_bootstrap((ai, bi), agreement_of, **options)
+    kappa_low, kappa_high, undefined = _percentiles(
+        paired_bootstrap((ai, bi), kappa_of, **options).bootstrap_distribution, level
+    )
     return {
         "agreement_low": float(agree.confidence_interval.low),
         "agreement_high": float(agree.confidence_interval.high),
-        "kappa_low": float(np.percentile(defined, lo)) if defined.size else None,
-        "kappa_high": float(np.percentile(defined, hi)) if defined.size else None,
-        "kappa_undefined": int(np.isnan(kappas).sum()),
+        "kappa_low": kappa_low,
+        "kappa_high": kappa_high,
+        "kappa_undefined": undefined,
     }
+
+
+def kappa_difference_interval(
+    reference: list[str],
+    baseline: Sequence[str | None],
+    changed: Sequence[str | None],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """Return a paired bootstrap interval of kappa(changed) - kappa(baseline), both against ``reference``.
+
+    Each resample draws items (an item keeps its three labels), so the two kappas
+    move together as they would on another draw of items like these. A rejected
+    reply (None) is a label of its own, as in `agreement`. Resamples where either
+    kappa is undefined are left out; the interval is None when none is defined.
+    """
+    import numpy as np
+
+    as_labels = [REJECTED if x is None else x for x in baseline], [REJECTED if x is None else x for x in changed]
+    ri, bi, ci = _as_indices(reference, *as_labels)
+    n_labels = len(set(reference).union(*as_labels))
+
+    def difference(r: Any, x: Any, y: Any, axis: int = -1) -> Any:
+        r, x, y = (np.moveaxis(v, axis, -1) for v in (r, x, y))
+        return _kappa_many(r, y, n_labels) - _kappa_many(r, x, n_labels)
+
+    resampled = paired_bootstrap((ri, bi, ci), difference, seed=seed, resamples=resamples, level=level)
+    low, high, _ = _percentiles(resampled.bootstrap_distribution, level)
+    return low, high
 
 
 class Agreement(BaseModel):

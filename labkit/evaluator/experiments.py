@@ -5,6 +5,11 @@ conditions. Its entry says what was expected (the hypothesis), what changed,
 what was held fixed, what came out, and whether the hypothesis held. A failed
 experiment is evidence too: keeping it stops the next person from repeating
 the same change without a new hypothesis.
+
+Each measured difference comes with a paired bootstrap 95 % interval over the
+same items; where that interval holds zero the comparison is a ``tie`` (the
+data cannot tell the two sides apart), and an experiment whose differences are
+all inside the noise has the outcome ``tie``, not a success or a failure.
 """
 
 from __future__ import annotations
@@ -16,10 +21,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from labkit.canonical import canonical_json, loads_strict
 from labkit.errors import InvalidJSON, LabkitError, validation_problems
-from labkit.tables import text_table
+from labkit.evaluator.calibration import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    kappa_difference_interval,
+    paired_bootstrap,
+)
+from labkit.tables import interval, text_table
 
 if TYPE_CHECKING:
     from labkit.evaluator.report import EvaluationReport
+
+
+Outcome = Literal["succeeded", "failed", "tie", "inconclusive"]
+Verdict = Literal["tie", "baseline ahead", "changed_to ahead", "undefined"]
 
 
 class ExperimentLogError(LabkitError, ValueError):
@@ -39,7 +54,9 @@ class Experiment(BaseModel):
         description="Everything held fixed: rubric hash, subset, model, prompt versions."
     )
     result: dict[str, Any] = Field(description="The measured outcome, baseline and experiment side by side.")
-    outcome: Literal["succeeded", "failed", "inconclusive"] = Field(description="Whether the hypothesis held.")
+    outcome: Outcome = Field(
+        description="succeeded or failed (beyond the noise), tie (inside it), or inconclusive (a measure undefined)."
+    )
     evidence_origin: dict[Literal["baseline", "changed_to"], Literal["authored", "captured", "live"]] = Field(
         description="Where the replies measured on each side came from."
     )
@@ -92,7 +109,7 @@ def log_experiment(path: str | Path, experiment: Experiment) -> Path:
 
 
 def experiments_table(experiments: list[Experiment]) -> Any:
-    """Return the log as a pandas table: id, variable, baseline, changed to, outcome, evidence."""
+    """Return the log as a table: id, variable, baseline, changed to, outcome, evidence."""
     import pandas as pd
 
     rows = [
@@ -109,6 +126,78 @@ def experiments_table(experiments: list[Experiment]) -> Any:
     return text_table(pd.DataFrame(rows, columns=["id", "variable", "baseline", "changed_to", "outcome", "evidence"]))
 
 
+def comparisons_table(experiments: list[Experiment]) -> Any:
+    """Return one row per measure compared in each experiment: both values, the difference's interval, the verdict."""
+    import pandas as pd
+
+    columns = ["experiment", "measure", "baseline", "changed_to", "difference_95", "verdict"]
+    rows = [
+        {"experiment": e.id, **{k: c[k] for k in columns[1:]}}
+        for e in experiments
+        for c in e.result.get("comparisons", [])
+    ]
+    return text_table(pd.DataFrame(rows, columns=columns))
+
+
+# --- comparing two sides: a difference inside the noise is a tie ------------------------------------
+
+
+def tie_or_ahead(low: float | None, high: float | None) -> Verdict:
+    """Return who is ahead by a difference's 95 % interval (changed_to minus baseline), or ``tie``.
+
+    ``tie`` when the interval holds zero: the data cannot tell the two sides apart.
+    ``undefined`` when there is no interval (a measure that could not be computed).
+    """
+    if low is None or high is None:
+        return "undefined"
+    if low <= 0 <= high:
+        return "tie"
+    return "changed_to ahead" if low > 0 else "baseline ahead"
+
+
+def comparison(measure: str, baseline: Any, changed_to: Any, low: float | None, high: float | None) -> dict[str, Any]:
+    """Return one compared measure as the log keeps it: both values, the difference's interval, the verdict."""
+    return {
+        "measure": measure,
+        "baseline": baseline,
+        "changed_to": changed_to,
+        "difference_95": interval(low, high),
+        "verdict": tie_or_ahead(low, high),
+    }
+
+
+def outcome_of(comparisons: list[dict[str, Any]]) -> Outcome:
+    """Return an experiment's outcome for the hypothesis "changed_to does better on every measure".
+
+    ``failed`` if the baseline is ahead on any measure; ``succeeded`` only if the
+    change is ahead on every one; ``inconclusive`` if a measure is undefined;
+    otherwise ``tie``: the data do not separate the two sides.
+    """
+    verdicts = [c["verdict"] for c in comparisons]
+    if "baseline ahead" in verdicts:
+        return "failed"
+    if "undefined" in verdicts:
+        return "inconclusive"
+    return "succeeded" if verdicts and all(v == "changed_to ahead" for v in verdicts) else "tie"
+
+
+def share_difference_interval(baseline: list[bool], changed: list[bool]) -> tuple[float, float]:
+    """Return a paired bootstrap 95 % interval of the pass share's change over the same items (changed - baseline)."""
+    import numpy as np
+
+    def difference(x: Any, y: Any, axis: int = -1) -> Any:
+        return y.mean(axis=axis) - x.mean(axis=axis)
+
+    samples = (np.array(baseline, dtype=float), np.array(changed, dtype=float))
+    result = paired_bootstrap(
+        samples, difference, seed=BOOTSTRAP_SEED, resamples=BOOTSTRAP_RESAMPLES, level=0.95
+    ).confidence_interval
+    return float(result.low), float(result.high)
+
+
+# --- the lesson's three experiments ------------------------------------------------------------------
+
+
 def _conditions(report: EvaluationReport, **extra: Any) -> dict[str, Any]:
     rubric = report.inputs.rubric
     return {
@@ -121,9 +210,8 @@ def _conditions(report: EvaluationReport, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _kappa(report: EvaluationReport, criterion: str, arrangement: str) -> float | None:
-    row = report.agreement_for(criterion, arrangement)
-    return None if row is None or row.kappa is None else round(row.kappa, 3)
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _origins(baseline: str, changed_to: str) -> dict[Any, Any]:
@@ -131,56 +219,56 @@ def _origins(baseline: str, changed_to: str) -> dict[Any, Any]:
     return {"baseline": baseline, "changed_to": changed_to}
 
 
+def kappa_comparison(
+    criterion: str, baseline: EvaluationReport, changed: EvaluationReport, *, arrangements: tuple[str, str]
+) -> dict[str, Any]:
+    """Compare the judge's kappa on one criterion between two (report, arrangement) sides, on the same items."""
+    labels = baseline.inputs.labels
+    held_out = labels.held_out
+    sides = []
+    for report, arrangement in ((baseline, arrangements[0]), (changed, arrangements[1])):
+        row = report.agreement_for(criterion, arrangement)
+        if row is None:
+            raise ExperimentLogError(
+                f"run {report.run_id} has no {arrangement} agreement for {criterion}; evaluate it with that arrangement"
+            )
+        judged = report.runs.judging.labels(arrangement=arrangement, source="labeled", criterion=criterion)  # type: ignore[arg-type]  # per_criterion or bundled
+        sides.append((row, [judged.get(p) for p in held_out]))
+    low, high = kappa_difference_interval(labels.column(held_out, criterion), sides[0][1], sides[1][1])
+    return comparison(f"kappa, {criterion}", _rounded(sides[0][0].kappa), _rounded(sides[1][0].kappa), low, high)
+
+
 def arrangement_experiment(report: EvaluationReport) -> Experiment:
     """Compare bundled and per-criterion judge calls on one run's held-out labels (one variable: the arrangement)."""
     judged = [c.id for c in report.inputs.rubric.judged()]
-    result = {
-        c: {"bundled": _kappa(report, c, "bundled"), "per_criterion": _kappa(report, c, "per_criterion")}
-        for c in judged
-    }
-    pairs = [(p["bundled"], p["per_criterion"]) for p in result.values()]
-    known = [(bundled, per) for bundled, per in pairs if bundled is not None and per is not None]
-    outcome: Literal["succeeded", "failed", "inconclusive"]
-    if len(known) < len(pairs):
-        outcome = "inconclusive"
-    else:
-        outcome = "succeeded" if all(per >= bundled for bundled, per in known) else "failed"
-    origin = report.origin
+    arrangements = ("bundled", "per_criterion")
+    comparisons = [kappa_comparison(c, report, report, arrangements=arrangements) for c in judged]
     return Experiment(
         id=f"arrangement-{report.run_id}",
         variable="judge arrangement",
         baseline="bundled",
         changed_to="per_criterion",
-        hypothesis="Judging each criterion in its own call agrees with the adjudicated labels at least as well as one "
-        "bundled call, on every judged criterion (Cohen's kappa).",
+        hypothesis="Judging each criterion in its own call agrees with the adjudicated labels better than one "
+        "bundled call (Cohen's kappa), on every judged criterion.",
         conditions=_conditions(report, judge_model=report.runs.judging.model_id, run_id=report.run_id),
-        result={"kappa": result},
-        outcome=outcome,
-        evidence_origin=_origins(origin, origin),
+        result={"comparisons": comparisons},
+        outcome=outcome_of(comparisons),
+        evidence_origin=_origins(report.origin, report.origin),
     )
 
 
 def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationReport) -> Experiment:
-    """Swap the judge model (one variable) and see whether it still meets the agreement rule where the baseline did."""
+    """Swap the judge model (one variable) and see whether it still meets the agreement rule where the baseline did.
+
+    The outcome is the rule's: it is applied to the point estimates, as in release.
+    The comparisons beside it say whether each kappa difference is beyond the noise.
+    """
     rule = baseline.inputs.rubric.agreement_rule
-    result, met = {}, []
-    for criterion in [c.id for c in baseline.inputs.rubric.judged()]:
-        sides = {}
-        for name, report in (("baseline", baseline), ("changed_to", candidate)):
-            row = report.agreement_for(criterion, rule.arrangement)
-            if row is None:
-                raise ExperimentLogError(
-                    f"run {report.run_id} has no {rule.arrangement} agreement for {criterion}; evaluate it with that arrangement"
-                )
-            sides[name] = {
-                "kappa": None if row.kappa is None else round(row.kappa, 3),
-                "agreement": round(row.percent_agreement, 3),
-                "rejected": row.rejected,
-                "scorer": report.routing[criterion].scorer,
-            }
-        result[criterion] = sides
-        if sides["baseline"]["scorer"] == "judge":
-            met.append(sides["changed_to"]["scorer"] == "judge")
+    judged = [c.id for c in baseline.inputs.rubric.judged()]
+    arrangements = (rule.arrangement, rule.arrangement)
+    comparisons = [kappa_comparison(c, baseline, candidate, arrangements=arrangements) for c in judged]
+    scorers = {c: {"baseline": baseline.routing[c].scorer, "changed_to": candidate.routing[c].scorer} for c in judged}
+    met = [s["changed_to"] == "judge" for s in scorers.values() if s["baseline"] == "judge"]
     return Experiment(
         id=f"judge-model-{candidate.run_id}",
         variable="judge model",
@@ -193,33 +281,36 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
             min_kappa=rule.min_kappa,
             min_percent_agreement=rule.min_percent_agreement,
         ),
-        result=result,
+        result={"scorer": scorers, "comparisons": comparisons},
         outcome="succeeded" if met and all(met) else ("failed" if met else "inconclusive"),
         evidence_origin=_origins(baseline.origin, candidate.origin),
     )
 
 
 def generation_model_experiment(baseline: EvaluationReport, candidate: EvaluationReport) -> Experiment:
-    """Swap the generation model (one variable) and compare how many descriptions pass each programmatic check."""
-
-    def passes(report: EvaluationReport) -> dict[str, int]:
-        names = ("schema", "length", "cost", "numeric_claims")
-        return {n: sum(c.status(n) == "pass" for c in report.checks.values()) for n in names}
-
-    before, after = passes(baseline), passes(candidate)
+    """Swap the generation model (one variable) and compare, check by check, how many descriptions pass."""
+    products = list(baseline.checks)
+    comparisons = []
+    for name in ("schema", "length", "cost", "numeric_claims"):
+        before = [baseline.checks[p].status(name) == "pass" for p in products]
+        after = [candidate.checks[p].status(name) == "pass" for p in products]
+        low, high = share_difference_interval(before, after)
+        n = len(products)
+        comparisons.append(comparison(f"passes {name}", f"{sum(before)}/{n}", f"{sum(after)}/{n}", low, high))
     return Experiment(
         id=f"generation-model-{candidate.run_id}",
         variable="generation model",
         baseline=baseline.runs.generation.model_id,
         changed_to=candidate.runs.generation.model_id,
-        hypothesis="The changed model's descriptions pass each programmatic check at least as often as the baseline's.",
+        hypothesis="The changed model's descriptions pass the programmatic checks more often than the baseline's, "
+        "on every check.",
         conditions={
             "rubric_sha256": baseline.inputs.rubric.sha256,
             "prompt_version": baseline.runs.generation.prompt_version,
-            "products": len(baseline.checks),
+            "products": len(products),
             "settings": {k: v for k, v in baseline.runs.generation.settings.items() if k != "response_format"},
         },
-        result={"passing": {"baseline": before, "changed_to": after}},
-        outcome="succeeded" if all(after[n] >= before[n] for n in before) else "failed",
+        result={"comparisons": comparisons},
+        outcome=outcome_of(comparisons),
         evidence_origin=_origins(baseline.origin, candidate.origin),
     )

@@ -36,30 +36,47 @@ class JudgeReplyRejected(LabkitError, ValueError):
 
 
 def verdict_model(criterion: Criterion) -> type[BaseModel]:
-    """Return the Pydantic model of one criterion's judge reply: explanation, then a verdict from its allowed labels."""
-    return _verdict_model(criterion.id, tuple(criterion.allowed_labels))
+    """Return the Pydantic model of one criterion's judge reply: an explanation, then a verdict.
 
-
-@functools.lru_cache(maxsize=64)
-def _verdict_model(criterion_id: str, allowed: tuple[str, ...]) -> type[BaseModel]:
-    verdict_type: Any = Literal[allowed]  # a Literal built at run time from the rubric's allowed labels
+    The verdict's type is a ``Literal`` of the rubric's allowed labels, so any other
+    label fails validation; ``extra="forbid"`` refuses a field the schema does not name.
+    """
+    allowed: Any = Literal[tuple(criterion.allowed_labels)]  # built at run time from the rubric
     return create_model(
-        f"Verdict_{criterion_id}",
+        f"Verdict_{criterion.id}",
         __config__=ConfigDict(extra="forbid"),
-        explanation=(str, Field(min_length=1, max_length=MAX_EXPLANATION, description="Why, citing the description.")),
-        verdict=(verdict_type, Field(description=f"One of {list(allowed)}.")),
+        explanation=(
+            str,
+            Field(min_length=1, max_length=MAX_EXPLANATION, description="Why, citing the description."),
+        ),
+        verdict=(allowed, Field(description=f"One of {list(criterion.allowed_labels)}.")),
     )
+
+
+#: One reply model per (criterion id, allowed labels), built once: the lesson asks for them on every call.
+_MODELS: dict[tuple[str, tuple[str, ...]], type[BaseModel]] = {}
+
+
+def _model_of(criterion: Criterion) -> type[BaseModel]:
+    key = (criterion.id, tuple(criterion.allowed_labels))
+    if key not in _MODELS:
+        _MODELS[key] = verdict_model(criterion)
+    return _MODELS[key]
 
 
 def bundled_model(rubric: Rubric) -> type[BaseModel]:
     """Return the Pydantic model of a bundled reply: one explanation-and-verdict object per judged criterion."""
-    return _bundled_model(tuple((c.id, tuple(c.allowed_labels), c.question) for c in rubric.judged()))
+    return _bundled_model(tuple(rubric.judged()))
 
 
-@functools.lru_cache(maxsize=16)
-def _bundled_model(criteria: tuple[tuple[str, tuple[str, ...], str], ...]) -> type[BaseModel]:
-    fields = {cid: (_verdict_model(cid, allowed), Field(description=question)) for cid, allowed, question in criteria}
-    return create_model("BundledVerdicts", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
+def _bundled_model(criteria: tuple[Criterion, ...]) -> type[BaseModel]:
+    key = ("(bundled)", tuple(f"{c.id}:{'|'.join(c.allowed_labels)}:{c.question}" for c in criteria))
+    if key not in _MODELS:
+        fields = {c.id: (_model_of(c), Field(description=c.question)) for c in criteria}
+        _MODELS[key] = create_model(  # type: ignore[call-overload]  # fields built from the rubric
+            "BundledVerdicts", __config__=ConfigDict(extra="forbid"), **fields
+        )
+    return _MODELS[key]
 
 
 @functools.lru_cache(maxsize=64)
@@ -98,7 +115,7 @@ def judge_settings(rubric: Rubric, arrangement: Arrangement, criterion: Criterio
         assert criterion is not None
         return {
             "max_tokens": 120,
-            "response_format": local_response_format(json.loads(_schema(verdict_model(criterion)))),
+            "response_format": local_response_format(json.loads(_schema(_model_of(criterion)))),
         }
     return {"max_tokens": 320, "response_format": local_response_format(json.loads(_schema(bundled_model(rubric))))}
 
@@ -117,7 +134,7 @@ def parse_judge_reply(text: str, rubric: Rubric, *, criterion: Criterion | None 
 
     With ``criterion`` the reply is a per-criterion reply; without, a bundled one.
     """
-    model = verdict_model(criterion) if criterion else bundled_model(rubric)
+    model = _model_of(criterion) if criterion else bundled_model(rubric)
     try:
         parsed = model.model_validate_json(text)
     except ValidationError as exc:

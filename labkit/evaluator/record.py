@@ -18,7 +18,7 @@ from labkit.evaluator.calibration import Agreement, Routing
 from labkit.evaluator.checks import CheckReport, parse_description
 from labkit.evaluator.generation import Generation
 from labkit.evaluator.judge import JudgeLabel
-from labkit.evaluator.rubric import Rubric
+from labkit.evaluator.rubric import Criterion, Rubric
 
 Scorer = Literal["judge", "programmatic", "human_review", "not_judged"]
 
@@ -78,8 +78,9 @@ def user_description(text: str) -> UserDescription | None:
     return UserDescription(title=output.title, description=output.description) if output else None
 
 
-def _failing_label(allowed: list[str], passing: list[str]) -> str:
-    return next(label for label in allowed if label not in passing)
+def failing_label(criterion: Criterion) -> str:
+    """Return the label a criterion gets when a check fails it: its first allowed label that does not pass."""
+    return next(label for label in criterion.allowed_labels if label not in criterion.pass_labels)
 
 
 def release_decision(results: list[CriterionResult]) -> Literal["release", "blocked", "awaiting_human_review"]:
@@ -89,6 +90,51 @@ def release_decision(results: list[CriterionResult]) -> Literal["release", "bloc
     if all(r.passed for r in results):
         return "release"
     return "awaiting_human_review"
+
+
+def check_evidence(criterion: Criterion, checks: CheckReport) -> list[str]:
+    """Return the checks' evidence for one criterion: each gating check's detail, each failing claim beside its fact."""
+    claims_failed = "numeric_claims" in criterion.checks and checks.status("numeric_claims") == "fail"
+    evidence = [
+        f"{r.name}: {r.detail}"
+        for r in checks.results
+        if r.name in criterion.checks and not (r.name == "numeric_claims" and claims_failed)
+    ]
+    if "numeric_claims" in criterion.checks:
+        evidence += [f"'{c.text}': claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in checks.failed_claims()]
+    return evidence
+
+
+def criterion_result(
+    criterion: Criterion,
+    checks: CheckReport,
+    *,
+    routing: Routing | None,
+    judged: JudgeLabel | None,
+    agreement: Agreement | None,
+) -> CriterionResult:
+    """Return one criterion's release label: a failing check decides first, then the routing, then the judge.
+
+    A criterion gated by a failing check fails whatever the judge said; one the
+    agreement rule routes to people waits for them; a judge label counts only
+    where the rule lets the judge score.
+    """
+    failed = any(r.name in criterion.checks and r.status == "fail" for r in checks.results)
+    known: dict[str, Any] = {
+        "criterion": criterion.id,
+        "explanation": judged.explanation if judged else None,
+        "evidence": check_evidence(criterion, checks),
+        "agreement": agreement,
+    }
+    if criterion.scored_by == "programmatic" or failed:
+        label = failing_label(criterion) if failed else criterion.pass_labels[0]
+        return CriterionResult(label=label, passed=not failed, scorer="programmatic", **known)
+    if routing is None or routing.scorer == "human_review":
+        return CriterionResult(label=None, passed=None, scorer="human_review", **known)
+    if judged is None:  # the judge may score it, but was not asked about this description
+        return CriterionResult(label=None, passed=None, scorer="not_judged", **known)
+    passed = judged.verdict in criterion.pass_labels
+    return CriterionResult(label=judged.verdict, passed=passed, scorer="judge", **known)
 
 
 def build_record(
@@ -102,69 +148,17 @@ def build_record(
     judge_labels: dict[str, JudgeLabel],
     judge_cost_usd: float,
 ) -> EvaluationRecord:
-    """Combine checks, judge labels and routing into one record under the rubric's pass rules.
-
-    A criterion gated by a failing check fails whatever the judge said; a judged
-    criterion below the agreement rule waits for human review.
-    """
-    results = []
-    for criterion in rubric.criteria:
-        failed = [r for r in checks.results if r.name in criterion.checks and r.status == "fail"]
-        evidence = [
-            f"{r.name}: {r.detail}"
-            for r in checks.results
-            if r.name in criterion.checks and not (r.name == "numeric_claims" and r.status == "fail")
-        ]
-        if "numeric_claims" in criterion.checks:  # one line per failing claim, with the supplied fact beside it
-            evidence += [
-                f"'{c.text}': claims {c.claimed}, facts say {c.fact or 'nothing'}" for c in checks.failed_claims()
-            ]
-        judged = judge_labels.get(criterion.id)
-        explanation = judged.explanation if judged else None
-        if criterion.scored_by == "programmatic" or failed:
-            label = (
-                _failing_label(criterion.allowed_labels, criterion.pass_labels) if failed else criterion.pass_labels[0]
-            )
-            result = CriterionResult(
-                criterion=criterion.id,
-                label=label,
-                passed=not failed,
-                scorer="programmatic",
-                explanation=explanation,
-                evidence=evidence,
-                agreement=agreements.get(criterion.id),
-            )
-        elif criterion.id not in routing or routing[criterion.id].scorer == "human_review":  # no evidence, no judge
-            result = CriterionResult(
-                criterion=criterion.id,
-                label=None,
-                passed=None,
-                scorer="human_review",
-                explanation=explanation,
-                evidence=evidence,
-                agreement=agreements.get(criterion.id),
-            )
-        elif judged is None:
-            result = CriterionResult(
-                criterion=criterion.id,
-                label=None,
-                passed=None,
-                scorer="not_judged",
-                explanation=None,
-                evidence=evidence,
-                agreement=agreements.get(criterion.id),
-            )
-        else:
-            result = CriterionResult(
-                criterion=criterion.id,
-                label=judged.verdict,
-                passed=judged.verdict in criterion.pass_labels,
-                scorer="judge",
-                explanation=explanation,
-                evidence=evidence,
-                agreement=agreements.get(criterion.id),
-            )
-        results.append(result)
+    """Combine checks, judge labels and routing into one record under the rubric's pass rules."""
+    results = [
+        criterion_result(
+            criterion,
+            checks,
+            routing=routing.get(criterion.id),
+            judged=judge_labels.get(criterion.id),
+            agreement=agreements.get(criterion.id),
+        )
+        for criterion in rubric.criteria
+    ]
     release = release_decision(results)
     call = generation.call
     return EvaluationRecord(

@@ -1,14 +1,22 @@
-"""Judge stability: a stated subset of the judge's calls sent once per seed, and whether one trace would mislead.
+"""The sampled judge: a stated subset of the judge's calls sent at a temperature above zero, once per seed.
 
-The lesson's runs ask the judge each question once, at temperature 0. Here the
-per-criterion judge calls for `PRODUCTS` (their human-labeled descriptions, each
-judged criterion in its own call) are each sent ``TRIALS.n`` times at a
-temperature above zero, one seed per trial (`labkit.trials`), so each trial has
-its own replay binding. For each (product, criterion) `stability_table` shows
-the verdicts in seed order, the share of seeds that agree with the first trace,
-and the share that agree with the adjudicated human label (with a Wilson
-interval). A (product, criterion) whose verdict changes on repeat is one where
-a single judge trace would have misled: its label was a draw, not a measurement.
+The lesson's runs ask the judge each question once, at temperature 0: greedy
+decoding, which takes the most likely token at every step. Such a request is
+deterministic for its inputs (the same request gets the same reply), so its
+trace is not a draw, and sending it again would measure nothing. Here the
+per-criterion judge calls for `PRODUCTS` (their human-labeled descriptions) are
+sent ``TRIALS.n`` times at ``TRIALS.temperature``, one seed per trial
+(`labkit.trials`): the model samples each token, and each seed is a request of
+its own with its own replay binding. That is a *different configuration*, the
+sampled judge. `stability_table` shows, per (product, criterion), the
+temperature-0 verdict beside the sampled verdicts in seed order, how many seeds
+agree with the adjudicated human label (with a Wilson interval over the seeds),
+and whether the sampled verdict varies across seeds.
+
+What the subset can show is narrow: one product, three criteria, five seeds
+each. It can show that, on this description, the sampled setting gives more
+than one verdict; it cannot show how often that happens across the held-out
+items, and it does not re-measure the temperature-0 judge that calibration uses.
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ from labkit.evaluator.judge import JudgeCall, judge_description
 from labkit.evaluator.lesson import SETTINGS as BASE_SETTINGS
 from labkit.evaluator.lesson import LessonInputs, load_inputs
 from labkit.evaluator.lesson import run_fixtures as _run_fixtures
-from labkit.trials import Trials, misled_by_one_trace, wilson
+from labkit.tables import interval, text_table
+from labkit.trials import Trials, wilson
 
-#: Five seeds per call at 0.7, a temperature at which a judge samples rather than decodes greedily; five is the
+#: Five seeds per call at 0.7, a temperature at which the judge samples instead of decoding greedily; five is the
 #: fewest a share is shown over.
 TRIALS = Trials(n=5, temperature=0.7, first_seed=700)
 #: The held-out products whose labeled descriptions are judged repeatedly: the lantern said to run 12 hours (facts: 6),
@@ -32,12 +41,14 @@ TRIALS = Trials(n=5, temperature=0.7, first_seed=700)
 #: minutes to record on the course's shared two-core machine.
 PRODUCTS: tuple[str, ...] = ("p07",)
 RUN_CAPTURED = "01-evaluator-smollm2-repeats"
-#: The lesson's settings with the first trial's seed and the plan's temperature; each trial sends its own seed.
+#: The lesson's settings with the first trial's seed and the sampled setting's temperature; each trial sends its own
+#: seed.
 SETTINGS = TRIALS.settings_for(BASE_SETTINGS, 0)
 CAPTURED_DESCRIPTION = (
     "Lesson 01's per-criterion judge calls on the human-labeled descriptions of products "
     + " and ".join(PRODUCTS)
-    + " sent repeatedly to a real model, one binding per trial; each reply schema-constrained. "
+    + " sent to a real model in a sampled setting (a configuration apart from the lesson's temperature-0 calls), "
+    + "one binding per trial; each reply schema-constrained. "
     + TRIALS.describe()
 )
 #: What a rejected reply counts as in the verdicts: a value of its own, never a label.
@@ -91,37 +102,52 @@ def verdicts(trials: list[JudgeTrial]) -> dict[tuple[str, str], list[str]]:
     return {key: [t.verdict for t in sorted(rows, key=lambda t: t.seed)] for key, rows in out.items()}
 
 
-def flips_on_repeat(trials: list[JudgeTrial]) -> list[tuple[str, str]]:
-    """Return the (product, criterion) pairs whose verdict on some later seed differs from the first trace's."""
-    return misled_by_one_trace(verdicts(trials))
+def varies_across_seeds(trials: list[JudgeTrial]) -> list[tuple[str, str]]:
+    """Return the (product, criterion) pairs whose sampled verdict is not the same on every seed."""
+    return [key for key, seen in verdicts(trials).items() if len(set(seen)) > 1]
 
 
-def stability_table(trials: list[JudgeTrial], labels: Any) -> Any:
-    """Return one row per (product, criterion): verdicts by seed, agreement with the first trace and with people.
+def greedy_verdicts(report: Any) -> dict[tuple[str, str], str | None]:
+    """Return (product, criterion) -> the temperature-0 per-criterion verdict a lesson run gave on `PRODUCTS`.
+
+    ``report`` is the lesson's `EvaluationReport` of the same model; None where its reply was rejected.
+    """
+    out: dict[tuple[str, str], str | None] = {}
+    for pid in PRODUCTS:
+        for criterion in report.inputs.rubric.judged():
+            found = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion=criterion.id)
+            out[(pid, criterion.id)] = found.get(pid)
+    return out
+
+
+def stability_table(
+    trials: list[JudgeTrial], labels: Any, *, greedy: dict[tuple[str, str], str | None] | None = None
+) -> Any:
+    """Return one row per (product, criterion): the temperature-0 verdict, the sampled ones, agreement with people.
 
     ``labels`` is the lesson's `HumanLabels`; the human label is the adjudicated one.
-    The Wilson interval is over the seeds, for the share agreeing with the human label.
+    ``greedy`` (from `greedy_verdicts`) adds the temperature-0 verdict and how many
+    sampled seeds give the same one. The Wilson interval is over the seeds, for the
+    share of sampled verdicts that equal the human label.
     """
     import pandas as pd
 
+    sampled = f"temperature {TRIALS.temperature:g}, by seed"
     rows = []
     for (pid, criterion), seen in verdicts(trials).items():
         human = labels.label(pid, criterion)
-        with_first = sum(v == seen[0] for v in seen)
         with_human = sum(v == human for v in seen)
-        low, high = wilson(with_human, len(seen))
-        rows.append(
-            {
-                "product": pid,
-                "criterion": criterion,
-                "verdicts by seed": " · ".join(seen),
-                "first trace": seen[0],
-                "agree with first": f"{with_first}/{len(seen)}",
-                "human label": human,
-                "agree with human": f"{with_human}/{len(seen)}",
-                "wilson_low": low,
-                "wilson_high": high,
-                "flips on repeat": with_first < len(seen),
-            }
-        )
-    return pd.DataFrame(rows).set_index(["product", "criterion"])
+        row: dict[str, Any] = {"product": pid, "criterion": criterion}
+        if greedy is not None:
+            at_zero = greedy.get((pid, criterion)) or REJECTED
+            row["temperature 0"] = at_zero
+            row["as at 0"] = f"{sum(v == at_zero for v in seen)}/{len(seen)}"
+        row |= {
+            sampled: " · ".join(seen),
+            "human label": human,
+            "agree with human": f"{with_human}/{len(seen)}",
+            "Wilson 95%": interval(*wilson(with_human, len(seen))),
+            "varies": len(set(seen)) > 1,
+        }
+        rows.append(row)
+    return text_table(pd.DataFrame(rows).set_index(["product", "criterion"]))

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.evaluator.calibration import Agreement, Routing, agreement, route_criterion
+from labkit.evaluator.calibration import REJECTED, Agreement, Routing, agreement, route_criterion
 from labkit.evaluator.checks import CheckReport, parse_description, run_checks
 from labkit.evaluator.lesson import SETTINGS, LessonInputs, LessonRuns, load_inputs, make_requests
 from labkit.evaluator.record import EvaluationRecord, build_record
@@ -36,6 +36,31 @@ class EvaluationReport:
     def agreement_for(self, criterion: str, arrangement: str) -> Agreement | None:
         """Return one row of the agreement evidence."""
         return next((a for a in self.agreements if (a.criterion, a.arrangement) == (criterion, arrangement)), None)
+
+    @property
+    def provenance(self) -> str:
+        """One line saying where this run's replies come from: written by the course, or a model's."""
+        if self.origin == "authored":
+            return f"{self.run_id} (authored): every reply written by the course; no model produced any"
+        return f"{self.run_id} ({self.origin}): every reply from the model {self.runs.generation.model_id}"
+
+    def scored_by(self, scorer: str) -> list[str]:
+        """Return the criteria the agreement rule routes to ``scorer`` (judge, human_review or programmatic)."""
+        return [criterion for criterion, routed in self.routing.items() if routed.scorer == scorer]
+
+    def label_table(self, criterion: str, arrangement: str = "per_criterion") -> Any:
+        """Return the held-out labels of one criterion counted in a cross-table: people's by row, the judge's by column.
+
+        The diagonal is where they agree; the margins (``all``) are how often each side
+        gives each label, which is what chance agreement is made of.
+        """
+        import pandas as pd
+
+        held_out = self.inputs.labels.held_out
+        judged = self.runs.judging.labels(arrangement=arrangement, source="labeled", criterion=criterion)  # type: ignore[arg-type]  # per_criterion or bundled
+        people = pd.Series(self.inputs.labels.column(held_out, criterion), name="adjudicated label")
+        judge = pd.Series([judged.get(p) or REJECTED for p in held_out], name=f"{arrangement} judge")
+        return pd.crosstab(people, judge, margins=True, margins_name="all")
 
     def generation_table(self) -> Any:
         """Return one row per generated description: words, schema, tokens, cost, latency."""
@@ -177,6 +202,29 @@ def rubric_table(rubric: Any) -> Any:
             ]
         )
     )
+
+
+def spread_table(reports: dict[str, EvaluationReport]) -> Any:
+    """Return each run's generation cost and measured latency as median and range (what the plots draw)."""
+    import pandas as pd
+
+    rows = []
+    for name, report in reports.items():
+        calls = [g.call for g in report.runs.generation.generations]
+        cost = pd.Series([c.cost_usd * 1e6 for c in calls])
+        latency = pd.Series([c.latency_s for c in calls if c.latency_s is not None], dtype=float)
+        rows.append(
+            {
+                "run": name,
+                "descriptions": len(calls),
+                "tokens": calls[0].usage_source,
+                "cost, millionths of $ (median)": round(cost.median(), 2),
+                "cost range": interval(cost.min(), cost.max()),
+                "latency s (median)": round(latency.median(), 2) if len(latency) else "not measured",
+                "latency range": interval(latency.min(), latency.max()) if len(latency) else "-",
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("run"))
 
 
 def _format_label(text: str, inputs: LessonInputs, product_id: str) -> str:
