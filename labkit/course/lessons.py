@@ -110,9 +110,13 @@ def record_captured(
     )
 
 
-#: Lesson -> further modules whose requests its runs hold: lesson 02 part B, and lesson 06's first captured run
-#: (ids echoed by the model), kept beside the two-prompt run that `labkit record 06` now makes.
-EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {"02": ("labkit.rag.runs",), "06": ("labkit.routing.runs",)}
+#: Lesson -> further modules whose requests its runs hold: lesson 02b (part B) and 02a's ranking example, and
+#: lesson 06's first captured run (ids echoed by the model), kept beside the two-prompt run that `labkit record 06`
+#: now makes.
+EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {
+    "02": ("labkit.rag.runs", "labkit.rag.ranking"),
+    "06": ("labkit.routing.runs",),
+}
 
 
 def run_modules(lesson: str) -> list[ModuleType]:

@@ -1,4 +1,4 @@
-"""Lesson 02, part A: a small docs RAG app whose every request leaves a trace.
+"""Lesson 02a: a small docs RAG app whose every request leaves a trace.
 
 The corpus is a set of short API summaries written for the course. It is
 split with LangChain's ``RecursiveCharacterTextSplitter``, indexed in an
@@ -38,7 +38,12 @@ QUESTIONS = {
     "answered": "How do I parse an ISO 8601 timestamp that ends in Z?",
     "not_in_docs": "How many days does this service keep backups?",
 }
+#: A question whose best-scored passages describe reading text, while its answer needs the one on writing
+#: text: the lesson's ranking example. Its reply is in its own run (`labkit.rag.ranking`).
+RANKING_QUESTION = "Which pathlib method writes a string to a file in UTF-8?"
 EMBEDDING_SET = "rag-docs"
+#: The ranking question's vector, saved apart so that the runs recorded before it keep their fixtures.
+RANKING_SET = "rag-docs-ranking"
 RUN_AUTHORED = "02-rag-authored"
 
 SYSTEM_POLICY = (
@@ -93,8 +98,13 @@ def corpus_path() -> Path:
 
 
 def embeddings_path() -> Path:
-    """Return the committed saved-vectors file of this lesson."""
+    """Return the committed saved-vectors file of this lesson's passages and recorded questions."""
     return fixtures_dir() / "docs" / "embeddings.json"
+
+
+def ranking_embeddings_path() -> Path:
+    """Return the committed saved-vectors file of the ranking question."""
+    return fixtures_dir() / "docs" / "ranking_embeddings.json"
 
 
 def load_corpus(path: Path | None = None) -> list[Any]:
@@ -142,6 +152,36 @@ def embedding_texts() -> tuple[list[str], Path]:
     return sorted(set(passages) | set(QUESTIONS.values()) | set(probes)), embeddings_path()
 
 
+@register_embedding_set(RANKING_SET)
+def ranking_embedding_texts() -> tuple[list[str], Path]:
+    """Return the ranking question, the one text of its set, and the file its vector is saved in."""
+    return [RANKING_QUESTION], ranking_embeddings_path()
+
+
+def docs_vectors() -> SavedEmbeddings:
+    """Return the saved vectors of every text the docs app embeds: both of its sets, as one `SavedEmbeddings`.
+
+    The sets must come from the same model with the same dimension; a text that
+    neither holds raises `UnrecordedText` naming the main set.
+    """
+    main, ranking = SavedEmbeddings.from_set(EMBEDDING_SET), SavedEmbeddings.from_set(RANKING_SET)
+    if (ranking.model, ranking.dimension, ranking.normalized) != (main.model, main.dimension, main.normalized):
+        raise StaleIndex(
+            f"{relative_to_root(ranking_embeddings_path())} was computed with {ranking.model} "
+            f"({ranking.dimension} numbers), the passages with {main.model} ({main.dimension}); recompute it "
+            f"with `labkit embed {RANKING_SET}` (needs the [embed] extra)"
+        )
+    vectors = {text: main.vector(text) for text in main.texts} | {text: ranking.vector(text) for text in ranking.texts}
+    return SavedEmbeddings(
+        vectors,
+        model=main.model,
+        dimension=main.dimension,
+        normalized=main.normalized,
+        source=main.source,
+        set_name=main.set_name,
+    )
+
+
 @dataclass
 class DocsIndex:
     """A vector store with the passages it holds and its logical identity."""
@@ -177,7 +217,7 @@ def load_docs_index(
     from langchain_core.vectorstores import InMemoryVectorStore
 
     corpus_file = corpus_file or corpus_path()
-    embeddings = embeddings or SavedEmbeddings.from_set(EMBEDDING_SET)
+    embeddings = embeddings or docs_vectors()
     chunks = [] if empty else split_corpus(load_corpus(corpus_file), chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     missing = [chunk_id(c) for c in chunks if c.page_content not in embeddings]
     if missing:
@@ -234,20 +274,28 @@ class TracedRequest:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A request that explore mode answered live keeps, as a refused one does, how it differs from the
+        # nearest recorded request: ``diff_table(traced.extra["diff"])`` shows it in both cases.
+        reply = self.trace.first("model_reply_returned")
+        if reply is not None and reply.data.get("your_change"):
+            self.extra.setdefault("diff", reply.data["your_change"])
+
     @property
     def status(self) -> str:
         """The reply status for a completed request, else the outcome."""
         return self.result["status"] if self.result else self.outcome
 
 
-def _reply_text(completion: Any) -> str:
+def reply_text(completion: Any) -> str:
+    """Return the text of a chat completion's first choice ("" when the model returned no content)."""
     return completion.choices[0].message.content or ""
 
 
 def trace_request(
     question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None
 ) -> TracedRequest:
-    """Answer one question through retrieval, context, model and checks, recording each step.
+    """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
     ``adapter`` is anything with ``generate(question, messages)`` returning a
     ChatCompletion and a ``mode`` (a `ModelBoundary`, a `BoundReplay`).
@@ -277,22 +325,9 @@ def trace_request(
     else:
         asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override)
         if isinstance(asked, TracedRequest):  # the model step stopped the request
-            return with_your_change(asked)
+            return asked
         reply = asked
-    return with_your_change(check_and_link(question, key, reply, selected, trace))
-
-
-def with_your_change(traced: TracedRequest) -> TracedRequest:
-    """Keep, in ``extra["diff"]``, how a request that explore mode answered live differs from the recorded one.
-
-    In replay mode that request is refused and its refusal's diff is kept there; in
-    explore mode it is answered, and ``diff_table(traced.extra["diff"])`` still shows
-    what changed (the ``your_change`` of its ``model_reply_returned`` event).
-    """
-    reply = traced.trace.first("model_reply_returned")
-    if reply is not None and reply.data.get("your_change"):
-        traced.extra.setdefault("diff", reply.data["your_change"])
-    return traced
+    return check_and_link(question, key, reply, selected, trace)
 
 
 def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
@@ -321,8 +356,6 @@ def ask_model(
     question: str, key: str, selected: list[Any], adapter: Any, trace: Trace, *, reply_override: str | None = None
 ) -> Reply | TracedRequest:
     """Send the exact messages, record them and the reply; return the parsed reply, or the request stopped."""
-    from labkit.explore import answer_origin, changed_fields
-    from labkit.refusal import hints_in
     from labkit.replay import ReplayRequestMismatch
 
     messages = prompt(question, selected)
@@ -330,27 +363,44 @@ def ask_model(
     try:
         completion = adapter.generate(question, messages)
     except ReplayRequestMismatch as exc:
-        diff = [
-            {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
-            for d in exc.diff
-        ]
-        trace.emit("replay_refused", error=str(exc).splitlines()[0], diff=diff, hints=hints_in(str(exc)))
+        trace.emit("replay_refused", **refusal_data(exc))
         return TracedRequest(question, key, "replay_refused", trace, error=str(exc), extra={"diff": exc.diff})
-    text = _reply_text(completion) if reply_override is None else reply_override
-    explored = answer_origin(completion)
-    trace.emit(
-        "model_reply_returned",
-        reply=text,
-        model=completion.model,
-        supplied_by="driver (controlled probe)" if reply_override is not None else adapter.mode,
-        **({"origin": explored, "your_change": changed_fields(adapter)} if explored else {}),
-    )
+    text = reply_text(completion) if reply_override is None else reply_override
+    trace.emit("model_reply_returned", **reply_data(completion, text, adapter, probe=reply_override is not None))
     try:
         return Reply.model_validate_json(text)
     except ValidationError as exc:
         message = f"invalid shape: {exc.errors(include_url=False)[0]['msg']}"
         trace.emit("reply_rejected", reason="invalid_shape", error=message)
         return TracedRequest(question, key, "reply_rejected", trace, error=message)
+
+
+def refusal_data(exc: Any) -> dict[str, Any]:
+    """Return what a ``replay_refused`` event keeps: the refusal's first line, each differing field, the hints."""
+    from labkit.refusal import hints_in
+
+    diff = [
+        {"path": d.path, "recorded": d.recorded, "actual": d.actual, **({"note": d.note} if d.note else {})}
+        for d in exc.diff
+    ]
+    return {"error": str(exc).splitlines()[0], "diff": diff, "hints": hints_in(str(exc))}
+
+
+def reply_data(completion: Any, text: str, adapter: Any, *, probe: bool) -> dict[str, Any]:
+    """Return what a ``model_reply_returned`` event keeps: the text, the model, who supplied it, and its origin.
+
+    A probe's text was supplied by the driver, not by the model; an answer that explore
+    mode fetched live carries its origin label and the learner's change.
+    """
+    from labkit.explore import answer_origin, changed_fields
+
+    explored = answer_origin(completion)
+    return {
+        "reply": text,
+        "model": completion.model,
+        "supplied_by": "driver (controlled probe)" if probe else adapter.mode,
+        **({"origin": explored, "your_change": changed_fields(adapter)} if explored else {}),
+    }
 
 
 def check_and_link(question: str, key: str, reply: Reply, selected: list[Any], trace: Trace) -> TracedRequest:
