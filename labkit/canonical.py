@@ -75,7 +75,11 @@ def pretty_json(value: Any) -> str:
         raise InvalidJSON(f"Cannot write JSON: {exc}. Replace NaN or Infinity with a number or null.") from exc
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Build a JSON object from its ``(key, value)`` pairs, refusing a key that appears twice.
+
+    ``json.loads`` calls it as ``object_pairs_hook``; by default it would keep the last value silently.
+    """
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
@@ -84,11 +88,16 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _no_constants(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """Refuse ``NaN``, ``Infinity`` and ``-Infinity``, which ``json.loads`` would otherwise turn into floats.
+
+    ``json.loads`` calls it as ``parse_constant`` with the constant's name.
+    """
     raise InvalidJSON(f"non-finite number {name} is not allowed: use a finite number or null")
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
+    """Parse a JSON number with a fraction or exponent, refusing one so large it becomes infinity (``1e999``)."""
     value = float(text)
     if math.isinf(value):
         raise InvalidJSON(f"number {text} overflows to infinity: use a smaller number")
@@ -103,7 +112,9 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
     try:
         if isinstance(text, bytes):  # json.loads would guess UTF-16 or UTF-32 from bytes; UTF-8 is the only format
             text = text.decode("utf-8")
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_float=_finite_float)
+        return json.loads(
+            text, object_pairs_hook=unique_object, parse_constant=reject_constant, parse_float=finite_float
+        )
     except InvalidJSON as exc:
         raise InvalidJSON(f"{source}: {exc}") from None
     except UnicodeDecodeError as exc:

@@ -67,6 +67,7 @@ rest are defined beside the code that raises them.
     │   ├── UnknownTeam(LookupError)                 tickets.py: a team the application does not know
     │   └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
     ├── lesson 06, routing/: RouteGradeError (above)
+    │   └── GateCommandTimedOut(TimeoutError)        command.py: labkit grade-routes did not finish in time
     │
     └── course tooling, course/ and cli/
         ├── UnknownLesson(LookupError)               course/lessons.py: that lesson records no model runs

@@ -214,3 +214,16 @@ def test_a_file_that_grows_between_stat_and_read_is_refused(tmp_path, monkeypatc
     monkeypatch.setattr(Path, "read_bytes", lambda self: b"[1, 2, 3, 4]")
     with pytest.raises(InvalidJSON, match="over the 5-byte limit; refusing to read it"):
         read_strict_bytes(path, max_bytes=5)
+
+
+def test_the_parse_hooks_refuse_a_repeated_key_a_constant_and_an_overflow_on_their_own():
+    from labkit.canonical import finite_float, reject_constant, unique_object
+
+    assert unique_object([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+    with pytest.raises(InvalidJSON, match="repeated JSON key 'a'"):
+        unique_object([("a", 1), ("a", 2)])
+    with pytest.raises(InvalidJSON, match="non-finite number NaN"):
+        reject_constant("NaN")
+    assert finite_float("2.5") == 2.5
+    with pytest.raises(InvalidJSON, match="1e999 overflows to infinity"):
+        finite_float("1e999")

@@ -77,6 +77,17 @@ def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
     assert result.verdict == "correctness correct, faithful True, cited ['BRIGHTWAVE_2025_10K#p3']"
 
 
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [('{"id": "./t9", "route": "sales"}', "id changed"), ("sales", "not JSON")],
+)
+def test_a_malformed_lesson_06_reply_is_one_the_gate_refuses_to_grade_not_a_miss(reply, problem):
+    verdict = t.ticket_reply_verdict("t9", "support", reply)
+    assert verdict.startswith(f"malformed ({problem}")
+    assert verdict.endswith("the gate refuses to grade a run that holds it (exit code 1)")
+    assert "miss" not in verdict
+
+
 @pytest.fixture(scope="module")
 def bundled_model():
     if not explore.local_extra_installed():

@@ -20,10 +20,15 @@ from labkit.routing.grader import (
     apply_changes,
     compare,
     explain,
+    fixes,
     grade_files,
     load,
+    regressions,
+    release_reasons,
     route_confusion,
     route_slices,
+    score,
+    validate_suite,
 )
 from labkit.routing.suite import write_routing_fixtures
 
@@ -61,6 +66,70 @@ def with_routes(run: dict, routes: dict[str, str]) -> dict:
 
 
 # --- the release rule -------------------------------------------------------------------------
+
+
+def summary(correct: int, points: int, urgent: int = 0, failures: tuple[str, ...] = ()) -> dict:
+    """A run summary as `score` returns it, with only what the release rule reads."""
+    rows = [{"id": cid, "expected": "sales", "actual": "billing", "penalty": 1} for cid in failures]
+    return {"cases": 10, "correct": correct, "penalty_points": points, "urgent_misses": urgent, "failures": rows}
+
+
+def test_score_counts_one_runs_correct_routes_penalty_points_and_urgent_misses(gate):
+    cases = validate_suite(gate.suite)
+    old = score(gate.suite, cases, gate.sha, gate.baseline)
+    new = score(gate.suite, cases, gate.sha, gate.candidate)
+    assert (old["correct"], old["penalty_points"], old["urgent_misses"]) == (8, 2, 0)
+    assert (new["correct"], new["penalty_points"], new["urgent_misses"]) == (9, 20, 1)
+    assert [f["id"] for f in old["failures"]] == ["t7", "t9"]
+    assert new["failures"] == [{"id": "t1", "expected": "urgent_support", "actual": "billing", "penalty": 20}]
+    assert new == gate.report()["candidate"]  # compare reports exactly what score counts
+
+
+def test_score_refuses_a_run_for_other_suite_bytes_and_names_the_run(gate):
+    cases = validate_suite(gate.suite)
+    with pytest.raises(RouteGradeError, match=r"^candidate run was made for suite bytes"):
+        score(gate.suite, cases, "0" * 64, gate.candidate, name="candidate")
+
+
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        (summary(7, 2), "correct routes fell from 8 to 7 of 10"),
+        (summary(8, 3), "penalty points rose from 2 to 3"),
+        (summary(9, 1, urgent=1), "1 urgent_support case(s) misrouted: "),
+    ],
+    ids=["correct falls", "points rise", "urgent miss"],
+)
+def test_each_condition_of_the_release_rule_fails_the_candidate_on_its_own(new, reason):
+    assert [r.startswith(reason) for r in release_reasons(summary(8, 2), new)] == [True]
+
+
+@pytest.mark.parametrize(
+    "new",
+    [summary(8, 2), summary(9, 2), summary(8, 1)],
+    ids=["tie on both", "tie on points", "tie on correct"],
+)
+def test_a_tie_passes_the_release_rule_since_it_asks_only_that_nothing_gets_worse(new):
+    assert release_reasons(summary(8, 2), new) == []
+
+
+def test_an_urgent_miss_fails_even_when_the_baseline_misses_it_too():
+    same = summary(9, 20, urgent=1)
+    assert len(release_reasons(same, same)) == 1
+
+
+def test_regressions_and_fixes_leave_out_cases_the_baseline_already_missed():
+    old = summary(7, 3, failures=("t4", "t7", "t10"))
+    new = summary(7, 3, failures=("t2", "t7", "t10", "t12"))
+    assert regressions(old, new) == ["t2", "t12"]
+    assert fixes(old, new) == ["t4"]
+
+
+def test_only_a_protected_case_that_regressed_fails_the_rule():
+    old = summary(8, 2, failures=("t7", "t9"))
+    new = summary(8, 2, failures=("t3", "t9"))
+    assert release_reasons(old, new, protected=["t9"]) == []  # t9 was already wrong
+    assert release_reasons(old, new, protected=["t3", "t9"]) == ["protected case(s) regressed: t3"]
 
 
 def test_checkout_outage_sent_to_billing_fails_the_gate(gate):
@@ -258,10 +327,17 @@ def test_route_slices_show_the_urgent_slice_carrying_the_penalty(gate):
     slices = route_slices(gate.report())
     assert list(slices.index) == list(ROUTES)
     urgent = slices.loc["urgent_support"]
-    assert list(slices.columns) == ["cases", "baseline_acc", "candidate_acc", "baseline_pen", "candidate_pen"]
-    assert (urgent["cases"], urgent["baseline_acc"], urgent["candidate_acc"]) == (2, 1.0, 0.5)
-    assert (urgent["baseline_pen"], urgent["candidate_pen"]) == (0, 20)
-    assert slices["baseline_pen"].sum() == 2 and slices["candidate_pen"].sum() == 20
+    assert list(slices.columns) == [
+        "cases",
+        "baseline_right",
+        "candidate_right",
+        "baseline_points",
+        "candidate_points",
+    ]
+    assert (urgent["cases"], urgent["baseline_right"], urgent["candidate_right"]) == (2, 2, 1)
+    assert (urgent["baseline_points"], urgent["candidate_points"]) == (0, 20)
+    assert slices["baseline_points"].sum() == 2 and slices["candidate_points"].sum() == 20
+    assert slices["candidate_right"].sum() == 9 and slices["cases"].sum() == 10
 
 
 def test_confusion_matrix_puts_the_checkout_outage_in_the_billing_column(gate):
@@ -650,17 +726,15 @@ def test_a_run_suite_hash_that_is_not_a_digest_is_shown_as_written(gate):
         gate.report()
 
 
-def test_route_slices_round_accuracy_to_three_places_and_leave_a_route_without_cases_empty(gate):
+def test_route_slices_count_each_routes_right_answers_and_show_a_route_without_cases_as_zero(gate):
     for case in gate.suite["cases"]:
         if case["expected"] == "sales":
             case["expected"] = "support"
     gate.candidate = with_routes(gate.candidate, {"t3": "sales", "t4": "sales"})
     slices = route_slices(gate.report())
-    assert slices.loc["billing", "candidate_acc"] == 0.333
-    assert slices.loc["billing", "candidate_pen"] == 2  # both misrouted billing cases count
-    assert slices.loc["sales", "cases"] == 0
-    assert slices.loc["sales"][["baseline_acc", "candidate_acc"]].isna().all()
-    assert (slices.loc["sales", "baseline_pen"], slices.loc["sales", "candidate_pen"]) == (0, 0)
+    assert (slices.loc["billing", "cases"], slices.loc["billing", "candidate_right"]) == (3, 1)
+    assert slices.loc["billing", "candidate_points"] == 2  # both misrouted billing cases count
+    assert slices.loc["sales"].tolist() == [0, 0, 0, 0, 0]
 
 
 def test_confusion_matrix_axes_are_named_expected_and_predicted(gate):

@@ -14,7 +14,7 @@ from labkit.canonical import pretty_json
 from labkit.errors import FixtureOverwriteRefused, LabkitError
 from labkit.paths import fixtures_dir
 from labkit.routing.grader import compare, grade_files, load
-from labkit.routing.suite import FILES, main, write_bad_inputs, write_routing_fixtures
+from labkit.routing.suite import FILES, grade_bad_inputs, main, write_bad_inputs, write_routing_fixtures
 
 
 def snapshot(folder) -> dict[str, bytes]:
@@ -170,3 +170,31 @@ def test_every_bad_input_example_is_refused_with_its_own_message(tmp_path):
             grade_files(paths["suite"], paths["baseline"], paths["candidate"])
         assert isinstance(caught.value, ValueError)
         assert EXPECTED_MESSAGES[example.name] in str(caught.value), example.name
+
+
+def test_the_refusal_table_has_one_row_per_bad_input_each_refused_naming_its_file_not_its_path(tmp_path):
+    table = grade_bad_inputs(tmp_path / "bad")
+    assert list(table.index) == list(EXPECTED_MESSAGES)
+    assert list(table.columns) == ["file", "what is wrong", "refused by", "message"]
+    assert set(table["refused by"]) == {"InvalidJSON", "RouteGradeError"}
+    for name, row in table.iterrows():
+        assert EXPECTED_MESSAGES[name] in row["message"], name
+        assert str(tmp_path) not in row["message"], name
+    assert table.loc["repeated key", "message"].startswith("repeated-key.json: repeated JSON key 'label'")
+
+
+def test_a_bad_input_the_gate_would_grade_is_shown_as_not_refused(tmp_path, monkeypatch):
+    from labkit.routing import suite as module
+
+    real = module.write_bad_inputs
+
+    def with_a_good_file(folder):
+        written = real(folder)
+        good = fixtures_dir() / "routing" / "candidate.json"
+        written[0].path.write_bytes(good.read_bytes())
+        return written
+
+    monkeypatch.setattr(module, "write_bad_inputs", with_a_good_file)
+    table = grade_bad_inputs(tmp_path / "bad")
+    assert table.iloc[0]["refused by"] == "NOT REFUSED"
+    assert (table.iloc[1:]["refused by"] != "NOT REFUSED").all()

@@ -352,17 +352,14 @@ def try_ticket_message(message: str, *, ticket: str = "t1") -> TryYourOwn:
     """Lesson 06: route ``ticket`` with ``message`` as its text; the suite's expected route judges the reply."""
     from labkit.canonical import load_strict
     from labkit.paths import fixtures_dir
-    from labkit.routing.runs import RUN_CAPTURED, SETTINGS, parse_route_reply, routing_messages
+    from labkit.routing.runs import RUN_CAPTURED, SETTINGS, routing_messages
 
     suite, _ = load_strict(fixtures_dir() / "routing" / "suite.json")
     expected = next(case["expected"] for case in suite["cases"] if case["id"] == ticket)
     messages = routing_messages({"id": ticket, "message": message})
 
     def judge(text: str) -> str:
-        route, problem = parse_route_reply(ticket, text)
-        if problem is not None:
-            return f"malformed ({problem}): the gate counts it as a miss"
-        return f"route {route}; the suite expects {expected}: {'correct' if route == expected else 'a miss'}"
+        return ticket_reply_verdict(ticket, expected, text)
 
     return ask(
         change=f"TICKET_MESSAGE = {message!r}",
@@ -374,6 +371,16 @@ def try_ticket_message(message: str, *, ticket: str = "t1") -> TryYourOwn:
         judge=judge,
         look_for="whether a reworded outage still routes urgent_support, the queue a miss costs 20 points in",
     )
+
+
+def ticket_reply_verdict(ticket: str, expected: str, text: str) -> str:
+    """Lesson 06's check of one reply: its route against the suite's, or why the gate could not grade it."""
+    from labkit.routing.runs import parse_route_reply
+
+    route, problem = parse_route_reply(ticket, text)
+    if problem is not None:
+        return f"malformed ({problem}): the gate refuses to grade a run that holds it (exit code 1)"
+    return f"route {route}; the suite expects {expected}: {'correct' if route == expected else 'a miss'}"
 
 
 def recorded_ticket_message(ticket: str = "t1") -> str:

@@ -27,7 +27,7 @@ def _suite() -> tuple[Any, str]:
 
 
 def _measures(version: str, run: dict[str, Any], malformed: int) -> list[Measure]:
-    from labkit.routing.grader import compare
+    from labkit.routing.grader import score, validate_suite
 
     suite, sha = _suite()
     if malformed:
@@ -37,7 +37,7 @@ def _measures(version: str, run: dict[str, Any], malformed: int) -> list[Measure
             Measure(f"urgent tickets missed, {version} prompt", None, "not gradable", lower_is_better=True),
             share(f"malformed replies, {version} prompt", malformed, len(suite["cases"]), lower_is_better=True),
         ]
-    summary = compare(suite, sha, run, run)["candidate"]
+    summary = score(suite, validate_suite(suite), sha, run)
     return [
         share(f"routes correct, {version} prompt", summary["correct"], summary["cases"]),
         Measure(

@@ -37,6 +37,10 @@ SUITE_FIELDS = frozenset({"version", "penalties", "cases"})
 SCHEMA_TEXT_FIELDS = {"quillfeather-routing-v1": "message", "maple-routing-v1": "input"}
 RUN_FIELDS = frozenset({"label", "origin", "suite_sha256", "predictions"})
 PREDICTION_FIELDS = frozenset({"id", "route"})
+#: A validated suite's cases, keyed by id (what `validate_suite` returns).
+Cases = Mapping[str, Mapping[str, Any]]
+#: One run's graded summary (what `score` returns): correct, penalty_points, urgent_misses, failures ...
+Summary = Mapping[str, Any]
 
 _repr = reprlib.Repr()
 _repr.maxstring = 60
@@ -209,17 +213,10 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
     return routes
 
 
-def _summary(
-    run: Mapping[str, Any],
-    routes: Mapping[str, str],
-    cases: Mapping[str, Mapping[str, Any]],
-    penalties: Mapping[str, int],
-) -> dict[str, Any]:
-    failures = [
-        {"id": cid, "expected": case["expected"], "actual": routes[cid], "penalty": penalties[case["expected"]]}
-        for cid, case in sorted(cases.items(), key=lambda item: id_order(item[0]))
-        if routes[cid] != case["expected"]
-    ]
+def route_counts(
+    cases: Mapping[str, Mapping[str, Any]], routes: Mapping[str, str], penalties: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Return, per expected route, how many cases the suite has, how many the run got right, and the points lost."""
     by_route = {route: {"cases": 0, "correct": 0, "penalty_points": 0} for route in ROUTES}
     for cid, case in cases.items():
         row = by_route[case["expected"]]
@@ -228,6 +225,23 @@ def _summary(
             row["correct"] += 1
         else:
             row["penalty_points"] += penalties[case["expected"]]
+    return by_route
+
+
+def score(suite: Any, cases: Cases, suite_sha256: str, run: Any, *, name: str = "run") -> Summary:
+    """Grade one run against the suite it answered: its correct routes, penalty points, urgent misses.
+
+    ``cases`` is what ``validate_suite(suite)`` returned. A run that does not answer these
+    exact suite bytes, or does not answer every case exactly once, raises `RouteGradeError`.
+    """
+    routes = validate_run(run, cases=cases, suite_sha256=suite_sha256, name=name)
+    penalties = suite["penalties"]
+    failures: list[dict[str, Any]] = []
+    for cid in sorted(cases, key=id_order):
+        expected, actual = cases[cid]["expected"], routes[cid]
+        if actual != expected:
+            penalty = penalties[expected]
+            failures.append({"id": cid, "expected": expected, "actual": actual, "penalty": penalty})
     correct = len(cases) - len(failures)
     return {
         "label": run["label"],
@@ -235,14 +249,15 @@ def _summary(
         "cases": len(cases),
         "correct": correct,
         "accuracy": correct / len(cases),
-        "penalty_points": sum(f["penalty"] for f in failures),
-        "urgent_misses": sum(f["expected"] == URGENT for f in failures),
+        "penalty_points": sum(failure["penalty"] for failure in failures),
+        "urgent_misses": sum(failure["expected"] == URGENT for failure in failures),
         "failures": failures,
-        "by_route": by_route,
+        "by_route": route_counts(cases, routes, penalties),
     }
 
 
-def _check_protected(protected: Any, cases: Mapping[str, Any]) -> list[str]:
+def check_protected(protected: Any, cases: Cases) -> list[str]:
+    """Return the ``protected`` case ids sorted, each once; raise `RouteGradeError` for an id the suite lacks."""
     if isinstance(protected, str) or not isinstance(protected, Iterable):
         raise RouteGradeError(f'protected must be a list of case ids, got {_shown(protected)}; write ["t3"], not "t3"')
     ids = list(protected)
@@ -254,7 +269,25 @@ def _check_protected(protected: Any, cases: Mapping[str, Any]) -> list[str]:
     return sorted(set(ids), key=id_order)
 
 
-def _reasons(old: Mapping[str, Any], new: Mapping[str, Any], protected_regressions: list[str]) -> list[str]:
+def regressions(old: Summary, new: Summary) -> list[str]:
+    """Return the ids the baseline routed right and the candidate routes wrong, in id order."""
+    missed_before = {failure["id"] for failure in old["failures"]}
+    return [failure["id"] for failure in new["failures"] if failure["id"] not in missed_before]
+
+
+def fixes(old: Summary, new: Summary) -> list[str]:
+    """Return the ids the baseline routed wrong and the candidate routes right, in id order."""
+    missed_now = {failure["id"] for failure in new["failures"]}
+    return [failure["id"] for failure in old["failures"] if failure["id"] not in missed_now]
+
+
+def release_reasons(old: Summary, new: Summary, *, protected: Iterable[str] = ()) -> list[str]:
+    """Apply the release rule to two run summaries; return why the candidate fails ([]: it passes).
+
+    The candidate ``new`` passes when its correct count does not fall below the baseline
+    ``old``'s, its penalty points do not rise above them, it misses no urgent case, and no
+    ``protected`` case the baseline routed right goes wrong.
+    """
     reasons = []
     if new["correct"] < old["correct"]:
         reasons.append(f"correct routes fell from {old['correct']} to {new['correct']} of {new['cases']}")
@@ -263,8 +296,9 @@ def _reasons(old: Mapping[str, Any], new: Mapping[str, Any], protected_regressio
     if new["urgent_misses"]:
         missed = [f"{f['id']} (sent to {f['actual']})" for f in new["failures"] if f["expected"] == URGENT]
         reasons.append(f"{new['urgent_misses']} urgent_support case(s) misrouted: {', '.join(missed)}")
-    if protected_regressions:
-        reasons.append(f"protected case(s) regressed: {_ids(protected_regressions, limit=len(protected_regressions))}")
+    broken = [cid for cid in regressions(old, new) if cid in set(protected)]
+    if broken:
+        reasons.append(f"protected case(s) regressed: {', '.join(broken)}")
     return reasons
 
 
@@ -330,50 +364,46 @@ def _smallest_flip(
     return []
 
 
-def case_changes(
-    cases: Mapping[str, Mapping[str, Any]],
-    old_routes: Mapping[str, str],
-    new_routes: Mapping[str, str],
-    protected_ids: Iterable[str],
-) -> tuple[list[str], list[str], list[str]]:
-    """Return the ids the candidate fixed, the ids it regressed, and the protected ids among the regressed ones."""
+def check_fingerprint(suite_sha256: Any) -> str:
+    """Return ``suite_sha256`` if it is a SHA-256 hex digest (as `load` returns), else raise `RouteGradeError`."""
+    if not isinstance(suite_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", suite_sha256):
+        raise RouteGradeError(
+            f"suite_sha256 {_shown(suite_sha256)} is not a SHA-256 hex digest; pass the hash that load() returned"
+        )
+    return suite_sha256
 
-    def right(routes: Mapping[str, str], cid: str) -> bool:
-        return routes[cid] == cases[cid]["expected"]
 
-    ordered = sorted(cases, key=id_order)
-    regressed = [cid for cid in ordered if right(old_routes, cid) and not right(new_routes, cid)]
-    fixed = [cid for cid in ordered if not right(old_routes, cid) and right(new_routes, cid)]
-    protected = set(protected_ids)
-    return fixed, regressed, [cid for cid in regressed if cid in protected]
+def explanation(
+    suite: Any, old: Summary, new: Summary, passed: bool, *, protected: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Return what decided a verdict: the cases fixed and regressed, and the smallest change that would flip it."""
+    cases = {case["id"]: case for case in suite["cases"]}
+    regressed = regressions(old, new)
+    flip = _smallest_flip(old, new, cases, suite["penalties"], set(protected), regressed)
+    return {
+        "fixed": fixes(old, new),
+        "regressed": regressed,
+        "deciding_cases": [change["id"] for change in flip],
+        "smallest_flip": flip,
+        "summary": _flip_sentence(passed, flip),
+    }
 
 
 def compare(
     suite: Any, suite_sha256: str, baseline: Any, candidate: Any, *, protected: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """Grade a baseline and a candidate run on one suite and apply the release rule; return a JSON-ready report.
+    """Grade a baseline and a candidate run on one suite, and apply the release rule to them.
 
-    The report holds ``suite_version``, ``suite_sha256``, the sorted ``protected`` ids, a summary per
-    run (``baseline``, ``candidate``: label, origin, cases, correct, accuracy, penalty_points,
-    urgent_misses, failures sorted by id, by_route), ``pass``, the ``reasons`` it failed, and an
-    ``explanation``: cases fixed and regressed, and ``smallest_flip``, the fewest ``{id, route}``
-    changes to the candidate that would flip the verdict (``apply_changes`` applies them).
+    The report holds the suite's version and fingerprint, the ``protected`` ids, each run's
+    `score` (``baseline``, ``candidate``), ``pass``, the ``reasons`` it fails, and an
+    ``explanation`` (cases fixed and regressed, the smallest change that flips the verdict).
     """
     cases = validate_suite(suite)
-    if not isinstance(suite_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", suite_sha256):
-        raise RouteGradeError(
-            f"suite_sha256 {_shown(suite_sha256)} is not a SHA-256 hex digest; pass the hash that load() returned"
-        )
-    penalties = suite["penalties"]
-    old_routes = validate_run(baseline, cases=cases, suite_sha256=suite_sha256, name="baseline")
-    new_routes = validate_run(candidate, cases=cases, suite_sha256=suite_sha256, name="candidate")
-    protected_ids = _check_protected(protected, cases)
-    old = _summary(baseline, old_routes, cases, penalties)
-    new = _summary(candidate, new_routes, cases, penalties)
-
-    fixed, regressed, protected_regressions = case_changes(cases, old_routes, new_routes, protected_ids)
-    reasons = _reasons(old, new, protected_regressions)
-    flip = _smallest_flip(old, new, cases, penalties, set(protected_ids), regressed)
+    check_fingerprint(suite_sha256)
+    old = score(suite, cases, suite_sha256, baseline, name="baseline")
+    new = score(suite, cases, suite_sha256, candidate, name="candidate")
+    protected_ids = check_protected(protected, cases)
+    reasons = release_reasons(old, new, protected=protected_ids)
     return {
         "suite_version": suite["version"],
         "suite_sha256": suite_sha256,
@@ -382,13 +412,7 @@ def compare(
         "candidate": new,
         "pass": not reasons,
         "reasons": reasons,
-        "explanation": {
-            "fixed": fixed,
-            "regressed": regressed,
-            "deciding_cases": [change["id"] for change in flip],
-            "smallest_flip": flip,
-            "summary": _flip_sentence(not reasons, flip),
-        },
+        "explanation": explanation(suite, old, new, not reasons, protected=protected_ids),
     }
 
 
@@ -436,24 +460,27 @@ def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) 
 
 
 def route_slices(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Return accuracy and penalty points per expected route, baseline beside candidate, one row per route.
+    """Return, per expected route, its cases and each run's right routes and penalty points.
 
-    Columns: ``cases``, ``baseline_acc``, ``candidate_acc``, ``baseline_pen``, ``candidate_pen``
-    (short, so the table fits a notebook's column; correct answers are accuracy times cases).
+    Columns: ``cases``, ``baseline_right``, ``candidate_right``, ``baseline_points``,
+    ``candidate_points``. A route's recall is its right routes over its cases; they are
+    counts, not rates, because a route has only a few cases (a route without any shows 0).
     """
     import pandas as pd
 
     rows = []
     for route in ROUTES:
-        row: dict[str, Any] = {"route": route, "cases": report["baseline"]["by_route"][route]["cases"]}
-        for measure in ("acc", "pen"):
-            for side in ("baseline", "candidate"):
-                part = report[side]["by_route"][route]
-                if measure == "acc":
-                    row[f"{side}_acc"] = round(part["correct"] / part["cases"], 3) if part["cases"] else None
-                else:
-                    row[f"{side}_pen"] = part["penalty_points"]
-        rows.append(row)
+        old, new = (report[side]["by_route"][route] for side in ("baseline", "candidate"))
+        rows.append(
+            {
+                "route": route,
+                "cases": old["cases"],
+                "baseline_right": old["correct"],
+                "candidate_right": new["correct"],
+                "baseline_points": old["penalty_points"],
+                "candidate_points": new["penalty_points"],
+            }
+        )
     return pd.DataFrame(rows).set_index("route")
 
 

@@ -18,11 +18,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from labkit.canonical import pretty_json
 from labkit.fixtures import fixture_script, prepare_fixture_folder, write_json_fixtures
 from labkit.paths import fixtures_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SUITE_VERSION = "quillfeather-routing-v1"
 
@@ -299,6 +302,35 @@ def write_bad_inputs(folder: str | Path) -> list[BadInput]:
         path.write_text(content if isinstance(content, str) else pretty_json(content), encoding="utf-8")
         written.append(BadInput(name=name, role=role, path=path, problem=problem))  # type: ignore[arg-type]
     return written
+
+
+def grade_bad_inputs(folder: str | Path) -> pd.DataFrame:
+    """Write every bad input into ``folder``, grade each in place of its good file, and tabulate the refusals.
+
+    One row per bad input, indexed by its name: the file it stands in for (``role``), what
+    is wrong with it, the error that refused it and the error's message, with the file's
+    path written as its name. A bad input that was graded instead of refused says
+    ``NOT REFUSED`` in the ``refused by`` column.
+    """
+    import pandas as pd
+
+    from labkit.errors import LabkitError
+    from labkit.routing.grader import grade_files
+
+    good = {role: fixtures_dir() / "routing" / f"{role}.json" for role in ("suite", "baseline", "candidate")}
+    rows = []
+    for bad in write_bad_inputs(folder):
+        paths = {**good, bad.role: bad.path}
+        try:
+            grade_files(paths["suite"], paths["baseline"], paths["candidate"])
+            refused_by, message = "NOT REFUSED", "the gate graded this file"
+        except LabkitError as error:
+            refused_by, message = type(error).__name__, str(error).replace(str(bad.path), bad.path.name)
+        rows.append(
+            {"bad input": bad.name, "file": bad.role, "what is wrong": bad.problem, "refused by": refused_by}
+            | {"message": message}
+        )
+    return pd.DataFrame(rows).set_index("bad input")
 
 
 def main(argv: list[str] | None = None) -> int:
