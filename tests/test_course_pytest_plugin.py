@@ -65,7 +65,7 @@ def _copy_of_the_course(target: Path) -> Path:
     for name in ("labkit", "fixtures", "recorded_runs"):
         shutil.copytree(root / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     (target / "notebooks").mkdir()
-    shutil.copy2(root / "notebooks" / "02a_rag_trace.ipynb", target / "notebooks")
+    shutil.copy2(root / "notebooks" / "02b_filings_rag.ipynb", target / "notebooks")
     (target / "tests").mkdir()
     shutil.copy2(root / "tests" / "nbval_sanitize.cfg", target / "tests")
     shutil.copy2(root / "pyproject.toml", target)
@@ -89,7 +89,7 @@ def test_a_planted_index_bug_in_a_second_copy_fails_its_notebook_02_under_nbval(
     copy = _copy_of_the_course(tmp_path / "course")
     _plant_zero_based_pages(copy)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "notebooks/02a_rag_trace.ipynb"],  # -x: one failed cell will do
+        [sys.executable, "-m", "pytest", "-q", "-x", "notebooks/02b_filings_rag.ipynb"],  # -x: one failed cell will do
         cwd=copy,
         env=_env_for(copy),
         capture_output=True,
