@@ -85,8 +85,9 @@ class Reply(BaseModel):
     source_ids: list[str] = Field(description="Source ids of the passages the answer uses.")
 
 
-#: ``response_format`` in the form llama-cpp-python's server turns into a grammar, so the bundled
-#: local model can only produce JSON of this schema (see `labkit.serve`).
+#: ``response_format`` in the form llama-cpp-python's server turns into a grammar that holds the bundled local
+#: model to this schema's shape (see `labkit.serve`). That grammar lets a string hold raw control characters,
+#: which JSON forbids, so a reply can still fail strict parsing: `ask_model` rejects it as invalid_shape.
 REPLY_FORMAT = {"type": "json_object", "schema": Reply.model_json_schema()}
 #: Every generation setting; they are part of each request, and so of each replay binding.
 SETTINGS = {"temperature": 0, "seed": 7, "max_tokens": 160, "response_format": REPLY_FORMAT}
