@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +34,8 @@ CHUNK_SIZE, CHUNK_OVERLAP = 220, 40
 SPLITTER: dict[str, str | int] = {"name": SPLITTER_NAME, "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP}
 #: How many passages retrieval returns and the context keeps.
 K = 3
+#: A context selection: from the ranked (passage, score) pairs, return the passages to send, in rank order.
+Select = Callable[[list[tuple[Any, float]]], list[Any]]
 #: The recorded questions: one the corpus answers, one it cannot.
 QUESTIONS = {
     "answered": "How do I parse an ISO 8601 timestamp that ends in Z?",
@@ -60,6 +63,10 @@ class CorpusError(LabkitError, ValueError):
 
 class StaleIndex(LabkitError, ValueError):
     """The corpus or splitter changed since its vectors were recorded, so the old vectors cannot serve it."""
+
+
+class ContextSelectionError(LabkitError, ValueError):
+    """A context selection returned something that is not one of the request's retrieval candidates."""
 
 
 class ReplyRejected(LabkitError, ValueError):
@@ -294,14 +301,18 @@ def reply_text(completion: Any) -> str:
 
 
 def trace_request(
-    question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None
+    question: str,
+    index: DocsIndex,
+    adapter: Any,
+    *,
+    k: int = K,
+    select: Select | None = None,
+    reply_override: str | None = None,
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``adapter`` is anything with ``generate(question, messages)`` returning a
-    ChatCompletion and a ``mode`` (a `ModelBoundary`, a `BoundReplay`).
-    ``reply_override`` replaces the model's reply text for a controlled probe;
-    the trace marks such a reply as supplied by the driver, not by the model.
+    ``adapter`` is a `ModelBoundary` or a `BoundReplay`; ``select`` picks the context from the ranked candidates
+    (default `keep_all`); ``reply_override`` replaces the reply for a probe, marked as supplied by the driver.
     """
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
@@ -316,7 +327,7 @@ def trace_request(
         **run_identity(adapter),
     )
     try:
-        selected = retrieve_context(question, index, trace, k=k)
+        selected = retrieve_context(question, index, trace, k=k, select=select)
     except UnrecordedText as exc:
         trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
         return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
@@ -331,8 +342,15 @@ def trace_request(
     return check_and_link(question, key, reply, selected, trace)
 
 
-def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
-    """Search the index, record the ranked candidates, and select them all as context (no reranker)."""
+def keep_all(ranked: list[tuple[Any, float]]) -> list[Any]:
+    """The app's context selection: every ranked candidate, in rank order (no reranker, no score threshold)."""
+    return [doc for doc, _score in ranked]
+
+
+def retrieve_context(
+    question: str, index: DocsIndex, trace: Trace, *, k: int = K, select: Select | None = None
+) -> list[Any]:
+    """Search the index, record the ranked candidates, and record the passages ``select`` keeps as context."""
     ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
     candidates = [
         {
@@ -346,7 +364,15 @@ def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = 
         for rank, (doc, score) in enumerate(ranked, start=1)
     ]
     trace.emit("retrieval_completed", candidates=candidates, score_kind="cosine similarity (InMemoryVectorStore)")
-    selected = [doc for doc, _ in ranked]
+    select = select or keep_all
+    selected = list(select(ranked))
+    foreign = [repr(d)[:60] for d in selected if not any(d is doc for doc, _ in ranked)]
+    if foreign:
+        name = getattr(select, "__name__", repr(select))
+        raise ContextSelectionError(
+            f"{name} returned {len(foreign)} item(s) that are not this request's candidates "
+            f"({', '.join(foreign)}): return passages from the ranked (passage, score) pairs it was given."
+        )
     trace.emit(
         "context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected]
     )
