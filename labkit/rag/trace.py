@@ -1,14 +1,13 @@
 """Lesson 02a: a small docs RAG app whose every request leaves a trace.
 
-The corpus is a set of short API summaries written for the course. It is
-split with LangChain's ``RecursiveCharacterTextSplitter``, indexed in an
-``InMemoryVectorStore`` over saved real vectors (`SavedEmbeddings`), and each
-request goes through `trace_request`, which records, in order:
-``request_accepted``, ``retrieval_completed``, ``context_selected``,
-``model_request_ready``, ``model_reply_returned``, ``reply_checked``,
-``source_links_resolved``, ``request_completed``; or a branch:
-``request_rejected``, ``retrieval_refused``, ``model_skipped``,
-``replay_refused``, ``reply_rejected``.
+The corpus is a set of short API summaries written for the course. It is split with LangChain's
+``RecursiveCharacterTextSplitter``, indexed in an ``InMemoryVectorStore`` over saved real vectors
+(`SavedEmbeddings`), and each request goes through `trace_request`, which records,
+in order:
+``request_accepted``, ``retrieval_completed``, ``context_selected``, ``model_request_ready``,
+``model_reply_returned``, ``reply_checked``, ``source_links_resolved``, ``request_completed``; or a
+branch: ``request_rejected``, ``retrieval_refused``, ``model_skipped``, ``replay_refused``,
+``reply_rejected``.
 """
 
 from __future__ import annotations
@@ -34,8 +33,6 @@ CHUNK_SIZE, CHUNK_OVERLAP = 220, 40
 SPLITTER: dict[str, str | int] = {"name": SPLITTER_NAME, "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP}
 #: How many passages retrieval returns and the context keeps.
 K = 3
-#: A context selection: from the ranked (passage, score) pairs, return the passages to send, in rank order.
-Select = Callable[[list[tuple[Any, float]]], list[Any]]
 #: The recorded questions: one the corpus answers, one it cannot.
 QUESTIONS = {
     "answered": "How do I parse an ISO 8601 timestamp that ends in Z?",
@@ -65,10 +62,6 @@ class StaleIndex(LabkitError, ValueError):
     """The corpus or splitter changed since its vectors were recorded, so the old vectors cannot serve it."""
 
 
-class ContextSelectionError(LabkitError, ValueError):
-    """A context selection returned something that is not one of the request's retrieval candidates."""
-
-
 class ReplyRejected(LabkitError, ValueError):
     """A model reply broke the reply contract: invalid shape, or a source outside the selected context."""
 
@@ -92,9 +85,8 @@ class Reply(BaseModel):
     source_ids: list[str] = Field(description="Source ids of the passages the answer uses.")
 
 
-#: ``response_format`` in the form llama-cpp-python's server turns into a grammar that holds the bundled local
-#: model to this schema's shape (see `labkit.serve`). That grammar lets a string hold raw control characters,
-#: which JSON forbids, so a reply can still fail strict parsing: `ask_model` rejects it as invalid_shape.
+#: ``response_format`` as llama-cpp-python's server turns it into a grammar holding the local model to the schema's
+#: shape; its strings may hold raw control characters, which JSON forbids, so ask_model can still reject a reply.
 REPLY_FORMAT = {"type": "json_object", "schema": Reply.model_json_schema()}
 #: Every generation setting; they are part of each request, and so of each replay binding.
 SETTINGS = {"temperature": 0, "seed": 7, "max_tokens": 160, "response_format": REPLY_FORMAT}
@@ -268,6 +260,12 @@ def request_key(question: str, identity: dict[str, Any]) -> str:
 
 
 Outcome = Literal["completed", "request_rejected", "retrieval_refused", "replay_refused", "reply_rejected"]
+#: A context selection: from the ranked (passage, score) pairs, return the passages to send, in rank order.
+Select = Callable[[list[tuple[Any, float]]], list[Any]]
+
+
+class ContextSelectionError(LabkitError, ValueError):
+    """A context selection returned something that is not one of the request's retrieval candidates."""
 
 
 @dataclass
