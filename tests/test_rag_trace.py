@@ -17,10 +17,12 @@ from labkit.rag.trace import (
     QUESTIONS,
     RUN_AUTHORED,
     SETTINGS,
+    ContextSelectionError,
     CorpusError,
     StaleIndex,
     check_reply,
     chunk_id,
+    keep_all,
     load_corpus,
     load_docs_index,
     prompt,
@@ -552,3 +554,36 @@ def test_an_edited_corpus_is_the_same_utf8_file_whatever_the_locale(tmp_path):
     assert ascii_locale.read_bytes() == here.read_bytes()
     [text] = [d.page_content for d in load_corpus(here) if d.metadata["id"] == "zoneinfo"]
     assert "IANA (Z\u00fcrich)" in text
+
+
+def test_a_score_floor_that_keeps_nothing_skips_the_model_but_keeps_the_candidates(index):
+    def floor(ranked):
+        return [doc for doc, score in ranked if score >= 0.99]
+
+    traced = trace_request(UNSUPPORTED, index, NeverCalled(), select=floor)
+    assert len(traced.trace.first("retrieval_completed").data["candidates"]) == 3
+    assert traced.trace.first("context_selected").data == {"chunk_ids": [], "source_ids": []}
+    assert traced.trace.first("model_skipped").data == {"reason": "empty_context"}
+    assert traced.result["status"] == "not_in_docs"
+
+
+def test_a_selection_sends_only_the_passages_it_keeps_in_the_order_it_returns(index, adapter):
+    traced = trace_request(ANSWERED, index, adapter, select=lambda ranked: [ranked[2][0], ranked[0][0]])
+    sent = json.loads(traced.trace.first("model_request_ready").data["messages"][1]["content"])["passages"]
+    assert [p["source_id"] for p in sent] == ["zoneinfo", "datetime-fromisoformat"]
+    assert traced.outcome == "replay_refused"  # a different context is a different request: no recorded reply
+
+
+def test_the_default_selection_keeps_every_candidate_in_rank_order(index):
+    ranked = index.store.similarity_search_with_score(ANSWERED, k=3)
+    assert keep_all(ranked) == [doc for doc, _ in ranked]
+
+
+def test_a_selection_that_returns_a_passage_outside_the_candidates_is_refused(index):
+    outsider = next(c for c in index.chunks if c.metadata["id"] == "json-dumps")
+
+    def smuggle(ranked):
+        return [doc for doc, _ in ranked] + [outsider]
+
+    with pytest.raises(ContextSelectionError, match=r"smuggle returned 1 item\(s\) that are not this request's"):
+        trace_request(ANSWERED, index, NeverCalled(), select=smuggle)

@@ -1,20 +1,20 @@
 """Lesson 02a: a small docs RAG app whose every request leaves a trace.
 
-The corpus is a set of short API summaries written for the course. It is
-split with LangChain's ``RecursiveCharacterTextSplitter``, indexed in an
-``InMemoryVectorStore`` over saved real vectors (`SavedEmbeddings`), and each
-request goes through `trace_request`, which records, in order:
-``request_accepted``, ``retrieval_completed``, ``context_selected``,
-``model_request_ready``, ``model_reply_returned``, ``reply_checked``,
-``source_links_resolved``, ``request_completed``; or a branch:
-``request_rejected``, ``retrieval_refused``, ``model_skipped``,
-``replay_refused``, ``reply_rejected``.
+The corpus is a set of short API summaries written for the course. It is split with LangChain's
+``RecursiveCharacterTextSplitter``, indexed in an ``InMemoryVectorStore`` over saved real vectors
+(`SavedEmbeddings`), and each request goes through `trace_request`, which records,
+in order:
+``request_accepted``, ``retrieval_completed``, ``context_selected``, ``model_request_ready``,
+``model_reply_returned``, ``reply_checked``, ``source_links_resolved``, ``request_completed``; or a
+branch: ``request_rejected``, ``retrieval_refused``, ``model_skipped``, ``replay_refused``,
+``reply_rejected``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -85,8 +85,8 @@ class Reply(BaseModel):
     source_ids: list[str] = Field(description="Source ids of the passages the answer uses.")
 
 
-#: ``response_format`` in the form llama-cpp-python's server turns into a grammar, so the bundled
-#: local model can only produce JSON of this schema (see `labkit.serve`).
+#: ``response_format`` as llama-cpp-python's server turns it into a grammar holding the local model to the schema's
+#: shape; its strings may hold raw control characters, which JSON forbids, so ask_model can still reject a reply.
 REPLY_FORMAT = {"type": "json_object", "schema": Reply.model_json_schema()}
 #: Every generation setting; they are part of each request, and so of each replay binding.
 SETTINGS = {"temperature": 0, "seed": 7, "max_tokens": 160, "response_format": REPLY_FORMAT}
@@ -260,6 +260,12 @@ def request_key(question: str, identity: dict[str, Any]) -> str:
 
 
 Outcome = Literal["completed", "request_rejected", "retrieval_refused", "replay_refused", "reply_rejected"]
+#: A context selection: from the ranked (passage, score) pairs, return the passages to send, in rank order.
+Select = Callable[[list[tuple[Any, float]]], list[Any]]
+
+
+class ContextSelectionError(LabkitError, ValueError):
+    """A context selection returned something that is not one of the request's retrieval candidates."""
 
 
 @dataclass
@@ -293,14 +299,18 @@ def reply_text(completion: Any) -> str:
 
 
 def trace_request(
-    question: str, index: DocsIndex, adapter: Any, *, k: int = K, reply_override: str | None = None
+    question: str,
+    index: DocsIndex,
+    adapter: Any,
+    *,
+    k: int = K,
+    select: Select | None = None,
+    reply_override: str | None = None,
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``adapter`` is anything with ``generate(question, messages)`` returning a
-    ChatCompletion and a ``mode`` (a `ModelBoundary`, a `BoundReplay`).
-    ``reply_override`` replaces the model's reply text for a controlled probe;
-    the trace marks such a reply as supplied by the driver, not by the model.
+    ``adapter`` is a `ModelBoundary` or a `BoundReplay`; ``select`` picks the context from the ranked candidates
+    (default `keep_all`); ``reply_override`` replaces the reply for a probe, marked as supplied by the driver.
     """
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
@@ -315,7 +325,7 @@ def trace_request(
         **run_identity(adapter),
     )
     try:
-        selected = retrieve_context(question, index, trace, k=k)
+        selected = retrieve_context(question, index, trace, k=k, select=select)
     except UnrecordedText as exc:
         trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
         return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
@@ -330,8 +340,15 @@ def trace_request(
     return check_and_link(question, key, reply, selected, trace)
 
 
-def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = K) -> list[Any]:
-    """Search the index, record the ranked candidates, and select them all as context (no reranker)."""
+def keep_all(ranked: list[tuple[Any, float]]) -> list[Any]:
+    """The app's context selection: every ranked candidate, in rank order (no reranker, no score threshold)."""
+    return [doc for doc, _score in ranked]
+
+
+def retrieve_context(
+    question: str, index: DocsIndex, trace: Trace, *, k: int = K, select: Select | None = None
+) -> list[Any]:
+    """Search the index, record the ranked candidates, and record the passages ``select`` keeps as context."""
     ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
     candidates = [
         {
@@ -345,7 +362,15 @@ def retrieve_context(question: str, index: DocsIndex, trace: Trace, *, k: int = 
         for rank, (doc, score) in enumerate(ranked, start=1)
     ]
     trace.emit("retrieval_completed", candidates=candidates, score_kind="cosine similarity (InMemoryVectorStore)")
-    selected = [doc for doc, _ in ranked]
+    select = select or keep_all
+    selected = list(select(ranked))
+    foreign = [repr(d)[:60] for d in selected if not any(d is doc for doc, _ in ranked)]
+    if foreign:
+        name = getattr(select, "__name__", repr(select))
+        raise ContextSelectionError(
+            f"{name} returned {len(foreign)} item(s) that are not this request's candidates "
+            f"({', '.join(foreign)}): return passages from the ranked (passage, score) pairs it was given."
+        )
     trace.emit(
         "context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected]
     )
