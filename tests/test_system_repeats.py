@@ -16,10 +16,12 @@ from labkit.system.repeats import (
     golden_repeat_table,
     make_requests,
     misled_cases,
+    one_trace_note,
     outcomes,
     repeat_summary,
     separated_cases,
     status_table,
+    tie_note,
     trial_failures,
 )
 from labkit.system.tickets import TICKETS
@@ -219,3 +221,25 @@ def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_name
     ]  # 5/5 for the decline: apart from the refund window's 0/5, still overlapping the count's 1/5
     assert outcomes(always)[GOLDEN[1].question].count(True) == 1
     assert separated_cases(always) == [(GOLDEN[0].question, decline.question)]
+
+
+def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_pairs(replayed):
+    assert "**tie**" in tie_note(replayed) and "separate, the one difference" not in tie_note(replayed)
+    decline = GOLDEN[2]
+    always = [
+        replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
+        for t in replayed
+    ]
+    note = tie_note(always)
+    assert "**tie**" not in note and f"*{GOLDEN[0].question}* and *{decline.question}*" in note
+
+
+def test_the_one_trace_note_counts_each_mixed_cases_passes_and_says_how_its_first_trial_ended(replayed):
+    note = one_trace_note(replayed)
+    count = GOLDEN[1].question
+    passes = outcomes(replayed)[count]
+    assert note.startswith("For 1 of 3 cases the trials disagree")
+    assert f"*{count}* passed {sum(passes)} of {len(passes)}, its first trial failed" in note
+    assert "misled" not in note  # the first trial agrees with the majority: it would not mislead
+    agreed = [replace(t, passed=False) for t in replayed]
+    assert one_trace_note(agreed).startswith("Every case's trials agreed")

@@ -90,7 +90,7 @@ def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
         bindings = sorted((b for b in run.bindings if b.question == question), key=lambda b: b.request["seed"])
         assert table.loc[question, "reply tokens"] == ", ".join(str(b.usage.completion_tokens) for b in bindings)
         assert table.loc[question, "latency (s)"] == ", ".join(f"{b.latency_s:.0f}" for b in bindings)
-        assert table.loc[question, "seeds"] == ", ".join(str(b.request["seed"]) for b in bindings)
+        assert table.loc[question, "seed sent"] == ", ".join(str(b.request["seed"]) for b in bindings)
 
 
 def test_the_token_table_refuses_a_run_that_measured_nothing():

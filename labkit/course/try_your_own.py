@@ -341,7 +341,7 @@ def try_evidence_k(k: int) -> TryYourOwn:
         key=question,
         messages=build_messages(question, evidence),
         judge=judge,
-        look_for="with fewer chunks the refund window may be missing: the reply should then be insufficient_evidence",
+        look_for="K = 1 keeps only the rank-1 chunk, which holds the refund window: the reply can still answer, citing refund_policy.pdf#p1, from a shorter prompt; does it?",
     )
 
 

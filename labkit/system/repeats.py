@@ -193,3 +193,38 @@ def separated_cases(trials: list[GoldenTrial]) -> list[tuple[str, str]]:
         for b, low_b, high_b in bounds[i + 1 :]
         if high_a < low_b or high_b < low_a
     ]
+
+
+def tie_note(trials: list[GoldenTrial]) -> str:
+    """Return, in words, what the cases' Wilson intervals can tell apart: a tie unless two are separate."""
+    separated = separated_cases(trials)
+    if not separated:
+        return (
+            "No two cases' intervals are separate, so on these trials the cases are a **tie**: the "
+            "data cannot say which one the system passes more often, and a case that passed once is "
+            "not shown to be better than one that never did."
+        )
+    pairs = "; ".join(f"*{a}* and *{b}*" for a, b in separated)
+    return f"These cases' intervals are separate, the one difference the data can show: {pairs}."
+
+
+def one_trace_note(trials: list[GoldenTrial]) -> str:
+    """Return, in words, what one trace per case would have shown of the cases whose trials disagree."""
+    seen = outcomes(trials)
+    mixed = [question for question, passes in seen.items() if len(set(passes)) > 1]
+    if not mixed:
+        return (
+            "Every case's trials agreed with each other, so here one trace per case would have shown "
+            "each case's only outcome; the intervals still say how little that proves."
+        )
+    details = "; ".join(
+        f"*{question}* passed {sum(seen[question])} of {len(seen[question])}, its first trial "
+        + ("passed" if seen[question][0] else "failed")
+        for question in mixed
+    )
+    return (
+        f"For {len(mixed)} of {len(seen)} cases the trials disagree ({details}). One trace of such a "
+        "case shows one of its outcomes and hides the other, and which one depends on the seed. A case "
+        "that passes on some seeds and fails on others is not fixed: a release gate built on one trace "
+        "per case would let it through whenever that trace happened to pass."
+    )

@@ -185,7 +185,7 @@ def token_latency_table(run: Any) -> Any:
         rows.append(
             {
                 "question": question,
-                "seeds": ", ".join(str(b.request.get("seed")) for b in bindings),
+                "seed sent": ", ".join(str(b.request.get("seed")) for b in bindings),
                 "prompt tokens": ", ".join(str(b.usage.prompt_tokens) for b in bindings),
                 "reply tokens": ", ".join(str(b.usage.completion_tokens) for b in bindings),
                 "latency (s)": ", ".join(f"{b.latency_s:.0f}" for b in bindings),
