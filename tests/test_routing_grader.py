@@ -28,6 +28,7 @@ from labkit.routing.grader import (
     route_confusion,
     route_slices,
     score,
+    ticket_changes,
     validate_suite,
 )
 from labkit.routing.suite import write_routing_fixtures
@@ -1036,3 +1037,22 @@ def test_an_unknown_expected_route_names_the_suite_case(gate):
     gate.suite["cases"][0]["expected"] = "maybe"
     with pytest.raises(RouteGradeError, match=r'^suite case 1 expected route is "maybe", not a known route'):
         gate.report()
+
+
+def _failing(*ids: str) -> dict:
+    return {"failures": [{"id": cid} for cid in ids]}
+
+
+def test_a_split_of_two_fixed_to_one_broken_is_a_tie():
+    changes = ticket_changes(_failing("t7", "t9"), _failing("t1"))
+    assert (changes["fixed"], changes["broke"], changes["tie"]) == (["t7", "t9"], ["t1"], True)
+    assert changes["p_value"] == 1.0
+
+
+def test_a_lopsided_split_on_enough_tickets_is_not_a_tie():
+    many = [f"t{n}" for n in range(1, 7)]
+    changes = ticket_changes(_failing(*many), _failing())
+    assert changes["fixed"] == many and changes["broke"] == []
+    assert changes["p_value"] == 2 * 0.5**6 and changes["tie"] is False
+    five = ticket_changes(_failing(*many[:5]), _failing())
+    assert five["p_value"] == 2 * 0.5**5 and five["tie"] is True  # 5 to 0 is still a tie: 0.0625 >= 0.05

@@ -13,6 +13,7 @@ from labkit.routing.prompts import (
     RUN_CAPTURED,
     SETTINGS,
     captured_pair,
+    captured_replies,
     gate_run,
     make_requests,
     parse_route,
@@ -91,3 +92,12 @@ def test_the_committed_captured_pair_grades_and_the_gate_rejects_the_more_accura
     assert report["explanation"]["fixed"] == ["t3", "t8"] and report["explanation"]["regressed"] == []
     assert report["pass"] is False
     assert report["reasons"] == ["2 urgent_support case(s) misrouted: t1 (sent to sales), t2 (sent to billing)"]
+
+
+def test_the_captured_replies_are_the_raw_text_the_pair_was_built_from():
+    model, replies = captured_replies()
+    assert model == load_run(RUN_CAPTURED).model.id
+    baseline, candidate, _ = captured_pair()
+    for version, run in (("baseline", baseline), ("candidate", candidate)):
+        assert [tid for tid, _ in replies[version]] == [p["id"] for p in run["predictions"]]
+        assert [json.loads(raw)["route"] for _, raw in replies[version]] == [p["route"] for p in run["predictions"]]

@@ -43,3 +43,18 @@ def test_malformed_replies_are_counted_and_never_repaired():
         ("t3", "id changed to 't03'"),
         ("t4", "not an object with exactly id and route"),
     ]
+
+
+def test_captured_replies_keep_each_raw_reply_with_its_recorded_cost():
+    from labkit.recording import load_run
+    from labkit.routing.runs import RUN_CAPTURED, captured_replies
+
+    rows = captured_replies()
+    recorded = load_run(RUN_CAPTURED)
+    assert [row["id"] for row in rows] == [f"t{n}" for n in range(1, 11)]
+    assert {row["raw reply"] for row in rows} == {
+        b.response["choices"][0]["message"]["content"] for b in recorded.bindings if b.response
+    }
+    t9 = next(row for row in rows if row["id"] == "t9")
+    assert '"./t9"' in t9["raw reply"]  # the rewritten id is kept, never repaired
+    assert all(row["tokens"] > 0 and row["latency_s"] > 0 and row["retries"] == 0 for row in rows)

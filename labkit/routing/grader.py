@@ -281,6 +281,22 @@ def fixes(old: Summary, new: Summary) -> list[str]:
     return [failure["id"] for failure in old["failures"] if failure["id"] not in missed_now]
 
 
+def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
+    """Compare two runs ticket by ticket: the ids the candidate ``fixed`` and ``broke``, and whether that is a tie.
+
+    Both runs answer the same tickets, so only the tickets they disagree on carry evidence. If
+    neither run were better, each such ticket would be as likely fixed as broken: ``p_value`` is
+    the exact two-sided sign test's chance of a split at least this lopsided, and the split is a
+    ``tie`` when that chance is 5% or more (no disagreement at all is a tie, with ``p_value`` 1).
+    """
+    from scipy.stats import binomtest
+
+    fixed, broke = fixes(old, new), regressions(old, new)
+    differ = len(fixed) + len(broke)
+    p_value = float(binomtest(len(fixed), differ).pvalue) if differ else 1.0
+    return {"fixed": fixed, "broke": broke, "p_value": p_value, "tie": p_value >= 0.05}
+
+
 def release_reasons(old: Summary, new: Summary, *, protected: Iterable[str] = ()) -> list[str]:
     """Apply the release rule to two run summaries; return why the candidate fails ([]: it passes).
 

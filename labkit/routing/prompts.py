@@ -31,6 +31,7 @@ __all__ = [
     "RUN_CAPTURED",
     "SETTINGS",
     "captured_pair",
+    "captured_replies",
     "gate_run",
     "make_requests",
     "parse_route",
@@ -113,20 +114,24 @@ def gate_run(
     return routing_run(replies, label=label, suite_sha256=suite_sha256, parse=lambda _id, raw: parse_route(raw))
 
 
+def captured_replies(run: str | Path = RUN_CAPTURED) -> tuple[str, dict[str, list[tuple[str, str]]]]:
+    """Replay a recorded two-prompt run; return its model's name and, per prompt version, ``(ticket id, raw reply)`` pairs."""
+    from labkit.boundary import connect
+
+    boundary = connect(str(run), lesson="06", settings=SETTINGS, mode="replay")
+    return boundary.model, make_requests(boundary)
+
+
 def captured_pair(run: str | Path = RUN_CAPTURED) -> tuple[dict[str, Any], dict[str, Any], list[Malformed]]:
     """Replay a recorded two-prompt run (an id, folder or file); return the baseline run, the candidate run and every malformed reply.
 
     The runs carry labels ``<model>-<version>-prompt`` and the committed suite's SHA-256, ready for
     `labkit.routing.grader.compare` (a malformed reply leaves its ticket out, so the grader refuses the run).
     """
-    from labkit.boundary import connect
-
-    boundary = connect(str(run), lesson="06", settings=SETTINGS, mode="replay")
-    replies = make_requests(boundary)
+    model, replies = captured_replies(run)
     sha = suite_sha256()
     built = {
-        version: gate_run(replies[version], label=f"{boundary.model}-{version}-prompt", suite_sha256=sha)
-        for version in PROMPTS
+        version: gate_run(replies[version], label=f"{model}-{version}-prompt", suite_sha256=sha) for version in PROMPTS
     }
     malformed = [m for version in PROMPTS for m in built[version][1]]
     return built["baseline"][0], built["candidate"][0], malformed

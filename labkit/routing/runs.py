@@ -116,6 +116,30 @@ def routing_run(
     return run, malformed
 
 
+def captured_replies(run: str | Path = RUN_CAPTURED) -> list[dict[str, Any]]:
+    """Replay a recorded run of these requests; return one row per ticket, in input order.
+
+    Each row holds the ticket ``id``, its ``raw reply`` exactly as captured, and what the
+    recording kept about the call: ``tokens`` (prompt plus reply, as the server counted them),
+    ``latency_s`` and ``retries``. Replay refuses a request that differs from the recorded one.
+    """
+    from labkit.boundary import connect
+    from labkit.recording import load_run
+
+    replies = make_requests(connect(str(run), lesson="06", settings=SETTINGS, mode="replay"))
+    calls = {json.loads(b.request["messages"][-1]["content"])["id"]: b for b in load_run(run).bindings}
+    return [
+        {
+            "id": ticket_id,
+            "raw reply": raw,
+            "tokens": usage.total_tokens if (usage := calls[ticket_id].usage) else None,
+            "latency_s": calls[ticket_id].latency_s,
+            "retries": calls[ticket_id].retries,
+        }
+        for ticket_id, raw in replies
+    ]
+
+
 def suite_sha256() -> str:
     """Return the SHA-256 of the committed suite file, which every run must name."""
     return file_sha256(fixtures_dir() / "routing" / "suite.json")
