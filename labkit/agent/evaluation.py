@@ -137,8 +137,9 @@ def unparsed_replies(results: list[CaseResult], run: Any) -> list[dict[str, Any]
             try:
                 json.loads(event["raw"])
                 parser = "parses, but not as a route or proposal"
-            except ValueError as exc:
-                parser = str(exc).split(":")[0]
+            except json.JSONDecodeError as exc:
+                where = "" if exc.msg.endswith(" at") else " at"
+                parser = f"{exc.msg}{where} character {exc.pos}"
             rows.append(
                 {
                     "case": result.case.id,
