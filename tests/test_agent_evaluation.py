@@ -117,3 +117,15 @@ def test_cost_is_the_captured_tokens_times_the_price_table_and_absent_without_on
     assert ev.operations(results, run)["cost_per_case"] is None
     column = ev.side_by_side([ev.evaluation_report(results, run)])[runs.RUN_CAPTURED]
     assert column["cost per 1,000 cases (USD, course prices)"] == "not computed (no price table)"
+
+
+def test_unparsed_captured_replies_name_their_finish_reason_and_the_parsers_complaint():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    rows = ev.unparsed_replies(results, run)
+    by_case = {(row["case"], row["step"]): row for row in rows}
+    assert by_case[("c06", "route")]["reply"].startswith('{"route": "profile"')
+    assert {row["finish_reason"] for row in rows} <= {"stop", "length"}
+    assert any(row["finish_reason"] == "length" for row in rows)
+    control = [row for row in rows if row["finish_reason"] == "stop"]
+    assert control and all("control character" in row["strict JSON parser"] for row in control)

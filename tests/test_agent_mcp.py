@@ -67,3 +67,12 @@ def test_count_over_mcp_works_where_an_event_loop_is_already_running():
 def test_count_over_mcp_reports_a_refused_tool_call():
     with pytest.raises(ToolCallFailed, match="filter_by_intent failed over MCP"):
         count_over_mcp("analyst-ana", "not_an_intent")
+
+
+def test_call_over_mcp_returns_an_error_for_a_tool_the_caller_is_not_served():
+    from labkit.agent.mcp_server import call_over_mcp
+
+    session = call_over_mcp("analyst-ana", [("export_rows", {"intent": "get_refund", "limit": 1})])
+    (call,) = session["calls"]
+    assert "export_rows" not in session["tools"]
+    assert call["is_error"] and "export_rows" in str(call["content"])

@@ -115,6 +115,43 @@ def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
     return {"labels": labels, "matrix": matrix.tolist(), "per_class": per_class}
 
 
+def unparsed_replies(results: list[CaseResult], run: Any) -> list[dict[str, Any]]:
+    """Return every reply the application could not parse (an invalid route or proposal), with why it failed.
+
+    Each row names the case, the step (``route`` or ``agent``), the reply as the
+    model sent it, the recorded ``finish_reason`` (``length``: cut off at
+    ``max_tokens``) and the strict JSON parser's complaint. A reply can begin with
+    a valid route and still fail here: the whole reply must parse.
+    """
+    import json
+
+    finish = {}
+    for binding in run.bindings:
+        choice = (binding.response or {}).get("choices", [{}])[0]
+        finish[choice.get("message", {}).get("content")] = choice.get("finish_reason")
+    rows = []
+    for result in results:
+        for event in (result.state or {}).get("events", []):
+            if event["kind"] not in ("route_invalid", "proposal_invalid") or event.get("problem") != "not JSON":
+                continue
+            try:
+                json.loads(event["raw"])
+                parser = "parses, but not as a route or proposal"
+            except json.JSONDecodeError as exc:
+                where = "" if exc.msg.endswith(" at") else " at"
+                parser = f"{exc.msg}{where} character {exc.pos}"
+            rows.append(
+                {
+                    "case": result.case.id,
+                    "step": "route" if event["kind"] == "route_invalid" else "agent",
+                    "reply": event["raw"],
+                    "finish_reason": finish.get(event["raw"], "not recorded"),
+                    "strict JSON parser": parser,
+                }
+            )
+    return rows
+
+
 def tool_use(results: list[CaseResult]) -> dict[str, Any]:
     """Return tool-name accuracy (first tool of each tool case) and argument validity over every proposal."""
     first_right = first_total = proposals = valid = 0

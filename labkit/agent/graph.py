@@ -286,7 +286,8 @@ class SupportAgent:
 
         Each node is the method ``<name>_node``; the three conditional edges are the
         functions `after_route`, `after_agent` and `after_tools`. A checkpointer, if
-        given, saves the state after every node (durable sessions use SQLite).
+        given, would save the state after every node; the agent here runs without one
+        (durable sessions are a separate, smaller graph in `labkit.agent.sessions`).
         """
         from langgraph.graph import END, START, StateGraph
 

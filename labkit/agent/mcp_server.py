@@ -107,6 +107,21 @@ async def client_session_demo(
     return {"instructions": initialized.instructions, "tools": sorted(schemas), "schemas": schemas, "calls": results}
 
 
+def call_over_mcp(
+    user_id: str, calls: list[tuple[str, dict[str, Any]]], *, scope: str = APPROVED_SCOPE
+) -> dict[str, Any]:
+    """Run `client_session_demo` in a thread of its own (a notebook kernel already runs an event loop).
+
+    Returns what the client saw: the tools listed and each call's ``{"tool", "is_error", "content"}``;
+    a call to a tool the server does not serve comes back with ``is_error`` set, and nothing runs.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, client_session_demo(user_id, calls, scope=scope)).result()
+
+
 def count_over_mcp(user_id: str, intent: str, *, scope: str = APPROVED_SCOPE) -> dict[str, Any]:
     """Start the stdio server for ``user_id``, then count ``intent`` through a real MCP client; return what it saw.
 
@@ -114,15 +129,11 @@ def count_over_mcp(user_id: str, intent: str, *, scope: str = APPROVED_SCOPE) ->
     returned row_ref to ``count_rows``. It runs in a thread of its own, so it also
     works inside a notebook, whose kernel already runs an event loop.
     """
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
     calls: list[tuple[str, dict[str, Any]]] = [
         ("filter_by_intent", {"intent": intent, "limit": 1}),
         ("count_rows", {"rows": "$row_ref"}),
     ]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        session = pool.submit(asyncio.run, client_session_demo(user_id, calls, scope=scope)).result()
+    session = call_over_mcp(user_id, calls, scope=scope)
     filtered, counted = session["calls"]
     for call in (filtered, counted):
         if call["is_error"]:
