@@ -113,3 +113,16 @@ def test_the_lessons_experiments_call_a_difference_inside_the_noise_a_tie():
         low, high = (float(x) for x in c["difference_95"].strip("[]").split(", "))
         assert c["verdict"] == ("tie" if low <= 0 <= high else c["verdict"])
     assert experiment.outcome == outcome_of(comparisons)
+
+
+def test_the_generation_model_experiment_does_not_compare_costs_priced_differently():
+    from labkit.evaluator.experiments import generation_model_experiment
+    from labkit.evaluator.lesson import RUN_AUTHORED, RUN_CAPTURED, load_inputs
+    from labkit.evaluator.report import evaluate_run
+
+    inputs = load_inputs()
+    experiment = generation_model_experiment(
+        evaluate_run(RUN_AUTHORED, inputs=inputs), evaluate_run(RUN_CAPTURED, inputs=inputs)
+    )
+    measures = [c["measure"] for c in experiment.result["comparisons"]]
+    assert measures == ["passes schema", "passes length", "passes numeric_claims"]

@@ -8,7 +8,7 @@ from labkit.evaluator.plots import plot_agreement, plot_cost_latency
 from labkit.evaluator.report import evaluate_run
 
 
-def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_marks_the_limit():
+def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_states_the_limit():
     import matplotlib.pyplot as plt
 
     report = evaluate_run("01-evaluator-authored")
@@ -16,8 +16,8 @@ def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_marks_the_li
     heights = sorted(round(p.get_height(), 6) for p in fig.axes[0].patches)
     assert heights == sorted(round(a.kappa, 6) for a in report.agreements if a.kappa is not None)
     fig2 = plot_cost_latency({"authored": report})
-    limit = [line for line in fig2.axes[0].lines if line.get_label() == "cost limit"]
-    assert limit and limit[0].get_xdata()[0] == report.inputs.rubric.limits.max_cost_usd * 1e6
+    limit = report.inputs.rubric.limits.max_cost_usd * 1e6
+    assert f"cost limit {limit:g}: 0 of 24 above it" in fig2.axes[0].get_title()
     plt.close("all")
 
 
@@ -32,5 +32,10 @@ def test_cost_plot_gives_each_run_its_own_panel_labelled_with_the_course_prices(
     cost_axes = fig.axes[:2]
     assert [len(ax.patches) > 0 for ax in cost_axes] == [True, True]
     assert all(PRICE_NOTE in ax.get_xlabel() for ax in cost_axes)
-    assert cost_axes[0].get_xlim() != cost_axes[1].get_xlim()  # not one shared axis
+    for ax, report in zip(cost_axes, (authored, captured), strict=True):
+        costs = [g.call.cost_usd * 1e6 for g in report.runs.generation.generations]
+        low, high = ax.get_xlim()
+        assert low >= min(costs) - (max(costs) - min(costs)) and high <= 2 * max(costs)  # its own data's range
+    assert "authored: none measured" in fig.axes[2].get_title()
+    assert "captured" not in fig.axes[2].get_title()
     plt.close("all")

@@ -143,7 +143,8 @@ def try_generation_line(line: str, *, product: str = "p01") -> TryYourOwn:
         messages=messages,
         per_call=GENERATION_SETTINGS,
         judge=judge,
-        look_for="numbers that are not in the product's facts: the numeric_claims check fails on them",
+        look_for="a number that is not in the product's facts: numeric_claims fails on it "
+        "(a feature such as 'waterproof' passes every check: none reads features)",
     )
 
 

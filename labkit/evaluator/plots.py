@@ -56,27 +56,38 @@ def plot_cost_latency(reports: dict[str, EvaluationReport]) -> Figure:
 
     Costs are tokens times the prices in ``fixtures/evaluator/prices.json``, which
     the course wrote. An authored run's tokens are estimates and its model has
-    its own made-up price, so each run gets its own panel and x range: the
-    panels are not drawn on one axis as if their costs were comparable.
+    its own made-up price, so each run gets its own panel, its x range fitted to
+    its own costs: the panels are not drawn on one axis as if their costs were
+    comparable. The cost limit is stated in each panel's title with the count of
+    descriptions above it, rather than drawn as a line that would stretch the axis.
     """
     import matplotlib.pyplot as plt
 
     budget = next(iter(reports.values())).inputs.rubric.limits.max_cost_usd * 1e6
     fig, axes = plt.subplots(1, len(reports) + 1, figsize=(4.6 * (len(reports) + 1), 3.6), squeeze=False)
     latency_ax = axes[0][-1]
+    unmeasured = []
     for cost_ax, (name, report) in zip(axes[0], reports.items(), strict=False):
         calls = [g.call for g in report.runs.generation.generations]
-        cost_ax.hist([c.cost_usd * 1e6 for c in calls], bins=12, alpha=0.8)
-        cost_ax.axvline(budget, color="black", linestyle="--", linewidth=1, label="cost limit")
-        cost_ax.set_title(f"{name}: {calls[0].usage_source} tokens", fontsize=9)
+        costs = [c.cost_usd * 1e6 for c in calls]
+        cost_ax.hist(costs, bins=12, alpha=0.8)
+        over = sum(cost > budget for cost in costs)
+        cost_ax.set_title(
+            f"{name}: {calls[0].usage_source} tokens\ncost limit {budget:g}: {over} of {len(costs)} above it",
+            fontsize=9,
+        )
         cost_ax.set_xlabel(f"cost per description (millionths of $,\n{PRICE_NOTE})", fontsize=8)
         cost_ax.set_ylabel("descriptions")
-        cost_ax.legend(fontsize=8)
         latencies: list[Any] = [c.latency_s for c in calls if c.latency_s is not None]
         if latencies:
             latency_ax.hist(latencies, bins=12, alpha=0.6, label=name)
+        else:
+            unmeasured.append(name)
     latency_ax.set_xlabel("measured generation latency (s)")
-    latency_ax.set_title("authored runs measured no latency", fontsize=9)
+    title = "measured latency"
+    if unmeasured:
+        title += f" ({', '.join(unmeasured)}: none measured)"
+    latency_ax.set_title(title, fontsize=9)
     if latency_ax.get_legend_handles_labels()[0]:
         latency_ax.legend(fontsize=8)
     fig.tight_layout()
