@@ -408,6 +408,7 @@ class ReplayTransport(httpx2.BaseTransport):
         self.store = store
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Answer the HTTP request the client wrote: look its body up in the store, return the saved reply."""
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
             raise ReplayUnsupported(
                 f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"
