@@ -1,11 +1,12 @@
-"""What notebook 02 part B draws: the page-hit plot holds exactly the numbers of its table."""
+"""What notebook 02 part B shows: the question mix counted from the questions; the page-hit plot holds its table's numbers."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-from labkit.rag.lesson import page_hit_grid, plot_page_hits
+from labkit.rag.lesson import page_hit_grid, plot_page_hits, question_mix
 from labkit.rag.metrics import Experiment
+from labkit.rag.questions import QUESTION_MIX, load_questions
 
 
 def _experiments():
@@ -105,3 +106,15 @@ def test_results_by_kind_totals_each_question_kind_apart():
     assert (rows[("metrics-generated", "rag")].correct, rows[("metrics-generated", "rag")].page_hit) == (1, "1/1")
     assert (rows[("novel-generated", "rag")].failed, rows[("novel-generated", "rag")].page_hit) == (1, "0/1")
     assert rows[("novel-generated", "naive")].correct == 1 and rows[("metrics-generated", "naive")].failed == 1
+
+
+def test_the_question_mix_is_counted_from_the_questions_not_copied_from_the_stated_mix():
+    questions = load_questions()
+    mix = question_mix(questions)
+    assert mix["stated mix"].to_dict() == dict(QUESTION_MIX)
+    assert (mix["questions"] == mix["stated mix"]).all()
+    assert mix["unanswerable"].sum() == sum(not q.answerable for q in questions)
+    dropped = next(q for q in questions if not q.answerable)
+    fewer = question_mix([q for q in questions if q is not dropped])
+    assert fewer.loc[dropped.question_type, "questions"] == QUESTION_MIX[dropped.question_type] - 1
+    assert fewer.loc[dropped.question_type, "unanswerable"] == mix.loc[dropped.question_type, "unanswerable"] - 1

@@ -42,6 +42,28 @@ def open_indexes(questions: list[FilingQuestion], embeddings: Any) -> dict[int, 
     return indexes
 
 
+def question_mix(questions: list[FilingQuestion]) -> Any:
+    """Count the questions per FinanceBench question type beside the stated mix (`QUESTION_MIX`).
+
+    Columns: ``questions`` (counted from ``questions``), ``stated mix`` and ``unanswerable`` (how many of
+    that type have no labelled evidence, so that their right reply is a refusal).
+    """
+    import pandas as pd
+
+    from labkit.rag.questions import QUESTION_MIX
+
+    asked = pd.Series([q.question_type for q in questions], dtype=object)
+    unanswerable = pd.Series([q.question_type for q in questions if not q.answerable], dtype=object)
+    table = pd.DataFrame(
+        {
+            "questions": asked.value_counts().reindex(list(QUESTION_MIX)),
+            "stated mix": pd.Series(QUESTION_MIX),
+            "unanswerable": unanswerable.value_counts(),
+        }
+    )
+    return table.fillna(0).astype(int).rename_axis("question_type")
+
+
 def candidates_table(record: dict[str, Any]) -> Any:
     """Return the 12 candidates in search order, with the reranker's score and rank for those it selected."""
     import pandas as pd
