@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -31,6 +32,18 @@ def test_similarity_ranks_the_read_text_passages_above_the_cited_write_text_one(
     assert ranked.result["source_ids"] == ["path-write-text"]
     scores = [c["score"] for c in candidates]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_the_authored_ranking_reply_quotes_no_argument_from_a_passage_it_does_not_cite(ranked):
+    # The course's own citation rule: source_ids lists every passage the answer uses. A keyword argument with a
+    # value (such as encoding='utf-8') that the answer writes must stand in a passage it cites.
+    cited = [
+        c["text"]
+        for c in ranked.trace.first("retrieval_completed").data["candidates"]
+        if c["source_id"] in ranked.result["source_ids"]
+    ]
+    arguments = re.findall(r"\w+='[^']*'", ranked.result["answer"])
+    assert all(any(a in text for text in cited) for a in arguments), (arguments, ranked.result["source_ids"])
 
 
 def test_the_ranking_run_replays_only_its_own_question():

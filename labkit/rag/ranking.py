@@ -3,7 +3,7 @@
 For `RANKING_QUESTION` ("Which pathlib method writes a string to a file in
 UTF-8?") the two best-scored passages describe ``Path.read_text``; the passage
 on ``Path.write_text``, which the answer needs, ranks third. The reply of the
-authored run cites that third passage. The run is apart from ``02-rag-authored``
+authored run cites that third passage and uses nothing from the others. The run is apart from ``02-rag-authored``
 so that the runs recorded before this question existed keep their bindings and
 fixtures; lesson 03 replays those two questions only.
 """
@@ -36,8 +36,8 @@ AUTHORED_REPLIES = {
     RANKING_QUESTION: json.dumps(
         {
             "status": "answered",
-            "answer": "Path.write_text(data, encoding='utf-8') opens the file in text mode, writes the string "
-            "and closes the file again.",
+            "answer": "Path.write_text(data, encoding=...) opens the file in text mode, writes the string data "
+            "and closes the file again; its encoding argument names the encoding to write.",
             "source_ids": ["path-write-text"],
         }
     ),

@@ -309,8 +309,8 @@ def trace_request(
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``adapter`` is a `ModelBoundary` or a `BoundReplay`; ``select`` picks the context from the ranked candidates
-    (default `keep_all`); ``reply_override`` replaces the reply for a probe, marked as supplied by the driver.
+    ``adapter`` is the model side, as `connect` returns it (replayed or live); ``select`` picks the context from
+    the ranked candidates (default `keep_all`); ``reply_override`` replaces the reply for a probe, so marked.
     """
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
