@@ -600,7 +600,10 @@ def test_an_edited_link_changes_that_link_only(tmp_path):
     from labkit.rag.trace import corpus_path, write_edited_corpus
 
     path = write_edited_corpus(tmp_path / "c.json", source_id="zoneinfo", old=".html", new=".html?edited", field="url")
-    before, after = corpus_path().read_text(encoding="utf-8").splitlines(), path.read_text(encoding="utf-8").splitlines()
+    before, after = (
+        corpus_path().read_text(encoding="utf-8").splitlines(),
+        path.read_text(encoding="utf-8").splitlines(),
+    )
     changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
     assert len(changed) == 1 and changed[0][1] == changed[0][0].replace(".html", ".html?edited", 1)
     with pytest.raises(CorpusError, match="no field 'link'"):

@@ -499,9 +499,7 @@ def corpus_text(data: list[dict[str, Any]]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_edited_corpus(
-    path: str | Path, *, source_id: str, old: str, new: str, field: str = "text"
-) -> Path:
+def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str, field: str = "text") -> Path:
     """Write a copy of the committed corpus to ``path`` in which one summary's ``field`` has ``old`` replaced by ``new``.
 
     Everything else is written back byte for byte, so with ``old == new`` the copy is the
@@ -510,9 +508,7 @@ def write_edited_corpus(
     raw = corpus_path().read_text(encoding="utf-8")
     data, _ = load_strict(corpus_path())
     if corpus_text(data) != raw:
-        raise CorpusError(
-            f"{corpus_path()} is not in the corpus file's layout (JSON, indent 2); restore it from git"
-        )
+        raise CorpusError(f"{corpus_path()} is not in the corpus file's layout (JSON, indent 2); restore it from git")
     summary = next((item for item in data if item.get("id") == source_id), None)
     if summary is None:
         raise CorpusError(
