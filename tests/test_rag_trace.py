@@ -587,3 +587,24 @@ def test_a_selection_that_returns_a_passage_outside_the_candidates_is_refused(in
 
     with pytest.raises(ContextSelectionError, match=r"smuggle returned 1 item\(s\) that are not this request's"):
         trace_request(ANSWERED, index, NeverCalled(), select=smuggle)
+
+
+def test_an_unchanged_corpus_copy_is_the_committed_file_byte_for_byte(tmp_path):
+    from labkit.rag.trace import corpus_path, write_edited_corpus
+
+    same = write_edited_corpus(tmp_path / "same.json", source_id="zoneinfo", old="IANA", new="IANA")
+    assert same.read_bytes() == corpus_path().read_bytes()
+
+
+def test_an_edited_link_changes_that_link_only(tmp_path):
+    from labkit.rag.trace import corpus_path, write_edited_corpus
+
+    path = write_edited_corpus(tmp_path / "c.json", source_id="zoneinfo", old=".html", new=".html?edited", field="url")
+    before, after = (
+        corpus_path().read_text(encoding="utf-8").splitlines(),
+        path.read_text(encoding="utf-8").splitlines(),
+    )
+    changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
+    assert len(changed) == 1 and changed[0][1] == changed[0][0].replace(".html", ".html?edited", 1)
+    with pytest.raises(CorpusError, match="no field 'link'"):
+        write_edited_corpus(tmp_path / "d.json", source_id="zoneinfo", old="a", new="b", field="link")

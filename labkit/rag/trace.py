@@ -494,19 +494,31 @@ def make_requests(adapter: Any) -> list[TracedRequest]:
 # --- what the lesson notebooks (02 and 03) show ---------------------------------------------------
 
 
-def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str) -> Path:
-    """Write a copy of the committed corpus to ``path`` in which one summary's text has ``old`` replaced by ``new``."""
-    from labkit.canonical import pretty_json
+def corpus_text(data: list[dict[str, Any]]) -> str:
+    """Return the corpus file's text for these summaries, in its own layout (indent 2, keys in file order)."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
+
+def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str, field: str = "text") -> Path:
+    """Write a copy of the committed corpus to ``path`` in which one summary's ``field`` has ``old`` replaced by ``new``.
+
+    Everything else is written back byte for byte, so with ``old == new`` the copy is the
+    committed file itself, and any change of the index id or of a fixture hash comes from the edit.
+    """
+    raw = corpus_path().read_text(encoding="utf-8")
     data, _ = load_strict(corpus_path())
+    if corpus_text(data) != raw:
+        raise CorpusError(f"{corpus_path()} is not in the corpus file's layout (JSON, indent 2); restore it from git")
     summary = next((item for item in data if item.get("id") == source_id), None)
     if summary is None:
         raise CorpusError(
             f"the corpus has no summary {source_id!r}; its ids are {', '.join(sorted(d['id'] for d in data))}"
         )
-    if old not in summary["text"]:
-        raise CorpusError(f"summary {source_id!r} does not contain {old!r}; copy the words to replace from its text")
-    summary["text"] = summary["text"].replace(old, new, 1)
+    if field not in summary:
+        raise CorpusError(f"summary {source_id!r} has no field {field!r}; its fields are {', '.join(summary)}")
+    if old not in summary[field]:
+        raise CorpusError(f"summary {source_id!r} does not contain {old!r} in its {field}; copy the words from it")
+    summary[field] = summary[field].replace(old, new, 1)
     path = Path(path)
-    path.write_text(pretty_json(data), encoding="utf-8")
+    path.write_text(corpus_text(data), encoding="utf-8")
     return path
