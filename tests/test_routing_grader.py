@@ -1067,3 +1067,11 @@ def test_too_few_differing_tickets_are_said_to_be_untestable():
     six = ticket_changes(_failing(*[f"t{n}" for n in range(1, 7)]), _failing())
     sentence = sign_test_sentence(six)
     assert "differ beyond chance" in sentence and "could not have" not in sentence
+
+
+def test_own_functions_lists_the_graders_functions_private_ones_too():
+    from labkit.routing import grader
+
+    functions = grader.own_functions()
+    assert grader.release_reasons in functions and grader._smallest_flip in functions
+    assert all(f.__module__ == "labkit.routing.grader" for f in functions)

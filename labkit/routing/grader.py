@@ -14,10 +14,12 @@ raises ``RouteGradeError``; nothing is repaired or skipped silently.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import reprlib
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -497,6 +499,12 @@ def explain(report: Mapping[str, Any]) -> str:
     lines.append(f"deciding cases: {', '.join(why['deciding_cases'])}")
     lines.append(why["summary"])
     return "\n".join(lines)
+
+
+def own_functions() -> list[Callable[..., Any]]:
+    """Return every function defined in this module, private ones too: what an exercise's check watches with `calls_to`."""
+    module = sys.modules[__name__]
+    return [f for f in vars(module).values() if inspect.isfunction(f) and f.__module__ == __name__]
 
 
 def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) -> dict[str, Any]:
