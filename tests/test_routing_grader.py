@@ -28,6 +28,7 @@ from labkit.routing.grader import (
     route_confusion,
     route_slices,
     score,
+    sign_test_sentence,
     ticket_changes,
     validate_suite,
 )
@@ -1056,3 +1057,21 @@ def test_a_lopsided_split_on_enough_tickets_is_not_a_tie():
     assert changes["p_value"] == 2 * 0.5**6 and changes["tie"] is False
     five = ticket_changes(_failing(*many[:5]), _failing())
     assert five["p_value"] == 2 * 0.5**5 and five["tie"] is True  # 5 to 0 is still a tie: 0.0625 >= 0.05
+
+
+def test_too_few_differing_tickets_are_said_to_be_untestable():
+    two = ticket_changes(_failing("t3", "t8"), _failing())
+    assert two["smallest_p"] == 0.5
+    sentence = sign_test_sentence(two)
+    assert "cannot be told apart" in sentence and "could not have told them apart" in sentence
+    six = ticket_changes(_failing(*[f"t{n}" for n in range(1, 7)]), _failing())
+    sentence = sign_test_sentence(six)
+    assert "differ beyond chance" in sentence and "could not have" not in sentence
+
+
+def test_own_functions_lists_the_graders_functions_private_ones_too():
+    from labkit.routing import grader
+
+    functions = grader.own_functions()
+    assert grader.release_reasons in functions and grader._smallest_flip in functions
+    assert all(f.__module__ == "labkit.routing.grader" for f in functions)

@@ -101,3 +101,7 @@ def test_the_captured_replies_are_the_raw_text_the_pair_was_built_from():
     for version, run in (("baseline", baseline), ("candidate", candidate)):
         assert [tid for tid, _ in replies[version]] == [p["id"] for p in run["predictions"]]
         assert [json.loads(raw)["route"] for _, raw in replies[version]] == [p["route"] for p in run["predictions"]]
+
+
+def test_a_reply_with_a_repeated_route_key_is_malformed_not_the_last_value():
+    assert parse_route('{"route": "sales", "route": "urgent_support"}') == (None, "not JSON")

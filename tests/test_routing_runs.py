@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from labkit.authored import AuthoringAdapter
 from labkit.routing.runs import SETTINGS, make_requests, parse_route_reply, routing_messages, routing_run
 
@@ -58,3 +60,11 @@ def test_captured_replies_keep_each_raw_reply_with_its_recorded_cost():
     t9 = next(row for row in rows if row["id"] == "t9")
     assert '"./t9"' in t9["raw reply"]  # the rewritten id is kept, never repaired
     assert all(row["tokens"] > 0 and row["latency_s"] > 0 and row["retries"] == 0 for row in rows)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"id": "./t1", "id": "t1", "route": "sales"}', '{"id": "t1", "route": NaN}', '{"id": "t1", "route": "sa\nles"}'],
+)
+def test_a_reply_json_loads_would_accept_leniently_is_malformed(raw):
+    assert parse_route_reply("t1", raw) == (None, "not JSON")

@@ -14,10 +14,12 @@ raises ``RouteGradeError``; nothing is repaired or skipped silently.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import reprlib
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -282,19 +284,50 @@ def fixes(old: Summary, new: Summary) -> list[str]:
 
 
 def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
-    """Compare two runs ticket by ticket: the ids the candidate ``fixed`` and ``broke``, and whether that is a tie.
+    """Compare two runs ticket by ticket: the ids the candidate ``fixed`` and ``broke``, and whether chance explains the split.
 
     Both runs answer the same tickets, so only the tickets they disagree on carry evidence. If
     neither run were better, each such ticket would be as likely fixed as broken: ``p_value`` is
-    the exact two-sided sign test's chance of a split at least this lopsided, and the split is a
-    ``tie`` when that chance is 5% or more (no disagreement at all is a tie, with ``p_value`` 1).
+    the exact two-sided sign test's chance of a split at least this lopsided, ``smallest_p`` the
+    smallest it could be for that many tickets, and ``tie`` is true when the chance is 5% or more
+    (the runs cannot be told apart; no disagreement at all gives ``p_value`` 1).
     """
     from scipy.stats import binomtest
 
     fixed, broke = fixes(old, new), regressions(old, new)
     differ = len(fixed) + len(broke)
     p_value = float(binomtest(len(fixed), differ).pvalue) if differ else 1.0
-    return {"fixed": fixed, "broke": broke, "p_value": p_value, "tie": p_value >= 0.05}
+    smallest_p = min(1.0, 2 * 0.5**differ)  # every differing ticket the same way
+    return {
+        "fixed": fixed,
+        "broke": broke,
+        "p_value": p_value,
+        "smallest_p": smallest_p,
+        "tie": p_value >= 0.05,
+    }
+
+
+def sign_test_sentence(changes: Mapping[str, Any]) -> str:
+    """Say in words what `ticket_changes` found: the split, its p-value, and what this many tickets can show.
+
+    With n differing tickets the smallest two-sided p-value is 2 * 0.5**n (all n one way), so
+    fewer than 6 differing tickets can never reach the 5% level: the sentence says so.
+    """
+    fixed, broke = changes["fixed"], changes["broke"]
+    differ = len(fixed) + len(broke)
+    split = f"{len(fixed)} fixed and {len(broke)} broken of the {differ} tickets the runs disagree on"
+    verdict = "cannot be told apart on correct routes" if changes["tie"] else "differ beyond chance"
+    text = (
+        f"{split}: the exact two-sided sign test gives p = {changes['p_value']:.2f}, so at the 5% level "
+        f"the runs {verdict}."
+    )
+    if changes["smallest_p"] >= 0.05:
+        text += (
+            f" With {differ} differing tickets the smallest p any split could give is "
+            f"{changes['smallest_p']:.2f}: this test could not have told them apart here "
+            "(that takes at least 6 differing tickets, all one way)."
+        )
+    return text
 
 
 def release_reasons(old: Summary, new: Summary, *, protected: Iterable[str] = ()) -> list[str]:
@@ -466,6 +499,12 @@ def explain(report: Mapping[str, Any]) -> str:
     lines.append(f"deciding cases: {', '.join(why['deciding_cases'])}")
     lines.append(why["summary"])
     return "\n".join(lines)
+
+
+def own_functions() -> list[Callable[..., Any]]:
+    """Return every function defined in this module, private ones too: what an exercise's check watches with `calls_to`."""
+    module = sys.modules[__name__]
+    return [f for f in vars(module).values() if inspect.isfunction(f) and f.__module__ == __name__]
 
 
 def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) -> dict[str, Any]:

@@ -15,10 +15,10 @@ runs in the grader's format, with every malformed reply listed, never repaired.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from labkit.canonical import loads_strict
 from labkit.routing.grader import ROUTES
 from labkit.routing.runs import Malformed, routing_run, run_fixtures, suite_sha256
 from labkit.routing.suite import POLICY
@@ -97,8 +97,8 @@ def parse_route(raw: str) -> tuple[str | None, str | None]:
     An unknown route name is returned as is, for the grader to refuse; nothing is mapped or repaired.
     """
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = loads_strict(raw, source="reply")
+    except ValueError:  # also a repeated key, NaN or a raw control character in a string
         return None, "not JSON"
     if not isinstance(data, dict) or set(data) != {"route"}:
         return None, "not an object with exactly route"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.canonical import file_sha256
+from labkit.canonical import file_sha256, loads_strict
 from labkit.paths import fixtures_dir
 from labkit.routing.grader import ROUTES
 from labkit.routing.suite import POLICY
@@ -82,8 +82,8 @@ class Malformed:
 def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]:
     """Return ``(route, None)`` for a well-formed reply, or ``(None, problem)``; an unknown route is kept as is."""
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = loads_strict(raw, source="reply")
+    except ValueError:  # also a repeated key, NaN or a raw control character in a string
         return None, "not JSON"
     if not isinstance(data, dict) or set(data) != {"id", "route"}:
         return None, "not an object with exactly id and route"
