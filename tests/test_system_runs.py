@@ -12,6 +12,7 @@ from labkit.system.policy import load_policy_index
 from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
+    chunk_table,
     evidence_share,
     failure_table,
     golden_table,
@@ -105,3 +106,21 @@ def test_a_scripted_probe_shows_in_the_golden_table_with_its_broken_rule(index, 
     assert golden_table(rows).loc[GOLDEN[0].question, "why not passed"] == (
         f"text 'Within 60 days.' is not exactly {GOLDEN[0].text!r}"
     )
+
+
+def test_chunk_table_shows_the_zero_based_loader_page_beside_the_one_based_citation_id(index):
+    table = chunk_table(index.chunks)
+    assert list(table["loader page"]) == [c.metadata["page"] for c in index.chunks]
+    assert all(
+        cid.endswith(f"#p{page + 1}") for page, cid in zip(table["loader page"], table["citation_id"], strict=True)
+    )
+    assert "squared L2 distance" not in table.columns
+
+
+def test_chunk_table_ranks_a_search_from_one_and_refuses_a_distance_per_document_missing(index):
+    found = index.store.similarity_search_with_score(GOLDEN[0].question, k=3)
+    docs, distances = [d for d, _ in found], [s for _, s in found]
+    table = chunk_table(docs, distances=distances)
+    assert list(table.index) == [1, 2, 3] and list(table["squared L2 distance"]) == sorted(table["squared L2 distance"])
+    with pytest.raises(ValueError, match="one per document"):
+        chunk_table(docs, distances=distances[:2])

@@ -78,6 +78,33 @@ def make_requests(
 # --- what notebook 05 shows ----------------------------------------------------------------
 
 
+def chunk_table(docs: list[Any], *, distances: list[float] | None = None) -> Any:
+    """Return one row per page or chunk: the loader's page, its citation id, its length, how it starts.
+
+    With ``distances`` (a search's squared L2 distances, in rank order) the rows are ranked.
+    """
+    import pandas as pd
+
+    if distances is not None and len(distances) != len(docs):
+        raise ValueError(
+            f"{len(docs)} documents but {len(distances)} distances: pass one per document"
+        )
+    rows = [
+        {
+            "loader page": doc.metadata["page"],
+            "citation_id": doc.metadata["citation_id"],
+            "characters": len(doc.page_content),
+            **({} if distances is None else {"squared L2 distance": round(float(distances[n]), 3)}),
+            "starts": doc.page_content[:60].replace("\n", " ") + "…",
+        }
+        for n, doc in enumerate(docs)
+    ]
+    table = pd.DataFrame(rows)
+    if distances is not None:
+        table.index = pd.RangeIndex(1, len(rows) + 1, name="rank")
+    return text_table(table)
+
+
 def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
     """Return a table of a golden run: per case the expected status, the result and the verdict.
 
