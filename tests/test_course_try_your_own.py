@@ -72,6 +72,11 @@ def test_the_lesson_06_check_judges_the_route_against_the_suite(no_network):
     assert result.verdict == "route sales; the suite expects urgent_support: a miss"  # the captured run's miss
 
 
+def test_the_lesson_01_check_leaves_out_the_cost_it_does_not_measure(no_network):
+    result = RECORDED["01"]()
+    assert result.verdict == "schema pass, length pass, numeric_claims pass (cost not measured here)"
+
+
 def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
     result = RECORDED["02b"]()  # question 017: the authored reply is correct and cites the page printing it
     assert result.verdict == "correctness correct, faithful True, cited ['BRIGHTWAVE_2025_10K#p3']"

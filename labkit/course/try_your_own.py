@@ -118,7 +118,8 @@ def ask(
 def try_generation_line(line: str, *, product: str = "p01") -> TryYourOwn:
     """Lesson 01: add ``line`` to the description writer's instructions for one product; run the programmatic checks.
 
-    An empty ``line`` is the recorded request.
+    An empty ``line`` is the recorded request. The cost check is left out of the verdict: no
+    price is computed for a try-your-own reply, so its status would say nothing.
     """
     from labkit.evaluator.checks import run_checks
     from labkit.evaluator.generation import GENERATION_SETTINGS, generation_messages
@@ -131,8 +132,9 @@ def try_generation_line(line: str, *, product: str = "p01") -> TryYourOwn:
         messages[0]["content"] += " " + line
 
     def judge(text: str) -> str:
-        report = run_checks(text, chosen, inputs.rubric, cost_usd=0.0)
-        return ", ".join(f"{r.name} {r.status}" for r in report.results)
+        report = run_checks(text, chosen, inputs.rubric, cost_usd=0.0)  # cost is not measured here: left out
+        measured = ", ".join(f"{r.name} {r.status}" for r in report.results if r.name != "cost")
+        return f"{measured} (cost not measured here)"
 
     return ask(
         change=f"PROMPT_LINE = {line!r}",
