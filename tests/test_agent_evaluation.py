@@ -116,7 +116,7 @@ def test_cost_is_the_captured_tokens_times_the_price_table_and_absent_without_on
     assert priced["cost_per_case"] == pytest.approx((prompt + 10 * completion) / priced["cases"])
     assert ev.operations(results, run)["cost_per_case"] is None
     column = ev.side_by_side([ev.evaluation_report(results, run)])[runs.RUN_CAPTURED]
-    assert column["cost per 1,000 cases (USD, course prices)"] == "not computed (no price table)"
+    assert column["cost per 1,000 cases that called the model (USD, course prices)"] == "not computed (no price table)"
 
 
 def test_unparsed_captured_replies_name_their_finish_reason_and_the_parsers_complaint():

@@ -260,7 +260,7 @@ def refresh_after_first_filter(tools: Any, version: str = REFRESHED_VERSION) -> 
 
 
 def run_case(case: AgentCase, adapter: Any, *, data: Any, profile: Any) -> CaseResult:
-    """Run one case from a fresh state: authorize, then the agent graph; a refusal happens before any tool."""
+    """Run one case on a fresh copy of the data (the profile memory is the one passed in): authorize, then the graph."""
     from labkit.agent.graph import SupportAgent
     from labkit.agent.identity import ScopeRefused, authorize
     from labkit.agent.tools import SupportTools
