@@ -433,14 +433,14 @@ def test_the_export_renders_formulas_and_diagrams_with_every_other_host_refused(
     from labkit.course.runner import export_html, read_notebook
 
     notebooks = project_root() / "notebooks"
-    formula = export_html(read_notebook(notebooks / "04_refund_agent.ipynb"), tmp_path / "04.html")
+    formula = export_html(read_notebook(notebooks / "01_product_evaluator.ipynb"), tmp_path / "01.html")
     page, refused = _offline_page(browser, formula)
     try:
         page.wait_for_selector("mjx-container[display='true'] svg", timeout=30000)
         shown = page.locator("mjx-container[display='true']").first
         shown.scroll_into_view_if_needed()
-        assert shown.evaluate("m => m.getBoundingClientRect().height") > 20, "the Wilson formula is typeset"
-        assert page.get_by_text("$$\\text{centre}").count() == 0, "no raw TeX is left on the page"
+        assert shown.evaluate("m => m.getBoundingClientRect().height") > 20, "the kappa formula is typeset"
+        assert page.get_by_text("$$\\kappa").count() == 0, "no raw TeX is left on the page"
         page.screenshot(path=str(_shots() / "export_formula.png"))
         assert refused == [], f"the exported page asked another host for {refused}"
     finally:
