@@ -160,3 +160,13 @@ def load_strict(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> tuple[A
     """Load a JSON file strictly and return ``(data, sha256 of its exact bytes)``."""
     raw = read_strict_bytes(path, max_bytes=max_bytes)
     return loads_strict(raw, source=str(path)), hashlib.sha256(raw).hexdigest()
+
+
+def json_inside(value: Any) -> Any:
+    """Parse a string that holds a JSON object or list, so a diff can point inside it; anything else as given."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

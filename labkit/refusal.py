@@ -14,8 +14,9 @@ it says nothing, since a wrong "restart your kernel" would hide a real change.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from labkit.canonical import json_inside
 
 #: The line every refusal ends with: how to see an answer to the changed request.
 EXPLORE_HINT = (
@@ -30,15 +31,6 @@ STALE_HINT = (
 #: The shortest repeated text (ignoring surrounding spaces) taken as appended twice; shorter repeats, such as
 #: "!!", are more likely a learner's own edit.
 MIN_REPEATED_CHARS = 4
-
-
-def _expand(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _repeats(unit: str, text: str) -> bool:
@@ -74,7 +66,7 @@ def extended_by_repeat(recorded: list[Any], actual: list[Any]) -> bool:
 
 def _stale(recorded: Any, actual: Any) -> bool | None:
     """None when equal; True when every difference is a repeat appended; False when any difference is an edit."""
-    recorded, actual = _expand(recorded), _expand(actual)
+    recorded, actual = json_inside(recorded), json_inside(actual)
     if recorded == actual:
         return None
     if isinstance(recorded, dict) and isinstance(actual, dict):

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx2
 
-from labkit.canonical import canonical_json, loads_strict
+from labkit.canonical import canonical_json, json_inside, loads_strict
 from labkit.errors import LabkitError, RecordedRunError
 from labkit.recording import CHAT_PATH, Binding, RecordedRun, StreamingNotRecorded, binding_key, request_body
 from labkit.refusal import refusal_hints
@@ -65,19 +65,9 @@ class ReplayUnsupported(LabkitError, NotImplementedError):
     """Replay answers chat completions only; another endpoint was called."""
 
 
-def _expand(value: Any) -> Any:
-    """Parse a string that holds a JSON object or list, so a diff can point inside it."""
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def request_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     """Return the fields in which ``actual`` differs from ``recorded``, deepest first-class paths."""
-    recorded, actual = _expand(recorded), _expand(actual)
+    recorded, actual = json_inside(recorded), json_inside(actual)
     if isinstance(recorded, dict) and isinstance(actual, dict):
         diffs: list[FieldDiff] = []
         for key in sorted(set(recorded) | set(actual)):
@@ -183,7 +173,7 @@ def text_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
             d for i, (r, a) in enumerate(zip(recorded, actual, strict=False)) for d in text_diff(r, a, f"{path}[{i}]")
         ]
     if isinstance(recorded, str) and isinstance(actual, str) and recorded != actual:
-        inner_r, inner_a = _expand(recorded), _expand(actual)
+        inner_r, inner_a = json_inside(recorded), json_inside(actual)
         if inner_r is not recorded and inner_a is not actual:
             inner = text_diff(inner_r, inner_a, path)
             if inner:
@@ -479,7 +469,7 @@ def question_of(request: dict[str, Any]) -> str | None:
     if not users or not isinstance(users[-1].get("content"), str):
         return None
     content = users[-1]["content"]
-    parsed = _expand(content)
+    parsed = json_inside(content)
     if isinstance(parsed, dict) and isinstance(parsed.get("question"), str):
         return parsed["question"]
     return content
