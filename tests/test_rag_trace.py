@@ -25,6 +25,7 @@ from labkit.rag.trace import (
     keep_all,
     load_corpus,
     load_docs_index,
+    model_step,
     prompt,
     request_key,
     split_corpus,
@@ -608,3 +609,14 @@ def test_an_edited_link_changes_that_link_only(tmp_path):
     assert len(changed) == 1 and changed[0][1] == changed[0][0].replace(".html", ".html?edited", 1)
     with pytest.raises(CorpusError, match="no field 'link'"):
         write_edited_corpus(tmp_path / "d.json", source_id="zoneinfo", old="a", new="b", field="link")
+
+
+def test_model_step_names_a_refused_request_refused_not_answered(index, adapter, monkeypatch):
+    assert model_step(trace_request(ANSWERED, index, adapter)) == "model_reply_returned"
+    assert model_step(trace_request(ANSWERED, load_docs_index(empty=True), NeverCalled())) == "model_skipped"
+    assert model_step(trace_request("  ", index, adapter)) is None
+    assert model_step(trace_request("What does shutil.move do?", index, adapter)) is None
+    monkeypatch.setattr(rag_trace, "SYSTEM_POLICY", rag_trace.SYSTEM_POLICY + " Be brief.")
+    refused = trace_request(ANSWERED, index, adapter)
+    assert "model_request_ready" in refused.trace.kinds()  # built, and still never seen by a model
+    assert model_step(refused) == "replay_refused"

@@ -340,6 +340,21 @@ def trace_request(
     return check_and_link(question, key, reply, selected, trace)
 
 
+MODEL_STEPS = ("model_skipped", "replay_refused", "model_reply_returned")
+"""The events the model step can leave: the app answered itself, replay refused the request, or a reply came back."""
+
+
+def model_step(traced: TracedRequest) -> str | None:
+    """Return the event the model step of this request left, one of `MODEL_STEPS`, or None if it never got there.
+
+    ``model_skipped``: the context was empty and the app answered itself, no request was built.
+    ``replay_refused``: a request was built, but no model saw it, since replay holds no reply for it.
+    ``model_reply_returned``: a reply came back (from a run, a live model, or a probe).
+    None: the request stopped before the model step (a blank question, a refused retrieval).
+    """
+    return next((kind for kind in traced.trace.kinds() if kind in MODEL_STEPS), None)
+
+
 def keep_all(ranked: list[tuple[Any, float]]) -> list[Any]:
     """The app's context selection: every ranked candidate, in rank order (no reranker, no score threshold)."""
     return [doc for doc, _score in ranked]
