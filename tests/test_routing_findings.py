@@ -72,3 +72,7 @@ def test_prompt_change_verdict_tells_a_failed_absolute_condition_from_a_regressi
     assert "never urgent_support" in text
     worse = compare(suite, sha, better, wrong_urgent)
     assert "This is not a regression" not in prompt_change_verdict(worse, [better, wrong_urgent])
+    fixes = [{"id": "t7", "route": "sales"}, {"id": "t9", "route": "support"}, {"id": "t3", "route": "sales"}]
+    trade = apply_changes(wrong_urgent, fixes)  # no worse on either count, yet t3 broke
+    traded = compare(suite, sha, wrong_urgent, trade)
+    assert "This is not a regression" not in prompt_change_verdict(traded, [wrong_urgent, trade])
