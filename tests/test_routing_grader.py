@@ -1075,3 +1075,15 @@ def test_own_functions_lists_the_graders_functions_private_ones_too():
     functions = grader.own_functions()
     assert grader.release_reasons in functions and grader._smallest_flip in functions
     assert all(f.__module__ == "labkit.routing.grader" for f in functions)
+
+
+def test_prediction_routes_refuses_a_missing_or_repeated_answer_instead_of_dropping_or_choosing(gate):
+    from labkit.routing.grader import prediction_routes
+
+    cases = validate_suite(gate.suite)
+    predictions = gate.candidate["predictions"]
+    assert prediction_routes(predictions, cases=cases) == {p["id"]: p["route"] for p in predictions}
+    with pytest.raises(RouteGradeError, match="mine has no prediction for t10"):
+        prediction_routes([p for p in predictions if p["id"] != "t10"], cases=cases, where="mine")
+    with pytest.raises(RouteGradeError, match='predicts case "t1" more than once'):
+        prediction_routes([*predictions, {"id": "t1", "route": "sales"}], cases=cases)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import NoReturn
 
 EXAMPLE = """\
 example:
@@ -39,17 +40,24 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
         help="a case id that must not regress (correct in the baseline, wrong in the candidate); repeat for more",
     )
     parser.set_defaults(handler=run)
-
-    def usage_error(message: str) -> None:
-        # argparse exits 2 on a usage error, but this verb's 2 means "valid inputs, rule failed".
-        parser.exit(1, f"{parser.prog}: error: {message} (see --help)\n")
-
-    parser.error = usage_error  # argparse has no hook for the exit code
+    exit_1_on_usage_error(parser)
     return parser
 
 
+def exit_1_on_usage_error(parser: argparse.ArgumentParser) -> None:
+    """Make a usage error (a missing or unknown argument) exit 1, not argparse's 2, which this verb keeps for a failed rule."""
+
+    def usage_error(message: str) -> NoReturn:
+        parser.exit(1, f"{parser.prog}: error: {message} (see --help)\n")
+
+    parser.error = usage_error  # type: ignore[method-assign]  # argparse has no hook for the exit code
+
+
 def run(args: argparse.Namespace) -> int:
-    """Load the three files, grade them and print the report; return the exit code."""
+    """Load the three files, grade them and print the JSON report; return 0 (pass) or 2 (a rule failed).
+
+    Invalid input raises a `LabkitError` before anything is printed: `labkit.cli.main` turns it into exit code 1.
+    """
     from labkit.routing.grader import grade_files
 
     report = grade_files(args.suite, args.baseline, args.candidate, protected=args.protect)

@@ -171,7 +171,10 @@ def validate_suite(suite: Any) -> dict[str, dict[str, Any]]:
 
 
 def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha256: str, name: str) -> dict[str, str]:
-    """Check one run against a validated suite and return its predicted route per case id."""
+    """Check one run's fields, origin and suite fingerprint; return its route per case id (`prediction_routes`).
+
+    ``cases`` is what ``validate_suite`` returned; ``name`` ("baseline", "candidate") names the run in errors.
+    """
     where = f"{name} run"
     _check_fields(run, RUN_FIELDS, where)
     _check_text(run["label"], f"{where} label")
@@ -185,7 +188,16 @@ def validate_run(run: Any, *, cases: Mapping[str, Mapping[str, Any]], suite_sha2
             f"{where} was made for suite bytes with sha256 {_short_sha(run['suite_sha256'])}, but this suite's "
             f"bytes hash to {_short_sha(suite_sha256)}; grade it against the suite it was made for, or re-run it on this suite"
         )
-    predictions = run["predictions"]
+    return prediction_routes(run["predictions"], cases=cases, where=where)
+
+
+def prediction_routes(predictions: Any, *, cases: Mapping[str, Any], where: str = "run") -> dict[str, str]:
+    """Return a run's route per case id, refusing a run that does not answer every case exactly once.
+
+    A missing answer is refused rather than dropped (dropping it would shrink the denominator),
+    and a repeated one rather than resolved (which one would count?). ``where`` names the run
+    in the error message.
+    """
     if not isinstance(predictions, list):
         raise RouteGradeError(
             f"{where} predictions must be a list of {{id, route}} objects, got {type(predictions).__name__}"

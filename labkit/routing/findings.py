@@ -1,0 +1,103 @@
+"""Lesson 06's findings in words: the sentences a notebook renders from the gate's own figures.
+
+Each function takes what the gate computed (summaries, a report, a command's result) and
+returns one Markdown paragraph whose every figure comes from its arguments, so a sentence
+cannot drift from the output beside it. None of them grades anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from labkit.routing.grader import ROUTES, URGENT, route_slices, sign_test_sentence, ticket_changes
+
+
+def _listed(ids: Iterable[str]) -> str:
+    return ", ".join(ids) or "none"
+
+
+def accuracy_hides_the_outage(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Say how the candidate's correct routes and penalty points moved, which tickets changed, and the sign test.
+
+    ``old`` and ``new`` are the baseline's and the candidate's `score` summaries.
+    """
+    changes = ticket_changes(old, new)
+    urgent = [f["id"] for f in new["failures"] if f["expected"] == URGENT]
+    outage = f": it misroutes {_listed(urgent)}, an outage" if urgent else ""
+    return (
+        f"The candidate gets {new['correct']} of {new['cases']} right against the baseline's {old['correct']}, "
+        f"yet its penalty points go from {old['penalty_points']} to {new['penalty_points']}{outage}. "
+        f"Ticket by ticket, the runs differ only on {_listed(changes['fixed'])} (fixed by the candidate) and "
+        f"{_listed(changes['broke'])} (broken). The candidate has {sign_test_sentence(changes)}"
+    )
+
+
+def where_the_points_went(report: Mapping[str, Any], matrix: Any) -> str:
+    """Say which route's slice carries the candidate's penalty points, and the precision of the queue its misses went to.
+
+    ``matrix`` is the candidate's `route_confusion` (rows expected, columns predicted).
+    """
+    slices = route_slices(report)
+    costliest = str(slices["candidate_points"].idxmax())
+    row = slices.loc[costliest]
+    text = (
+        f"The `{costliest}` slice is {row['cases']} of the {slices['cases'].sum()} tickets and carries "
+        f"{row['candidate_points']} of the candidate's {report['candidate']['penalty_points']} penalty points: "
+        f"the candidate routed {row['candidate_right']} of its {row['cases']} right, the baseline "
+        f"{row['baseline_right']}."
+    )
+    wrong = [route for route in ROUTES if route != costliest and matrix.loc[costliest, route]]
+    for route in wrong:
+        column = matrix[route]
+        text += (
+            f" Its misses sit in the `{costliest}` row, `{route}` column; down that column the candidate sent "
+            f"{column.sum()} tickets to {route}, {column[route]} of which belonged there: a {route} precision "
+            f"of {column[route]}/{column.sum()}."
+        )
+    return text
+
+
+def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> str:
+    """Say what the gate's exit code means for a run with malformed replies: no verdict, and a rate to report.
+
+    ``gated`` is the `GateCommand` that graded the run; ``malformed`` the replies `routing_run` could not read.
+    """
+    if gated.exit_code != 1:
+        return f"The gate graded this run: exit code {gated.exit_code} means *{gated.meaning}*."
+    return (
+        f"The gate did **not** reject this model: it refused to grade the run. Exit code {gated.exit_code} means "
+        f"*{gated.meaning}*; a failed rule would have been exit code 2, with a report. The run has no prediction "
+        f"for {_listed(bad.id for bad in malformed)}, and a run that does not answer every ticket has no verdict. "
+        "Filling the gap with the expected route would flatter the run; filling it with a guess would invent model "
+        "output. The honest report keeps two numbers: the malformed-reply rate "
+        f"({len(malformed)} of {replies} replies here) and, once a run is complete, the release rule."
+    )
+
+
+def prompt_change_verdict(report: Mapping[str, Any], runs: Iterable[Mapping[str, Any]]) -> str:
+    """Read a gated prompt change: what failed, whether anything regressed, and the routes the model ever chose.
+
+    ``runs`` are every captured run whose routes count towards "the routes the model chose".
+    """
+    old, new = report["baseline"], report["candidate"]
+    changes = ticket_changes(old, new)
+    chosen = [p["route"] for run in runs for p in run["predictions"]]
+    verdict = "passes" if report["pass"] else "fails: " + "; ".join(report["reasons"])
+    no_worse = new["correct"] >= old["correct"] and new["penalty_points"] <= old["penalty_points"]
+    text = (
+        f"The candidate prompt gets {new['correct']} of {new['cases']} right against {old['correct']}, with "
+        f"{new['penalty_points']} penalty points against {old['penalty_points']}, and it {verdict}."
+    )
+    if no_worse and not changes["broke"] and new["urgent_misses"]:
+        text += (
+            f" This is not a regression: it broke no ticket (it fixed {_listed(changes['fixed'])}). It fails the "
+            f"absolute condition, no urgent miss at all, which the baseline prompt fails too "
+            f"({old['urgent_misses']} urgent misses)."
+        )
+    never = [route for route in ROUTES if route not in chosen]
+    text += (
+        f" In all {len(chosen)} well-formed replies captured from this model it chose only "
+        f"{' or '.join(sorted(set(chosen)))}" + (f", never {' or '.join(never)}." if never else ".")
+    )
+    return text + f" The candidate prompt has {sign_test_sentence(changes)}"
