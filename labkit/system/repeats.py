@@ -228,3 +228,28 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
         "that passes on some seeds and fails on others is not fixed: a release gate built on one trace "
         "per case would let it through whenever that trace happened to pass."
     )
+
+
+def reading_note(trials: list[GoldenTrial]) -> str:
+    """Return, in words, how to read `repeat_summary` and what it shows: the plan, the 95% Wilson
+    interval and its width at this n, the tie rule's verdict (`tie_note`), the pooled pass rate,
+    and what one trace per case would have shown (`one_trace_note`)."""
+    from labkit.tables import interval
+    from labkit.trials import wilson
+
+    n = TRIALS.n
+    low_all, _ = wilson(n, n)
+    _, high_none = wilson(0, n)
+    pooled = sum(t.passed for t in trials)
+    return (
+        f"{TRIALS.describe()} The first column is the temperature-0 run's verdict, another "
+        "configuration, set beside for comparison; the next shows each trial in seed order "
+        "(✓ pass, ✗ fail). The **95% Wilson interval** is a range for the pass rate at these "
+        "settings that, over many such experiments, would contain the true rate about 95% of the "
+        f"time; it stays inside [0, 1] and is usable at small n. At n = {n} it is wide whatever "
+        f"happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass "
+        f"anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, the three cases passed "
+        f"{pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}: a statement "
+        "about these three cases together at this temperature, not about questions in general. "
+        + one_trace_note(trials)
+    )
