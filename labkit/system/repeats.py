@@ -9,7 +9,8 @@ request with its own replay binding. `outcomes` scores each trial with the same
 `passed` as the single run; `golden_repeat_table` gives each case's pass rate with
 its Wilson interval; `repeat_summary` sets them beside the greedy run's verdicts;
 `trial_failures` says why the failed trials failed; `misled_cases` names the cases
-whose first trial a later one contradicts.
+whose first trial a later one contradicts; `reading_note` says in words how to read the
+summary and what it can show at this n.
 """
 
 from __future__ import annotations
