@@ -18,6 +18,7 @@ from labkit.system.repeats import (
     misled_cases,
     one_trace_note,
     outcomes,
+    reading_note,
     repeat_summary,
     separated_cases,
     status_table,
@@ -243,3 +244,13 @@ def test_the_one_trace_note_counts_each_mixed_cases_passes_and_says_how_its_firs
     assert "misled" not in note  # the first trial agrees with the majority: it would not mislead
     agreed = [replace(t, passed=False) for t in replayed]
     assert one_trace_note(agreed).startswith("Every case's trials agreed")
+
+
+def test_the_reading_note_renders_the_plan_the_interval_widths_the_tie_and_the_pooled_rate(replayed):
+    note = reading_note(replayed)
+    assert note.startswith(TRIALS.describe())
+    assert "5 passes of 5 would leave the rate anywhere from 0.57 to 1, no pass anywhere up to 0.43" in note
+    assert "the three cases passed 1 of 15 trials, [0.01, 0.30]" in note
+    assert tie_note(replayed) in note and note.endswith(one_trace_note(replayed))
+    more = [replace(t, passed=True) if t.case == GOLDEN[2] else t for t in replayed]
+    assert "passed 6 of 15 trials" in reading_note(more)

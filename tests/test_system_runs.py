@@ -12,10 +12,13 @@ from labkit.system.policy import load_policy_index
 from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
+    case_table,
     chunk_table,
     evidence_share,
     failure_table,
     golden_table,
+    reply_table,
+    run_table,
     token_latency_table,
     viewer_text,
 )
@@ -124,3 +127,34 @@ def test_chunk_table_ranks_a_search_from_one_and_refuses_a_distance_per_document
     assert list(table.index) == [1, 2, 3] and list(table["squared L2 distance"]) == sorted(table["squared L2 distance"])
     with pytest.raises(ValueError, match="one per document"):
         chunk_table(docs, distances=distances[:2])
+
+
+def test_the_run_table_reads_each_runs_origin_and_model_from_its_own_header():
+    table = run_table([RUN_AUTHORED, RUN_CAPTURED])
+    for run_id in (RUN_AUTHORED, RUN_CAPTURED):
+        run = load_run(run_id)
+        row = table.loc[run_id]
+        assert (row["origin"], row["model"], row["requests"]) == (run.origin, run.model.id, len(run.bindings))
+    assert list(table["origin"]) == ["authored", "captured"]
+
+
+def test_the_reply_table_shows_each_requests_raw_reply_as_the_model_sent_it(captured):
+    system, _ = captured
+    lines = read_trace_lines(system.trace_path)
+    table = reply_table(lines)
+    assert list(table.index) == [case.question for case in GOLDEN]
+    for line in lines:
+        generate = next(s for s in line["trace"] if s["step"] == "generate")
+        assert table.loc[line["question"], "raw reply"] == generate["raw_reply"]
+        assert table.loc[line["question"], "status"] == line["result"]["status"]
+    assert all(json.loads(raw)["tool_args"] == {"intent": "get_refund"} for raw in table["raw reply"])
+
+
+def test_the_case_table_leaves_empty_only_the_rules_a_case_does_not_name():
+    table = case_table(GOLDEN)
+    assert list(table.index) == [case.question for case in GOLDEN]
+    for case in GOLDEN:
+        row = table.loc[case.question]
+        for rule in ("cites", "text", "count"):
+            named = getattr(case, rule)
+            assert row[rule] == ("" if named is None else named)

@@ -9,7 +9,8 @@ request with its own replay binding. `outcomes` scores each trial with the same
 `passed` as the single run; `golden_repeat_table` gives each case's pass rate with
 its Wilson interval; `repeat_summary` sets them beside the greedy run's verdicts;
 `trial_failures` says why the failed trials failed; `misled_cases` names the cases
-whose first trial a later one contradicts.
+whose first trial a later one contradicts; `reading_note` says in words how to read the
+summary and what it can show at this n.
 """
 
 from __future__ import annotations
@@ -227,4 +228,29 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
         "case shows one of its outcomes and hides the other, and which one depends on the seed. A case "
         "that passes on some seeds and fails on others is not fixed: a release gate built on one trace "
         "per case would let it through whenever that trace happened to pass."
+    )
+
+
+def reading_note(trials: list[GoldenTrial]) -> str:
+    """Return, in words, how to read `repeat_summary` and what it shows: the plan, the 95% Wilson
+    interval and its width at this n, the tie rule's verdict (`tie_note`), the pooled pass rate,
+    and what one trace per case would have shown (`one_trace_note`)."""
+    from labkit.tables import interval
+    from labkit.trials import wilson
+
+    n = TRIALS.n
+    low_all, _ = wilson(n, n)
+    _, high_none = wilson(0, n)
+    pooled = sum(t.passed for t in trials)
+    return (
+        f"{TRIALS.describe()} The first column is the temperature-0 run's verdict, another "
+        "configuration, set beside for comparison; the next shows each trial in seed order "
+        "(✓ pass, ✗ fail). The **95% Wilson interval** is a range for the pass rate at these "
+        "settings that, over many such experiments, would contain the true rate about 95% of the "
+        f"time; it stays inside [0, 1] and is usable at small n. At n = {n} it is wide whatever "
+        f"happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass "
+        f"anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, the three cases passed "
+        f"{pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}: a statement "
+        "about these three cases together at this temperature, not about questions in general. "
+        + one_trace_note(trials)
     )

@@ -78,6 +78,54 @@ def make_requests(
 # --- what notebook 05 shows ----------------------------------------------------------------
 
 
+def run_table(run_ids: list[str]) -> Any:
+    """Return one row per recorded run, read from its own header: origin, model, endpoint, requests."""
+    import pandas as pd
+
+    from labkit.recording import load_run
+
+    rows = []
+    for run_id in run_ids:
+        run = load_run(run_id)
+        rows.append(
+            {
+                "run": run.run_id,
+                "origin": run.origin,
+                "model": run.model.id,
+                "endpoint": run.model.endpoint_kind,
+                "requests": len(run.bindings),
+            }
+        )
+    return pd.DataFrame(rows).set_index("run")
+
+
+def case_table(cases: list[Any]) -> Any:
+    """Return the golden cases as a table, one row per question; an empty cell is a rule the case does not name."""
+    import pandas as pd
+
+    rows = [{k: "" if v is None else v for k, v in case.model_dump().items()} for case in cases]
+    return text_table(pd.DataFrame(rows).set_index("question"))
+
+
+def reply_table(lines: list[dict[str, Any]]) -> Any:
+    """Return one row per trace line: the question, the team, the model's raw reply, the status.
+
+    The raw reply is the ``generate`` step's text exactly as the model sent it.
+    """
+    import pandas as pd
+
+    rows = [
+        {
+            "question": line["question"],
+            "team": line["team"],
+            "raw reply": next(s["raw_reply"] for s in line["trace"] if s["step"] == "generate"),
+            "status": line["result"]["status"],
+        }
+        for line in lines
+    ]
+    return text_table(pd.DataFrame(rows).set_index("question"))
+
+
 def chunk_table(docs: list[Any], *, distances: list[float] | None = None) -> Any:
     """Return one row per page or chunk: the loader's page, its citation id, its length, how it starts.
 
