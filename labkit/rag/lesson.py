@@ -292,3 +292,22 @@ def measured(run_id: str) -> Any:
         )
         .round(2)
     )
+
+
+def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[str, int]:
+    """Measure the page-number trap: page-hit@k with the one-based labels, and had the adapter not converted them.
+
+    The unconverted label of ``DOC#p23`` is ``DOC#p22``, FinanceBench's zero-based index read as a page.
+    Returns ``converted``, ``unconverted`` (hits) and ``n`` (answerable questions).
+    """
+    converted = unconverted = n = 0
+    for q in questions:
+        if not q.answerable:
+            continue
+        _, selected = rag.retrieve(q.question, k=k)
+        sent = {s["citation_id"] for s in selected}
+        early = {f"{doc}#p{int(page) - 1}" for doc, page in (p.rsplit("#p", 1) for p in q.evidence_pages)}
+        converted += bool(sent & set(q.evidence_pages))
+        unconverted += bool(sent & early)
+        n += 1
+    return {"converted": converted, "unconverted": unconverted, "n": n}
