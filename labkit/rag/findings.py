@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from statistics import median
 from typing import Any
 
-from labkit.rag.metrics import Experiment, figures, rate_verdicts, wilson_interval
+from labkit.rag.metrics import Experiment, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
 
@@ -35,21 +35,6 @@ def tie_or_difference(a: tuple[int, int], b: tuple[int, int]) -> str:
     """Say whether two rates given as (hits, n) tie: ``a tie`` or ``a difference outside the 95% interval``."""
     verdicts = rate_verdicts({"a": a, "b": b})
     return "a tie" if "below" not in verdicts.values() else "a difference outside the 95% interval"
-
-
-def unsupported_figures(record: Mapping[str, Any] | None) -> list[float]:
-    """Return the figures of an answer that no cited passage prints: why `faithful` says False.
-
-    Empty when the answer is faithful or states no figure. A figure the model computed (a ratio, a sum)
-    is printed nowhere, so it lands here even when it is right.
-    """
-    if not record or record.get("status") != "answered":
-        return []
-    cited = set(record["cited_pages"])
-    printed = {
-        round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited for f in figures(item["chunk_text"])
-    }
-    return [f for f in figures(record["answer"]) if round(f, 4) not in printed]
 
 
 def graded_examples(questions: list[FilingQuestion], run: Any) -> Any:
