@@ -136,3 +136,18 @@ def test_the_financebench_comparison_names_what_is_not_like_with_like(questions,
     assert "context line" in text
     assert "from 4 to 260 pages" in text
     assert "`faiss` higher on FinanceBench sample; `faiss+bm25` tie; `hybrid` tie" in text
+
+
+def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refusals(questions, index):
+    from labkit.rag.lesson import answers_as_returned
+
+    run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    shown = answers_as_returned(questions, run, origin="captured", per_path=30)
+    failed = {(path, qid[-3:]) for path, errors in run.errors.items() for qid in errors}
+    declined = {("rag", qid[-3:]) for qid, r in run.rag.items() if r and r["status"] == "insufficient_evidence"}
+    assert failed and declined
+    assert not (set(shown.index) & (failed | declined))
+    assert len(shown) == 2 * len(questions) - len(failed) - len(declined)
+    assert (
+        shown.loc[("naive", "004"), "answer (captured, as it came back)"] == run.naive["labkit_filings_004"]["answer"]
+    )

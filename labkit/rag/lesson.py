@@ -311,3 +311,32 @@ def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[
         unconverted += bool(sent & early)
         n += 1
     return {"converted": converted, "unconverted": unconverted, "n": n}
+
+
+def answers_as_returned(questions: list[FilingQuestion], run: Any, *, origin: str, per_path: int = 3) -> Any:
+    """Return the first ``per_path`` answers the model gave on each path, as they came back, with their grade.
+
+    ``origin`` is the run's (``captured`` or ``authored``), written into the answer column's name.
+
+    Failed trials and the application's own refusals (no model was asked) are left out; they are counted
+    in `path_summary` and listed by `failures`.
+    """
+    import pandas as pd
+
+    table = compare_paths(questions, run)
+    by_id = {q.financebench_id: q for q in questions}
+    rows = [
+        {
+            "path": path,
+            "id": qid[-3:],
+            "question": by_id[qid].question,
+            "status": reply["status"],
+            f"answer ({origin}, as it came back)": reply["answer"],
+            "grade": table.loc[qid[-3:], path],
+        }
+        for path, replies in (("rag", run.rag), ("naive", run.naive))
+        for qid, reply in sorted(replies.items())
+        if reply and reply["status"] != "insufficient_evidence"
+    ]
+    frame = pd.DataFrame(rows).groupby("path", sort=False).head(per_path).set_index(["path", "id"])
+    return text_table(frame)
