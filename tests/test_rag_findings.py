@@ -151,3 +151,13 @@ def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refus
     assert (
         shown.loc[("naive", "004"), "answer (captured, as it came back)"] == run.naive["labkit_filings_004"]["answer"]
     )
+
+
+def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
+    from labkit.rag.answer import render_grounded_prompt
+    from labkit.rag.lesson import passages_sent
+
+    evidence = [{"citation_id": f"D#p{n}", "chunk_text": "x" * n} for n in (3, 1, 2)]
+    table = passages_sent(render_grounded_prompt(question="q", evidence=evidence))
+    assert list(table["citation_id"]) == ["D#p3", "D#p1", "D#p2"]
+    assert list(table["characters"]) == [3, 1, 2]

@@ -340,3 +340,14 @@ def answers_as_returned(questions: list[FilingQuestion], run: Any, *, origin: st
     ]
     frame = pd.DataFrame(rows).groupby("path", sort=False).head(per_path).set_index(["path", "id"])
     return text_table(frame)
+
+
+def passages_sent(model_request: list[dict[str, str]]) -> Any:
+    """Return the passages of a grounded request as the model received them: citation id, length and text."""
+    import json
+
+    import pandas as pd
+
+    passages = json.loads(model_request[-1]["content"])["passages"]
+    rows = [{"citation_id": p["citation_id"], "characters": len(p["text"]), "text": p["text"]} for p in passages]
+    return text_table(pd.DataFrame(rows, columns=["citation_id", "characters", "text"]))
