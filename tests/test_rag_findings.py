@@ -135,6 +135,8 @@ def test_the_financebench_comparison_names_what_is_not_like_with_like(questions,
     assert "novel-generated 26 of 40 there, 6 of 26 here" in text
     assert "context line" in text
     assert "from 4 to 260 pages" in text
+    assert "`hybrid` 24/40 [0.45, 0.74] `tie`: the data separate no retriever." in text
+    assert "`hybrid` 13/26 [0.32, 0.68] `best`." in text
     assert "`faiss` higher on FinanceBench sample; `faiss+bm25` tie; `hybrid` tie" in text
 
 

@@ -256,7 +256,7 @@ def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any)
         lines.append(
             f"- **{name}**, the three retrievers: "
             + "; ".join(f"`{r}` {_rate(*c)} `{v[r]}`" for r, c in part.items())
-            + "."
+            + (": the data separate no retriever." if "below" not in v.values() else ".")
         )
     lines.append(
         "- **Between the sets**, per retriever: "
