@@ -15,6 +15,7 @@ from labkit.rag.metrics import (
     rate_verdicts,
     reciprocal_rank,
     summary,
+    unsupported_figures,
     wilson_interval,
 )
 from labkit.rag.questions import adapt, load_questions
@@ -225,3 +226,27 @@ def test_experiments_keep_their_settings_and_hits_grow_with_k(tmp_path):
     assert set(table["varies"]) == {"baseline", "k", "rerank"}
     saved = json.loads(save_experiments(experiments, tmp_path / "e.json").read_text())
     assert saved[0]["settings"]["chunk_size"] == 800 and "reranker" in saved[0]["settings"]
+
+
+def _record(answer, cited, passages):
+    return {
+        "status": "answered",
+        "answer": answer,
+        "cited_pages": cited,
+        "retrieved": [{"citation_id": cid, "chunk_text": text} for cid, text in passages.items()],
+    }
+
+
+def test_a_computed_ratio_is_the_figure_no_cited_passage_prints():
+    record = _record(
+        "Debt of $1,435.6 million against equity gives 0.36.",
+        ["D#p20"],
+        {"D#p20": "Long-term debt 1,435.6", "D#p16": "0.36 is printed here, but this page is not cited"},
+    )
+    assert unsupported_figures(record) == [0.36]
+
+
+def test_a_faithful_or_figureless_answer_has_no_unsupported_figure():
+    assert unsupported_figures(_record("Debt was $1,435.6 million.", ["D#p20"], {"D#p20": "1,435.6"})) == []
+    assert unsupported_figures(_record("The passages do not say.", [], {})) == []
+    assert unsupported_figures(None) == []

@@ -13,6 +13,8 @@
 - `labkit.rag.retrievers`: FAISS, FAISS + BM25 rerank and hybrid fusion side by side, ranking distinct pages,
   with page-hit intervals and ties.
 - `labkit.rag.lesson`: the few calls notebook 02 part B makes (tables, experiments, plot).
+- `labkit.rag.findings`: the sentences notebook 02 part B renders from its measurements, verdicts by the
+  interval rule, so that no figure is typed into its prose.
 - `labkit.rag.financebench`: the same retrievers on a FinanceBench folder (``python -m labkit.rag.financebench``),
   and the results file a notebook renders real figures from.
 

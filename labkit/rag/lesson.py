@@ -292,3 +292,62 @@ def measured(run_id: str) -> Any:
         )
         .round(2)
     )
+
+
+def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[str, int]:
+    """Measure the page-number trap: page-hit@k with the one-based labels, and had the adapter not converted them.
+
+    The unconverted label of ``DOC#p23`` is ``DOC#p22``, FinanceBench's zero-based index read as a page.
+    Returns ``converted``, ``unconverted`` (hits) and ``n`` (answerable questions).
+    """
+    converted = unconverted = n = 0
+    for q in questions:
+        if not q.answerable:
+            continue
+        _, selected = rag.retrieve(q.question, k=k)
+        sent = {s["citation_id"] for s in selected}
+        early = {f"{doc}#p{int(page) - 1}" for doc, page in (p.rsplit("#p", 1) for p in q.evidence_pages)}
+        converted += bool(sent & set(q.evidence_pages))
+        unconverted += bool(sent & early)
+        n += 1
+    return {"converted": converted, "unconverted": unconverted, "n": n}
+
+
+def answers_as_returned(questions: list[FilingQuestion], run: Any, *, origin: str, per_path: int = 3) -> Any:
+    """Return the first ``per_path`` answers the model gave on each path, as they came back, with their grade.
+
+    ``origin`` is the run's (``captured`` or ``authored``), written into the answer column's name.
+
+    Failed trials and the application's own refusals (no model was asked) are left out; they are counted
+    in `path_summary` and listed by `failures`.
+    """
+    import pandas as pd
+
+    table = compare_paths(questions, run)
+    by_id = {q.financebench_id: q for q in questions}
+    rows = [
+        {
+            "path": path,
+            "id": qid[-3:],
+            "question": by_id[qid].question,
+            "status": reply["status"],
+            f"answer ({origin}, as it came back)": reply["answer"],
+            "grade": table.loc[qid[-3:], path],
+        }
+        for path, replies in (("rag", run.rag), ("naive", run.naive))
+        for qid, reply in sorted(replies.items())
+        if reply and reply["status"] != "insufficient_evidence"
+    ]
+    frame = pd.DataFrame(rows).groupby("path", sort=False).head(per_path).set_index(["path", "id"])
+    return text_table(frame)
+
+
+def passages_sent(model_request: list[dict[str, str]]) -> Any:
+    """Return the passages of a grounded request as the model received them: citation id, length and text."""
+    import json
+
+    import pandas as pd
+
+    passages = json.loads(model_request[-1]["content"])["passages"]
+    rows = [{"citation_id": p["citation_id"], "characters": len(p["text"]), "text": p["text"]} for p in passages]
+    return text_table(pd.DataFrame(rows, columns=["citation_id", "characters", "text"]))

@@ -68,22 +68,30 @@ def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
     return "correct" if all(found) else "partial" if any(found) else "wrong"
 
 
-def faithful(record: dict[str, Any] | None) -> bool | None:
-    """Return whether every figure in the answer is printed in a cited passage.
+def unsupported_figures(record: Mapping[str, Any] | None) -> list[float]:
+    """Return the figures of an answer that no passage it cites prints: why `faithful` says False.
 
-    None when there is nothing to check: no answer, or an answer that states no figure (``all([])`` would
-    call it faithful, and a baseline that only refuses would score well).
+    Empty when there is nothing to check (no answer) or every figure is printed. A figure the model computed
+    (a ratio, a sum) is printed nowhere, so it lands here even when it is right.
     """
     if record is None or record["status"] != "answered":
-        return None
-    stated = figures(record["answer"])
-    if not stated:
-        return None
+        return []
     cited = set(record["cited_pages"])
     printed = {
         round(f, 4) for item in record["retrieved"] if item["citation_id"] in cited for f in figures(item["chunk_text"])
     }
-    return all(round(f, 4) in printed for f in stated)
+    return [f for f in figures(record["answer"]) if round(f, 4) not in printed]
+
+
+def faithful(record: dict[str, Any] | None) -> bool | None:
+    """Return whether every figure in the answer is printed in a cited passage.
+
+    None when there is nothing to check: no answer, or an answer that states no figure (it has no unsupported
+    figure, yet calling it faithful would let a baseline that only refuses score well).
+    """
+    if record is None or record["status"] != "answered" or not figures(record["answer"]):
+        return None
+    return not unsupported_figures(record)
 
 
 def page_hit(question: FilingQuestion, citations: list[str], k: int) -> bool | None:

@@ -1,0 +1,165 @@
+"""The sentences lesson 02b renders: each figure comes from its inputs, each verdict from the interval rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit.boundary import connect
+from labkit.rag.answer import SETTINGS
+from labkit.rag.findings import (
+    captured_summary,
+    experiments_summary,
+    financebench_summary,
+    graded_examples,
+    retriever_summary,
+    separable,
+    tie_or_difference,
+)
+from labkit.rag.index import build_index
+from labkit.rag.lesson import page_trap
+from labkit.rag.metrics import Experiment
+from labkit.rag.questions import adapt, load_questions
+from labkit.rag.runs import RUN_AUTHORED, RUN_CAPTURED, make_requests
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return load_questions()
+
+
+@pytest.fixture(scope="module")
+def index(questions):
+    return build_index({q.doc_name for q in questions})
+
+
+def test_the_interval_rule_separates_only_counts_outside_the_higher_ones_interval():
+    assert tie_or_difference((6, 26), (3, 26)) == "a tie"
+    assert tie_or_difference((6, 26), (2, 26)) == "a difference outside the 95% interval"
+    assert tie_or_difference((13, 26), (7, 26)) == "a difference outside the 95% interval"
+    assert separable(6, 26) == (2, 11)
+    assert separable(0, 26)[0] == -1
+
+
+def _grid(hits_of):
+    return [
+        Experiment(
+            f"k={k}, chunk={size}, rerank={'on' if rerank else 'off'}",
+            {"k": k, "chunk_size": size, "rerank": rerank},
+            {f"q{i}": i < hits_of(k, size, rerank) for i in range(26)},
+        )
+        for size in (300, 800)
+        for rerank in (True, False)
+        for k in (1, 3, 5, 8)
+    ]
+
+
+def test_the_experiments_summary_says_what_n_can_separate_and_names_the_settings_that_differ():
+    experiments = _grid(lambda k, size, rerank: 1 if (k, size, rerank) == (1, 300, False) else 6)
+    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    assert "6/26 [0.11, 0.42]" in text
+    assert "2 hits or fewer, or 11 or more" in text
+    assert "`k=1, chunk=300, rerank=off` (lower)" in text
+    assert "all `tie` with it" in text
+    assert "would score 0/26 instead of 6/26" in text
+
+
+def test_a_one_variable_change_outside_the_interval_is_not_called_a_tie():
+    experiments = _grid(lambda k, size, rerank: 12 if (k, size, rerank) == (5, 300, True) else 6)
+    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    assert "all `higher`, `tie`" in text
+
+
+class Selecting:
+    """A retriever stand-in that selects the given pages for every question."""
+
+    def __init__(self, pages):
+        self.pages = pages
+
+    def retrieve(self, question, *, k):
+        return [], [{"citation_id": page} for page in self.pages]
+
+
+def test_the_page_trap_counts_a_hit_on_the_page_before_the_label_as_the_unconverted_hit():
+    question = adapt(
+        {
+            "financebench_id": "labkit_filings_900",
+            "company": "Acme Industrial Tools, Inc.",
+            "doc_name": "ACME_2024_10K",
+            "question_type": "metrics-generated",
+            "question": "q",
+            "answer": "1",
+            "justification": None,
+            "evidence": [{"evidence_text": "1", "evidence_page_num": 22}],
+        }
+    )
+    assert page_trap(Selecting(["ACME_2024_10K#p22"]), [question]) == {"converted": 0, "unconverted": 1, "n": 1}
+    assert page_trap(Selecting(["ACME_2024_10K#p23"]), [question]) == {"converted": 1, "unconverted": 0, "n": 1}
+
+
+def test_question_018_is_called_unfaithful_for_its_computed_ratio_and_the_unsent_balance_sheet_is_named(
+    questions, index
+):
+    run = make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    text = graded_examples(questions, run).data
+    line = next(line for line in text.splitlines() if line.startswith("- **018**"))
+    assert "the figure no cited passage prints is 0.36, the ratio" in line
+    assert "BRIGHTWAVE_2025_10K#p16" in line
+    assert "5 correct = 2 right refusals of unanswerable questions (020, 025) + 3 right answers" in text
+
+
+def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path(questions, index):
+    run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    text = captured_summary(questions, run).data
+    assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**, and a vacuous one" in text
+    assert "20 of 30 baseline trials and 9 of 29 RAG trials failed" in text
+
+
+@pytest.fixture(scope="module")
+def stores(questions, index):
+    from labkit.rag.retrievers import retrieve_all
+
+    return retrieve_all(questions, index, scope="shared"), retrieve_all(questions, index, scope="single-document")
+
+
+def test_the_single_document_rerank_lead_over_faiss_is_called_outside_the_interval(questions, stores):
+    text = retriever_summary(questions, *stores).data
+    assert "`faiss` 7/26 `below`; `faiss+bm25` 13/26 `best`" in text
+    assert "(13 against 7 of 26)" in text
+    assert "`faiss` 5 shared against 7 single-document: a tie" in text
+
+
+def test_the_financebench_comparison_names_what_is_not_like_with_like(questions, stores):
+    from labkit.rag.financebench.results import load_results
+
+    text = financebench_summary(load_results(), questions, stores[1]).data
+    assert "novel-generated 26 of 40 there, 6 of 26 here" in text
+    assert "context line" in text
+    assert "from 4 to 260 pages" in text
+    assert "`hybrid` 24/40 [0.45, 0.74] `tie`: the data separate no retriever." in text
+    assert "`hybrid` 13/26 [0.32, 0.68] `best`." in text
+    assert "`faiss` higher on FinanceBench sample; `faiss+bm25` tie; `hybrid` tie" in text
+
+
+def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refusals(questions, index):
+    from labkit.rag.lesson import answers_as_returned
+
+    run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    shown = answers_as_returned(questions, run, origin="captured", per_path=30)
+    failed = {(path, qid[-3:]) for path, errors in run.errors.items() for qid in errors}
+    declined = {("rag", qid[-3:]) for qid, r in run.rag.items() if r and r["status"] == "insufficient_evidence"}
+    assert failed and declined
+    assert not (set(shown.index) & (failed | declined))
+    assert len(shown) == 2 * len(questions) - len(failed) - len(declined)
+    assert (
+        shown.loc[("naive", "004"), "answer (captured, as it came back)"] == run.naive["labkit_filings_004"]["answer"]
+    )
+
+
+def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
+    from labkit.rag.answer import render_grounded_prompt
+    from labkit.rag.lesson import passages_sent
+
+    evidence = [{"citation_id": f"D#p{n}", "chunk_text": "x" * n} for n in (3, 1, 2)]
+    table = passages_sent(render_grounded_prompt(question="q", evidence=evidence))
+    assert list(table["citation_id"]) == ["D#p3", "D#p1", "D#p2"]
+    assert list(table["characters"]) == [3, 1, 2]
