@@ -170,7 +170,7 @@ def experiments_reading(logged: list[Experiment]) -> str:
     return (
         f"{int((compared['verdict'] == 'tie').sum())} of the {len(compared)} compared measures are ties. Both "
         "arrangement experiments are ties: per-criterion is ahead on every authored point estimate "
-        f"({points}), but each difference interval starts at exactly 0.00. The judge-model experiment "
+        f"({points}), but each difference interval starts at exactly 0.00. The judge-model experiment is "
         f"`{outcomes[judge.id]}` by the agreement rule, with the baseline ahead beyond the noise on {ahead}. Its "
         'baseline is the authored run, replies the course wrote to show the method: "baseline ahead" says the '
         "small model falls short of those written replies, not of another model. Kept in the log, the ties stop "
