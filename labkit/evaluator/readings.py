@@ -30,6 +30,14 @@ def _require(holds: bool, claim: str) -> None:
         )
 
 
+def _shown(text: str) -> str:
+    """Return the description a shopper would see in a reply, or raise if the reply holds none."""
+    shown = user_description(text)
+    _require(shown is not None, "this reply holds a description")
+    assert shown is not None
+    return shown.description
+
+
 def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
     """Work kappa out from the judge-by-people cross-table of ``criterion`` (per-criterion judge, held-out items)."""
     counts = report.label_table(criterion)
@@ -108,7 +116,7 @@ def captured_first_look(captured: EvaluationReport) -> str:
     calls = captured.runs.judging.calls
     refused = [c.rejected for c in calls if c.rejected]
     _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
-    description = user_description(inputs.labeled_texts["p07"]).description
+    description = _shown(inputs.labeled_texts["p07"])
     sentences = [x.strip() + "." for x in description.split(".") if len(x.split()) >= 5]
     lantern_calls = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
     explanations = [label.explanation for c in lantern_calls for label in c.labels]
@@ -182,7 +190,7 @@ def generation_tie_reading(captured: EvaluationReport, logged: list[Experiment])
     """Show three captured descriptions that pass every check, and what the generation-model tie compares."""
     products = captured.inputs.products
     by_product = captured.runs.generation.by_product()
-    texts = {p: user_description(by_product[p].text).description for p in ("p01", "p06", "p15")}
+    texts = {p: _shown(by_product[p].text) for p in ("p01", "p06", "p15")}
     for pid in texts:
         statuses = [captured.checks[pid].status(n) for n in ("schema", "length", "numeric_claims")]
         _require(statuses == ["pass"] * 3, f"{pid} passes every check")
@@ -213,7 +221,7 @@ def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str
     """Tell the case of the shelf p15: a false material claim that the checks and the authored judge passed."""
     inputs = authored.inputs
     shelf = inputs.products["p15"]
-    text = user_description(inputs.labeled_texts["p15"]).description
+    text = _shown(inputs.labeled_texts["p15"])
     human = inputs.labels.labels[("p15", "factual_accuracy")]
     judged = authored.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="factual_accuracy")
     record = authored.records["p15"]

@@ -168,7 +168,7 @@ class EvaluationReport:
         changes = {}
         for criterion in self.inputs.rubric.judged():
             each, bundled = (
-                self.runs.judging.labels(arrangement=a, source="labeled", criterion=criterion.id)  # type: ignore[arg-type]  # the two arrangements
+                self.runs.judging.labels(arrangement=a, source="labeled", criterion=criterion.id)
                 for a in ("per_criterion", "bundled")
             )
             changes[criterion.id] = sum(each.get(p) != bundled.get(p) for p in self.inputs.labels.held_out)
