@@ -75,7 +75,7 @@ def what_the_items_show(report: EvaluationReport) -> str:
         f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]; the widest, `{widest.criterion}` "
         f"({widest.arrangement}), spans {(widest.kappa_high or 0) - (widest.kappa_low or 0):.2f}. So few items "
         "cannot separate a judge near chance from one near agreement, and two intervals that overlap settle "
-        "nothing: whether one judge beats another is read from the interval of their *difference* (§10). "
+        "nothing: whether one judge beats another is read from the interval of their *difference* (§8). "
         f"A judge that always said `{tone.base_rate_label}` would agree on {tone.base_rate:.0%} of tone's items "
         "with a kappa of 0, which is why the rule asks for both figures. The raters themselves "
         f"(human-human: rater A against rater B) reach a tone kappa of {people.kappa:.2f} "
