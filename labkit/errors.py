@@ -42,7 +42,8 @@ rest are defined beside the code that raises them.
     │   ├── StaleRubric(ValueError)                  rubric.py: a run was made under another rubric
     │   ├── UnknownPrice(LookupError)                calls.py
     │   ├── JudgeReplyRejected(ValueError)           judge.py: a verdict outside the allowed labels
-    │   └── ExperimentLogError(ValueError)           experiments.py
+    │   ├── ExperimentLogError(ValueError)           experiments.py
+    │   └── ReadingOutdated(ValueError)              readings.py: a lesson sentence the recorded run no longer supports
     ├── lesson 02, rag/
     │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError (ValueError)  rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py

@@ -315,7 +315,7 @@ def test_hide_listings_must_be_a_list_of_names():
 
 # Which listings today's notebooks would hide (the exercises are rewritten later; these name listings they show).
 COURSE_LISTINGS = {
-    "01_product_evaluator.ipynb": {"release-rule-min-kappa": ["route_criterion"]},
+    "01_product_evaluator.ipynb": {"what-tone-needs": ["route_criterion"]},
     "03_bound_replay.ipynb": {"binding-key": ["binding_key"]},
     "06_routing_gate.ipynb": {"release-rule": ["release_reasons"], "protected-rule": ["regressions"]},
 }

@@ -13,7 +13,9 @@ from labkit.evaluator.calibration import (
     agreement,
     base_rate,
     bootstrap_interval,
+    fewest_fixes,
     kappa,
+    meets_rule,
     percent_agreement,
     route_criterion,
 )
@@ -248,3 +250,29 @@ def test_a_rejected_reply_counts_as_a_label_of_its_own_in_the_kappa_difference()
     with_rejection = [None, *JUDGE[1:]]
     low, high = kappa_difference_interval(HUMAN, JUDGE, with_rejection, resamples=200)
     assert low is not None and high is not None and low < 0  # one reply lost can only cost agreement
+
+
+def test_fewest_fixes_counts_the_disagreements_to_turn_around_before_the_rule_is_met():
+    # po 0.8, kappa 0.52: one fix gives po 0.9 and kappa 0.78 either way
+    assert not meets_rule(HUMAN, JUDGE, RULE)
+    assert fewest_fixes(HUMAN, JUDGE, RULE) == 1
+    assert fewest_fixes(HUMAN, HUMAN, RULE) == 0
+    assert fewest_fixes(["pass"] * 4, ["fail"] * 4, RULE) is None  # kappa undefined once fixed
+
+
+def test_fewest_fixes_tries_every_set_not_the_disagreements_in_order():
+    people = ["pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass"]
+    judge = ["pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass"]
+    # fixing the missed fail (item 5) alone meets the rule; fixing the false alarm first (item 3) does not
+    assert fewest_fixes(people, judge, RULE) == 1
+    assert not meets_rule(people, ["pass"] * 8, RULE)
+
+
+def test_lesson_tone_judge_needs_two_fixes_and_a_missed_fail_moves_kappa_more():
+    from labkit.evaluator.report import evaluate_run
+
+    report = evaluate_run("01-evaluator-authored")
+    labels = report.inputs.labels
+    judged = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="tone")
+    people, judge = labels.column(labels.held_out, "tone"), [judged[p] for p in labels.held_out]
+    assert fewest_fixes(people, judge, report.inputs.rubric.agreement_rule) == 2

@@ -39,3 +39,18 @@ def test_cost_plot_gives_each_run_its_own_panel_labelled_with_the_course_prices(
     assert "authored: none measured" in fig.axes[2].get_title()
     assert "captured" not in fig.axes[2].get_title()
     plt.close("all")
+
+
+def test_agreement_plot_names_the_human_human_bars_rater_against_rater():
+    import matplotlib.pyplot as plt
+
+    fig = plot_agreement({"authored": evaluate_run("01-evaluator-authored")}, min_kappa=0.6)
+    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert "rater A vs rater B" in legend
+    assert [name for name in legend if "adjudicated" in name] == [
+        "judge per criterion vs adjudicated",
+        "judge bundled vs adjudicated",
+        "code checks vs adjudicated",
+    ]
+    assert "adjudicated" not in fig.axes[0].get_ylabel()
+    plt.close("all")

@@ -252,3 +252,27 @@ def route_criterion(evidence: Agreement | None, rule: AgreementRule, *, scored_b
     if meets:
         return Routing(criterion=evidence.criterion, scorer="judge", reason=f"meets the rule: {facts}")
     return Routing(criterion=evidence.criterion, scorer="human_review", reason=f"below the rule: {facts}")
+
+
+def meets_rule(reference: list[str], judge: list[str], rule: AgreementRule) -> bool:
+    """Return whether ``judge`` reaches both of the rule's thresholds against ``reference`` (an undefined kappa never does)."""
+    k = kappa(reference, judge)
+    return k is not None and k >= rule.min_kappa and percent_agreement(reference, judge) >= rule.min_percent_agreement
+
+
+def fewest_fixes(reference: list[str], judge: list[str], rule: AgreementRule) -> int | None:
+    """Return the fewest judge labels that must be set to the reference's for the judge to meet ``rule``.
+
+    Every set of that many disagreements is tried, smallest sets first, so the answer is
+    exact rather than a greedy guess; None when not even fixing every disagreement helps
+    (kappa undefined: both lists one and the same label).
+    """
+    from itertools import combinations
+
+    wrong = [i for i, (r, j) in enumerate(zip(reference, judge, strict=True)) if r != j]
+    for size in range(len(wrong) + 1):
+        for fixed in combinations(wrong, size):
+            fixed_judge = [reference[i] if i in fixed else label for i, label in enumerate(judge)]
+            if meets_rule(reference, fixed_judge, rule):
+                return size
+    return None

@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from labkit.evaluator.report import EvaluationReport
 
 _ORDER = ("per_criterion", "bundled", "programmatic", "human-human")
+#: The legend's name for each arrangement's bars, saying what each kappa compares.
+ARRANGEMENT_LABELS = {
+    "per_criterion": "judge per criterion vs adjudicated",
+    "bundled": "judge bundled vs adjudicated",
+    "programmatic": "code checks vs adjudicated",
+    "human-human": "rater A vs rater B",
+}
 
 
 def plot_agreement(reports: dict[str, EvaluationReport], *, min_kappa: float | None = None) -> Figure:
@@ -34,15 +41,15 @@ def plot_agreement(reports: dict[str, EvaluationReport], *, min_kappa: float | N
                 ys.append(row.kappa)
                 low.append(row.kappa - (row.kappa_low if row.kappa_low is not None else row.kappa))
                 high.append((row.kappa_high if row.kappa_high is not None else row.kappa) - row.kappa)
-            ax.bar(xs, ys, width=width, label=arrangement, yerr=[low, high], capsize=3)
+            ax.bar(xs, ys, width=width, label=ARRANGEMENT_LABELS[arrangement], yerr=[low, high], capsize=3)
         if min_kappa is not None:
             ax.axhline(min_kappa, color="black", linestyle="--", linewidth=1, label=f"rule: kappa ≥ {min_kappa:g}")
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xticks(range(len(criteria)), [c.replace("_", "\n") for c in criteria])
         ax.set_title(name)
         ax.set_ylim(-1.05, 1.05)
-    axes[0][0].set_ylabel("Cohen's kappa vs adjudicated labels")
-    axes[0][-1].legend(loc="lower right", fontsize=8)
+    axes[0][0].set_ylabel("Cohen's kappa (95 % bootstrap interval)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, hiding none
     fig.tight_layout()
     return fig
 

@@ -154,6 +154,26 @@ class EvaluationReport:
             rows.append(row)
         return text_table(pd.DataFrame(rows))
 
+    def pass_counts(self) -> dict[str, str]:
+        """Return, per programmatic check, how many of the run's descriptions pass it (``"22/24"``)."""
+        names = [r.name for r in next(iter(self.checks.values())).results]
+        total = len(self.checks)
+        return {n: f"{sum(c.status(n) == 'pass' for c in self.checks.values())}/{total}" for n in names}
+
+    def label_changes(self) -> dict[str, int]:
+        """Return, per judged criterion, how many held-out items get a different label per criterion and bundled.
+
+        A refused reply has no label, so an item refused in one arrangement and labeled in the other counts.
+        """
+        changes = {}
+        for criterion in self.inputs.rubric.judged():
+            each, bundled = (
+                self.runs.judging.labels(arrangement=a, source="labeled", criterion=criterion.id)
+                for a in ("per_criterion", "bundled")
+            )
+            changes[criterion.id] = sum(each.get(p) != bundled.get(p) for p in self.inputs.labels.held_out)
+        return changes
+
     def checks_table(self, product_id: str) -> Any:
         """Return the programmatic checks of one generated description."""
         import pandas as pd
@@ -202,6 +222,18 @@ def rubric_table(rubric: Any) -> Any:
             ]
         )
     )
+
+
+def release_counts(reports: dict[str, EvaluationReport]) -> Any:
+    """Return how many products each run releases, blocks, or holds for human review."""
+    import pandas as pd
+
+    decisions = ("release", "blocked", "awaiting_human_review")
+    rows = {
+        name: {d: sum(r.release == d for r in report.records.values()) for d in decisions}
+        for name, report in reports.items()
+    }
+    return pd.DataFrame(rows).T
 
 
 def spread_table(reports: dict[str, EvaluationReport]) -> Any:

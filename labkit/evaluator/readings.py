@@ -1,0 +1,249 @@
+"""Lesson 01's findings said in sentences, each built from the figures of the run it reads.
+
+Every function returns Markdown for the notebook to display, so no figure on the
+page is typed by hand. Where a sentence says something about the recorded replies
+(a word a description holds, a verdict, why replies were refused), the function
+checks it first and raises `ReadingOutdated` when the run no longer supports it:
+a new recording stops at the first sentence it contradicts instead of printing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
+from labkit.evaluator.experiments import Experiment, comparisons_table
+from labkit.evaluator.record import user_description
+from labkit.evaluator.report import EvaluationReport
+
+
+class ReadingOutdated(LabkitError, ValueError):
+    """A sentence of lesson 01 no longer matches the recorded run it reads."""
+
+
+def _require(holds: bool, claim: str) -> None:
+    if not holds:
+        raise ReadingOutdated(
+            f"the recorded run no longer shows that {claim}; read the run's tables again and rewrite "
+            "this sentence in labkit/evaluator/readings.py"
+        )
+
+
+def _shown(text: str) -> str:
+    """Return the description a shopper would see in a reply, or raise if the reply holds none."""
+    shown = user_description(text)
+    _require(shown is not None, "this reply holds a description")
+    assert shown is not None
+    return shown.description
+
+
+def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
+    """Work kappa out from the judge-by-people cross-table of ``criterion`` (per-criterion judge, held-out items)."""
+    counts = report.label_table(criterion)
+    n = int(counts.loc["all", "all"])
+    shared = [x for x in counts.index if x != "all" and x in counts.columns]
+    p_o = sum(int(counts.loc[x, x]) for x in shared) / n
+    p_e = sum(int(counts.loc[x, "all"]) / n * int(counts.loc["all", x]) / n for x in shared)
+    row = report.agreement_for(criterion, "per_criterion")
+    assert row is not None and row.kappa is not None
+    _require(abs((p_o - p_e) / (1 - p_e) - row.kappa) < 1e-9, "the cross-table gives the table's kappa")
+    return (
+        f"On these {n} items $p_o$ = {p_o:.2f} and $p_e$ = {p_e:.2f}, so kappa = ({p_o:.2f} - {p_e:.2f}) / "
+        f"(1 - {p_e:.2f}) = {row.kappa:.2f}. The judge agrees on {p_o:.0%} of the items, where chance alone, "
+        f"with these label frequencies, would give {p_e:.0%}."
+    )
+
+
+def what_the_items_show(report: EvaluationReport) -> str:
+    """Say what the agreement table can and cannot show on its few held-out items."""
+    labels = report.inputs.labels
+    tone = report.agreement_for("tone", "per_criterion")
+    people = report.agreement_for("tone", "human-human")
+    fmt = report.agreement_for("format_length", "programmatic")
+    assert tone and people and fmt and tone.kappa is not None and people.kappa is not None
+    widest = max(
+        (a for a in report.agreements if a.kappa_low is not None and a.kappa_high is not None),
+        key=lambda a: (a.kappa_high or 0) - (a.kappa_low or 0),
+    )
+    fails = labels.column(labels.held_out, "format_length").count("fail")
+    _require(fmt.kappa_low == fmt.kappa_high == 1.0, "format_length's kappa interval is [1.00, 1.00]")
+    return (
+        f"**What {tone.items} items can show.** ({len(labels.calibration)} products are for calibration, "
+        f"{len(labels.held_out)} held out; {BOOTSTRAP_RESAMPLES} resamples.) One disagreement moves percent "
+        f"agreement by {100 / tone.items:.0f} points, and the intervals are wide: `tone`'s kappa is "
+        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]; the widest, `{widest.criterion}` "
+        f"({widest.arrangement}), spans {(widest.kappa_high or 0) - (widest.kappa_low or 0):.2f}. So few items "
+        "cannot separate a judge near chance from one near agreement, and two intervals that overlap settle "
+        "nothing: whether one judge beats another is read from the interval of their *difference* (§8). "
+        f"A judge that always said `{tone.base_rate_label}` would agree on {tone.base_rate:.0%} of tone's items "
+        "with a kappa of 0, which is why the rule asks for both figures. The raters themselves "
+        f"(human-human: rater A against rater B) reach a tone kappa of {people.kappa:.2f} "
+        f"[{people.kappa_low:.2f}, {people.kappa_high:.2f}]: the reference is uncertain too. An interval ending "
+        "at exactly 0.00 is not rounding: a resample in which one side gives a single label throughout has "
+        f"kappa 0. `format_length`'s 1.00 [1.00, 1.00] is close to vacuous: {fails} fail among {fmt.items} items, "
+        f"and kappa undefined (left out) in {fmt.kappa_undefined} of the {BOOTSTRAP_RESAMPLES} resamples."
+    )
+
+
+def routing_reading(report: EvaluationReport) -> str:
+    """Say who scores each judged criterion, and how little the rule's point estimates rest on."""
+    judged = [report.agreement_for(c, "per_criterion") for c in report.scored_by("judge")]
+    _require(bool(judged), "the judge qualifies for some criterion")
+    lowest = min((a for a in judged if a is not None), key=lambda a: a.kappa_low or 0.0)
+    _require((lowest.kappa_low or 0.0) <= 0, "a qualifying criterion's kappa interval reaches chance level")
+    names = " and ".join(f"`{c}`" for c in report.scored_by("judge"))
+    people = " and ".join(f"`{c}`" for c in report.scored_by("human_review")) or "no criterion"
+    return (
+        f"The judge qualifies for {names}; {people} goes to human review. The rule reads point estimates only: "
+        f"`{lowest.criterion}` qualifies with a kappa of {lowest.kappa:.2f}, yet its interval reaches down to "
+        f"{lowest.kappa_low:.2f}, so these items cannot rule out a judge at chance level. Qualifying is a risk the "
+        "team's thresholds accept, not proof that the judge matches the raters."
+    )
+
+
+def captured_first_look(captured: EvaluationReport) -> str:
+    """Say what the checks and the judge make of the real model's lantern, and why some judge replies were refused."""
+    inputs = captured.inputs
+    lantern = inputs.products["p07"]
+    text = captured.runs.generation.by_product()["p07"].text
+    claims = {(c.text, c.fact, c.status) for c in captured.checks["p07"].claims}
+    size = lantern.facts.dimensions
+    _require(("110 grams", "340 g", "contradicted") in claims, "the lantern claims 110 grams against 340 g")
+    _require("rectangular" in text and size.length.value == size.width.value, "a square lantern is 'rectangular'")
+    judged = captured.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="factual_accuracy")
+    _require(judged.get("p07") == "pass", "the judge passes the lantern's factual accuracy")
+    calls = captured.runs.judging.calls
+    refused = [c.rejected for c in calls if c.rejected]
+    _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
+    description = _shown(inputs.labeled_texts["p07"])
+    sentences = [x.strip() + "." for x in description.split(".") if len(x.split()) >= 5]
+    lantern_calls = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
+    explanations = [label.explanation for c in lantern_calls for label in c.labels]
+    copied = sum(any(x in e for x in sentences) for e in explanations)
+    highest = max(a.kappa or 0.0 for a in captured.agreements if a.arrangement in ("per_criterion", "bundled"))
+    _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
+    return (
+        "The numeric check finds the real model's wrong weight, *110 grams* beside the fact 340 g. It cannot see "
+        f"*rectangular* (the facts give a {size.length.value:g} x {size.width.value:g} mm footprint, a square): a "
+        "shape is not a number with a unit. "
+        "As a judge of the lantern text the raters labeled, the model passes `factual_accuracy`, though the "
+        f"numeric check contradicts its battery claim; {copied} of its {len(explanations)} explanations for it "
+        f"copy a sentence of the description word for word. {len(refused)} of its {len(calls)} judge replies were refused: not "
+        "valid JSON (a raw control character inside a string, which the recording server's grammar let through). "
+        "Each counts as a disagreement, never repaired; the table's `rejected` counts a refused bundled reply "
+        f"once per criterion it held. Its highest kappa is {highest:.2f}, near or below chance, so the rule "
+        "routes every judged criterion to people."
+    )
+
+
+def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport) -> str:
+    """Say what the sampled judge's seeds show on one description, and what they cannot show."""
+    from labkit.evaluator import repeats
+    from labkit.trials import wilson
+
+    n = repeats.TRIALS.n
+    varying = repeats.varies_across_seeds(trials)
+    refused = sum(t.verdict == repeats.REJECTED for t in trials)
+    agreeing = int(stability.loc[varying[0], "agree with human"].split("/")[0]) if varying else n
+    low, high = wilson(agreeing, n)
+    names = " and ".join(f"`{c}`" for _, c in varying) or "none"
+    return (
+        f"At temperature {repeats.TRIALS.temperature:g} the verdict varies across seeds for {len(varying)} of the "
+        f"{len(stability)} criteria ({names}); {refused} of the {len(trials)} sampled replies were refused. "
+        f"**What {n} seeds can show:** that on this one description the sampled judge gives more than one verdict. "
+        f"**What they cannot show:** how good it is ({agreeing} of {n} agreeing gives [{low:.2f}, {high:.2f}], "
+        "which cannot separate a judge that usually agrees from one that usually does not), how often it varies "
+        f"on the other {len(report.inputs.labels.held_out) - len(repeats.PRODUCTS)} held-out items, or anything "
+        "about the temperature-0 judge the rule was applied to. To deploy a sampled judge, calibrate that "
+        "configuration on every held-out item."
+    )
+
+
+def experiments_reading(logged: list[Experiment]) -> str:
+    """Say what the experiment log decides: how many ties, and what 'baseline ahead' means against authored replies."""
+    compared = comparisons_table(logged)
+    outcomes = {e.id: e.outcome for e in logged}
+    arrangement = [e for e in logged if e.variable == "judge arrangement"]
+    _require([e.outcome for e in arrangement] == ["tie", "tie"], "both arrangement experiments are ties")
+    authored = compared[compared["experiment"] == arrangement[0].id]
+    pairs = list(zip(authored.baseline, authored.changed_to, strict=True))
+    _require(all(float(c) > float(b) for b, c in pairs), "per-criterion is ahead on every authored point estimate")
+    _require(all(d.startswith("[0.00,") for d in authored["difference_95"]), "each interval starts at 0.00")
+    ahead = " and ".join(
+        f"`{m.removeprefix('kappa, ')}`" for m in compared[compared["verdict"] == "baseline ahead"]["measure"]
+    )
+    judge = next(e for e in logged if e.variable == "judge model")
+    points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c in pairs)
+    return (
+        f"{int((compared['verdict'] == 'tie').sum())} of the {len(compared)} compared measures are ties. Both "
+        "arrangement experiments are ties: per-criterion is ahead on every authored point estimate "
+        f"({points}), but each difference interval starts at exactly 0.00. The judge-model experiment is "
+        f"`{outcomes[judge.id]}` by the agreement rule, with the baseline ahead beyond the noise on {ahead}. Its "
+        'baseline is the authored run, replies the course wrote to show the method: "baseline ahead" says the '
+        "small model falls short of those written replies, not of another model. Kept in the log, the ties stop "
+        "the next person from calling either arrangement the better one."
+    )
+
+
+def generation_tie_reading(captured: EvaluationReport, logged: list[Experiment]) -> str:
+    """Show three captured descriptions that pass every check, and what the generation-model tie compares."""
+    products = captured.inputs.products
+    by_product = captured.runs.generation.by_product()
+    texts = {p: _shown(by_product[p].text) for p in ("p01", "p06", "p15")}
+    for pid in texts:
+        statuses = [captured.checks[pid].status(n) for n in ("schema", "length", "numeric_claims")]
+        _require(statuses == ["pass"] * 3, f"{pid} passes every check")
+    _require(all(w in texts["p01"] for w in ("luxury item", "worth every penny", "alumium", "alumina")), "p01")
+    _require("waterproof" in texts["p06"] and "breathable" in texts["p06"], "p06 adds features")
+    _require("pine" not in texts["p15"].lower() and " mm" not in texts["p15"], "p15 omits material and size")
+    compared = comparisons_table(logged)
+    numeric = compared[compared["measure"] == "passes numeric_claims"].iloc[0]
+    _require(numeric.verdict == "tie" and numeric.difference_95.endswith(", 0.00]"), "numeric_claims ties at 0.00")
+    quoted = "\n".join(
+        f"> **{pid}** (facts: {products[pid].facts.for_prompt()['materials']}; "
+        f"{products[pid].facts.for_prompt()['dimensions']}): {text}\n>"
+        for pid, text in texts.items()
+    )
+    return (
+        "Three captured descriptions, each passing schema, length and numeric claims:\n\n"
+        f"{quoted}\n\n"
+        "None is a description a shop would publish: p01 calls the lamp *a luxury item* *worth every penny* and "
+        "misspells its material (*alumium*, *alumina*); p06 adds *waterproof* and *breathable*; p15 gives neither a "
+        "material nor its size. So the generation-model `tie` compares only schema, length and numeric pass counts, "
+        "against an authored baseline whose flaws were planted on purpose; it does not say the small model writes "
+        f"about as well. `numeric_claims` fell from {numeric.baseline} to {numeric.changed_to}, a tie only because "
+        f"the difference interval {numeric.difference_95} ends exactly at 0.00."
+    )
+
+
+def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+    """Tell the case of the shelf p15: a false material claim that the checks and the authored judge passed."""
+    inputs = authored.inputs
+    shelf = inputs.products["p15"]
+    text = _shown(inputs.labeled_texts["p15"])
+    human = inputs.labels.labels[("p15", "factual_accuracy")]
+    judged = authored.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="factual_accuracy")
+    record = authored.records["p15"]
+    fa = authored.agreement_for("factual_accuracy", "per_criterion")
+    assert fa is not None and fa.kappa is not None
+    materials = shelf.facts.for_prompt()["materials"]
+    held = [c.criterion for c in record.criteria if c.passed is None]
+    _require("solid oak" in text and "oak" not in shelf.facts.materials, "the shelf claims oak")
+    _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
+    _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
+    released = {r.release for report in (authored, captured) for r in report.records.values()}
+    _require("release" not in released, "no product is released")
+    passed = [r for r in inputs.labels.raters if human[r] == "pass"]
+    return (
+        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
+        "material is not a number with a unit), and so does the authored judge, its verdict written by the course "
+        f"to show this case; {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it too, and "
+        f"the adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
+        "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
+        "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
+        "material claim. (No product is released in either run: each fails a criterion or waits for tone.) "
+        "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
+        "judge misses."
+    )

@@ -1,0 +1,113 @@
+"""Lesson 01's sentences carry the runs' figures, and refuse a run that no longer supports them."""
+
+import dataclasses
+
+import pytest
+
+from labkit.evaluator import readings
+from labkit.evaluator.experiments import (
+    arrangement_experiment,
+    generation_model_experiment,
+    judge_model_experiment,
+)
+from labkit.evaluator.lesson import load_inputs
+from labkit.evaluator.readings import ReadingOutdated
+from labkit.evaluator.report import evaluate_run
+
+
+@pytest.fixture(scope="module")
+def runs():
+    inputs = load_inputs()
+    authored = evaluate_run("01-evaluator-authored", inputs=inputs)
+    captured = evaluate_run("01-evaluator-smollm2", inputs=inputs)
+    logged = [
+        arrangement_experiment(authored),
+        arrangement_experiment(captured),
+        judge_model_experiment(authored, captured),
+        generation_model_experiment(authored, captured),
+    ]
+    return authored, captured, logged
+
+
+def _with_agreement(report, criterion, arrangement, **changes):
+    rows = [
+        a.model_copy(update=changes) if (a.criterion, a.arrangement) == (criterion, arrangement) else a
+        for a in report.agreements
+    ]
+    return dataclasses.replace(report, agreements=rows)
+
+
+def test_kappa_by_hand_works_the_formula_from_the_cross_table_and_matches_the_table(runs):
+    authored, _, _ = runs
+    text = readings.kappa_by_hand(authored, "tone")
+    assert "$p_o$ = 0.70 and $p_e$ = 0.62" in text and "= 0.21." in text
+    with pytest.raises(ReadingOutdated, match="cross-table"):
+        readings.kappa_by_hand(_with_agreement(authored, "tone", "per_criterion", kappa=0.5), "tone")
+
+
+def test_what_the_items_show_states_the_intervals_and_the_vacuous_format_length_kappa(runs):
+    authored, _, _ = runs
+    text = readings.what_the_items_show(authored)
+    tone = authored.agreement_for("tone", "per_criterion")
+    assert f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]" in text
+    fmt = authored.agreement_for("format_length", "programmatic")
+    assert f"in {fmt.kappa_undefined} of the 2000 resamples" in text
+    changed = _with_agreement(authored, "format_length", "programmatic", kappa_low=0.5)
+    with pytest.raises(ReadingOutdated, match="format_length"):
+        readings.what_the_items_show(changed)
+
+
+def test_routing_reading_names_the_lowest_interval_of_a_qualifying_criterion(runs):
+    authored, _, _ = runs
+    text = readings.routing_reading(authored)
+    assert "`factual_accuracy` and `completeness`; `tone` goes to human review" in text
+    assert "reaches down to 0.00" in text
+    changed = _with_agreement(authored, "factual_accuracy", "per_criterion", kappa_low=0.3)
+    changed = _with_agreement(changed, "completeness", "per_criterion", kappa_low=0.41)
+    with pytest.raises(ReadingOutdated, match="chance level"):
+        readings.routing_reading(changed)
+
+
+def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
+    _, captured, _ = runs
+    text = readings.captured_first_look(captured)
+    refused = sum(1 for c in captured.runs.judging.calls if c.rejected)
+    assert f"{refused} of its {len(captured.runs.judging.calls)} judge replies were refused" in text
+    assert "5 of its 6 explanations" in text and "*110 grams* beside the fact 340 g" in text
+    better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
+    with pytest.raises(ReadingOutdated, match="near or below chance"):
+        readings.captured_first_look(better)
+
+
+def test_experiments_and_generation_readings_call_ties_ties(runs):
+    _, captured, logged = runs
+    text = readings.experiments_reading(logged)
+    assert text.startswith("10 of the 12 compared measures are ties")
+    assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text
+    tie = readings.generation_tie_reading(captured, logged)
+    assert "fell from 22/24 to 18/24, a tie only because the difference interval [-0.38, 0.00]" in tie
+    with pytest.raises(ReadingOutdated, match="both arrangement experiments"):
+        readings.experiments_reading([logged[0].model_copy(update={"outcome": "succeeded"}), *logged[1:]])
+
+
+def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_shelf(runs):
+    authored, captured, _ = runs
+    text = readings.shelf_reading(authored, captured)
+    assert "Facts: *pine*" in text and "1 of the 2 authored raters" in text and "kappa 0.74" in text
+    record = authored.records["p15"].model_copy(update={"release": "release"})
+    released = dataclasses.replace(authored, records={**authored.records, "p15": record})
+    with pytest.raises(ReadingOutdated, match="waits only for tone"):
+        readings.shelf_reading(released, captured)
+
+
+def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
+    from labkit.boundary import connect
+    from labkit.evaluator import repeats
+
+    _, captured, _ = runs
+    adapter = connect(repeats.RUN_CAPTURED, lesson="01", settings=repeats.SETTINGS)
+    trials = repeats.make_requests(adapter, inputs=captured.inputs)
+    table = repeats.stability_table(trials, captured.inputs.labels, greedy=repeats.greedy_verdicts(captured))
+    text = readings.sampled_reading(trials, table, captured)
+    assert "varies across seeds for 2 of the 3 criteria (`factual_accuracy` and `tone`)" in text
+    assert "3 of 5 agreeing gives [0.23, 0.88]" in text and "other 9 held-out items" in text

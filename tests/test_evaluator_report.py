@@ -1,0 +1,27 @@
+"""The report's counts: passes per check, labels the arrangement changes, release decisions per run."""
+
+from labkit.evaluator.report import evaluate_run, release_counts
+
+
+def test_pass_counts_count_each_check_over_every_description():
+    report = evaluate_run("01-evaluator-smollm2")
+    assert report.pass_counts() == {"schema": "24/24", "length": "22/24", "cost": "24/24", "numeric_claims": "18/24"}
+
+
+def test_label_changes_count_held_out_items_whose_two_arrangements_disagree_a_refusal_included():
+    assert evaluate_run("01-evaluator-authored").label_changes() == {
+        "factual_accuracy": 1,
+        "completeness": 1,
+        "tone": 1,
+    }
+    # the captured run's three refused replies: an item labeled in one arrangement only counts as a change
+    assert evaluate_run("01-evaluator-smollm2").label_changes() == {
+        "factual_accuracy": 3,
+        "completeness": 5,
+        "tone": 6,
+    }
+
+
+def test_release_counts_count_every_decision_per_run_zeros_included():
+    table = release_counts({"authored": evaluate_run("01-evaluator-authored")})
+    assert table.loc["authored"].to_dict() == {"release": 0, "blocked": 8, "awaiting_human_review": 16}
