@@ -75,6 +75,21 @@ def _only_displays_markdown(source: str) -> bool:
     return True
 
 
+def _dropped_listings(source: str) -> list[int]:
+    """Lines where a bare `show_source(...)` is not the cell's last statement, so Jupyter never shows it."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return []
+    return [
+        statement.lineno
+        for statement in body[:-1]
+        if isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and getattr(statement.value.func, "id", getattr(statement.value.func, "attr", "")) == "show_source"
+    ]
+
+
 ids = [p.name for p in NOTEBOOKS]
 
 
@@ -126,6 +141,17 @@ def test_computed_prose_keeps_its_source_hidden(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_listing_a_cell_asks_for_is_displayed(path):
+    """A bare show_source(...) above a cell's last line returns a listing Jupyter silently drops."""
+    dropped = {
+        index: lines
+        for index, cell in enumerate(_cells(path))
+        if cell["cell_type"] == "code" and (lines := _dropped_listings(_source(cell)))
+    }
+    assert not dropped, f"{path.name}: {{cell: lines}} {dropped} call show_source without display(...)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_a_lesson_never_changes_the_working_directory(path):
     changing = [i for i, c in enumerate(_cells(path)) if c["cell_type"] == "code" and "chdir(" in _source(c)]
     assert not changing, f"{path.name}: cells {changing} change the working directory"
@@ -142,6 +168,9 @@ def test_the_rules_catch_what_they_guard(tmp_path):
     assert _only_displays_markdown('display(Markdown(f"{n} passed"))')
     assert _only_displays_markdown('Markdown("x")')
     assert not _only_displays_markdown('x = 1\ndisplay(Markdown("x"))')
+    assert _dropped_listings("show_source(f)\nx = 1") == [1]
+    assert _dropped_listings("display(show_source(f))\nx = 1") == []
+    assert _dropped_listings("x = 1\nshow_source(f)") == []
     assert HARNESS_WORDS.search("the picture is not compared when this notebook is tested")
     assert HARNESS_WORDS.search("nbval checks it")
     assert not HARNESS_WORDS.search("the judge's verdict is compared with the raters'")
