@@ -54,6 +54,9 @@ def test_the_invalid_arguments_note_counts_the_refused_arguments_and_names_the_c
     text = findings.invalid_arguments(results, {"max_tokens": 64})
     refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
     assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text and "64-token cap" in text
+    assert text.startswith(f"{refused} proposals parsed but failed")
+    routed = sum(r.route == "structured" for r in results)
+    assert f"{routed} of the {routed} cases that reached the agent ended at the iteration cap" in text
 
 
 def test_the_repeats_note_reads_a_never_row_by_its_interval_not_as_never_passing():

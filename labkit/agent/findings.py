@@ -134,10 +134,13 @@ def invalid_arguments(results: Sequence[CaseResult], settings: Mapping[str, Any]
         if event["kind"] == "arguments_invalid"
     )
     common = "; ".join(f"`{tool}` with `{args}` ({n} times)" for (tool, args), n in refused.most_common(2))
+    at_agent = [r for r in results if r.route in ("structured", "unstructured")]
+    capped = [r for r in at_agent if (r.state or {}).get("stop_reason") == "iteration_cap"]
     return (
-        f"The proposals that did parse failed the tool's schema. The most frequent: {common or 'none'}. "
-        "The shared schema requires no field, so the model could fill `arguments` with an `answer` "
-        "where the tool needs an `intent` or `rows`, and it repeated that until the iteration cap. "
+        f"{sum(refused.values())} proposals parsed but failed the tool's schema. The most frequent: "
+        f"{common or 'none'}. The shared schema requires no field, so the model could fill `arguments` with "
+        "an `answer` where the tool needs an `intent` or `rows`; "
+        f"{len(capped)} of the {len(at_agent)} cases that reached the agent ended at the iteration cap. "
         f"So the captured figures measure the request (a {settings['max_tokens']}-token cap, a "
         "schema that requires nothing) as much as the model. To see a difference, start explore mode "
         'and run the evaluation again with `connect(..., settings={**runs.SETTINGS, "max_tokens": 256})`; '
