@@ -129,3 +129,14 @@ def test_unparsed_captured_replies_name_their_finish_reason_and_the_parsers_comp
     assert any(row["finish_reason"] == "length" for row in rows)
     control = [row for row in rows if row["finish_reason"] == "stop"]
     assert control and all("control character" in row["strict JSON parser"] for row in control)
+
+
+def test_a_case_that_fixes_no_answer_is_wrong_when_routed_elsewhere_even_if_it_ends_ok():
+    profile_case = next(case for case in runs.CASES if case.id == "c06")
+    assert profile_case.expected_final is None and profile_case.expected_status == "ok"
+
+    def ended(route):
+        return runs.CaseResult(profile_case, "ok", "a summary", route, {}, [])
+
+    assert ev.outcome_correct(ended("profile"))
+    assert not ev.outcome_correct(ended("unstructured"))  # status ok, but not the case's route

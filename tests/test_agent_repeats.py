@@ -40,7 +40,7 @@ def passed_from_replies(case, seed, replies):
     if route == "out_of_scope":
         return case.expected_status == "out_of_scope"
     if route == "profile":  # the profile node answers every message it is given, with status ok
-        return case.expected_status == "ok" and case.expected_final is None
+        return case.expected_status == "ok" and case.expected_final is None and case.expected_route == "profile"
     if route not in ("structured", "unstructured") or case.expected_status != "ok":
         return False  # an invalid route falls back; the agent never ends out_of_scope
     agent = [replies[key] for key in sorted(replies) if key[1] == seed and key[0].startswith(f"agent:{case.question}:")]
@@ -56,11 +56,13 @@ def passed_from_replies(case, seed, replies):
             SummarizeRequests.model_validate(last.get("arguments"))
         except ValueError:
             return False
-        return case.expected_final is None
+        return case.expected_final is None and case.expected_route == route
     if last.get("decision") == "final_answer":  # only a count the tools made can back a final answer
         counted = any(d.get("decision") == "count_rows" for d in decisions[:-1])
         answer = last.get("arguments", {}).get("answer")
-        return counted and (case.expected_final is None or answer == case.expected_final)
+        return (
+            counted and route == case.expected_route and (case.expected_final is None or answer == case.expected_final)
+        )
     return False
 
 
@@ -135,3 +137,16 @@ def test_a_planted_change_of_one_trials_reply_changes_the_table(run, replayed):
     table_before, table_after = (repeat_table(o).set_index("case") for o in (before, after))
     assert table_before.loc[case.id, "passed"] != table_after.loc[case.id, "passed"]
     assert table_before.loc[case.id, "trials"] != table_after.loc[case.id, "trials"]
+
+
+def test_the_lesson_table_adds_kinds_routes_and_the_greedy_verdict_beside_the_repeats(replayed):
+    from labkit.agent import runs
+
+    greedy = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    table = repeats.trials_table(replayed, greedy)
+    assert list(table.index) == list(repeats.REPEATED_IDS)
+    assert table.loc["c01", "95% Wilson"] == "[0.00, 0.43]" and table.loc["c05", "passed"] == "2/5"
+    assert table.loc["c07", "greedy run (temperature 0)"] == "pass"
+    assert table.loc["c06", "kind"] == "profile" and "out_of_scope" in table.loc["c05", "routes chosen"]
+    flipped = [r if r.case.id != "c07" else type(r)(r.case, "fallback", None, None, r.state, r.audit) for r in greedy]
+    assert repeats.trials_table(replayed, flipped).loc["c07", "greedy run (temperature 0)"] == "fail"

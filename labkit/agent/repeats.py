@@ -75,3 +75,29 @@ def repeat_outcomes(results: Mapping[str, Sequence[CaseResult]]) -> dict[str, li
     from labkit.agent.evaluation import outcome_correct
 
     return {case: [outcome_correct(result) for result in trials] for case, trials in results.items()}
+
+
+def trials_table(results: Mapping[str, Sequence[CaseResult]], greedy: Sequence[CaseResult]) -> Any:
+    """Return one row per repeated case, as lesson 04 prints it.
+
+    The columns: the case's kind; `labkit.trials.repeat_table`'s trials in seed order,
+    passes, rate, 95% Wilson interval (printed ``[low, high]``), first trial and
+    verdict; the routes its trials chose (``invalid`` for a reply that was no route);
+    and the verdict of ``greedy``, the evaluation's temperature-0 run, shown for
+    comparison and not counted in the rate.
+    """
+    from labkit.agent.evaluation import INVALID, outcome_correct
+    from labkit.tables import interval
+    from labkit.trials import repeat_table
+
+    kinds = {case.id: case.kind for case in REPEATED_CASES}
+    greedy_verdict = {r.case.id: "pass" if outcome_correct(r) else "fail" for r in greedy}
+    table = repeat_table(repeat_outcomes(results)).set_index("case")
+    table.insert(0, "kind", [kinds[case] for case in table.index])
+    bounds = zip(table.pop("wilson_low"), table.pop("wilson_high"), strict=True)
+    table.insert(4, "95% Wilson", [interval(low, high) for low, high in bounds])
+    table["routes chosen"] = [
+        ", ".join(sorted({result.route or INVALID for result in results[case]})) for case in table.index
+    ]
+    table["greedy run (temperature 0)"] = [greedy_verdict[case] for case in table.index]
+    return table

@@ -1,0 +1,198 @@
+"""What lesson 04's evaluation figures can and cannot show, worded from the figures themselves.
+
+Each function returns a short Markdown text built from a run's results, so a
+sentence in the notebook cannot drift from the figure it reads: change a case's
+outcome and the sentence changes with it. None of them computes a metric of its
+own; they read `labkit.agent.evaluation`'s reports and `labkit.trials`' tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.agent import evaluation as ev
+from labkit.agent.runs import CaseResult
+from labkit.tables import interval
+from labkit.trials import misled_by_one_trace, wilson
+
+
+def _ids(results: Sequence[CaseResult]) -> str:
+    return ", ".join(f"`{r.case.id}`" for r in results) or "none"
+
+
+def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
+    """Say what the captured column of the side-by-side table measured, and which of its rates measured nothing.
+
+    ``report`` is `labkit.agent.evaluation.evaluation_report` of the captured run and
+    ``results`` that run's case results. It names the cases correct without reaching
+    the model (refused before it), the ones correct after it, the ones that ended
+    ``ok`` with a wrong answer, and the safety rates with nothing eligible.
+    """
+    tools, safe, ops = report["tools"], report["safety"], report["operations"]
+    decline = {c["route"]: c for c in report["routing"]["per_class"]}["out_of_scope"]
+    correct = [r for r in results if ev.outcome_correct(r)]
+    refused = [r for r in correct if r.status == "refused"]
+    reached = [r for r in correct if r.status != "refused"]
+    unfixed = [r for r in reached if r.case.expected_final is None]
+    ok_wrong = [r for r in results if r.status == "ok" and not ev.outcome_correct(r)]
+    routes = sorted({r.route or ev.INVALID for r in ok_wrong})
+    vacuous = [
+        name
+        for name, eligible in (
+            ("the unauthorized-call rate", safe["tool_calls"]),
+            ("the declines with data-tool calls", safe["declines"]),
+        )
+        if not eligible
+    ]
+    lines = [
+        f"- **{'The model never made a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
+        f"Its arguments passed the tool's schema in {tools['valid_arguments']} of {tools['tool_proposals']} "
+        f"proposals; the application ran {safe['tool_calls']} data-tool calls for it and it routed "
+        f"{decline['sent']} questions `out_of_scope`."
+        + (
+            f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
+            "nothing. The cause is largely the request: replies cut off at the `max_tokens` cap, and a "
+            "shared schema that requires no field (the replies below show both)."
+            if vacuous
+            else ""
+        ),
+        f"- **Task outcome {len(correct)}/{len(results)}.** {len(refused)} of these ({_ids(refused)}) "
+        "were refused before any model call, and count as correct in both columns; "
+        f"{len(reached)} reached the model ({_ids(reached)})"
+        + (
+            f"; {_ids(unfixed)} {'fixes' if len(unfixed) == 1 else 'fix'} no answer, so the check saw "
+            "only status and route."
+            if unfixed
+            else "."
+        ),
+    ]
+    if ok_wrong:
+        lines.append(
+            f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
+            f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}): the validator checks "
+            "counts, not routes, so a misrouted question gets that route's answer."
+        )
+    lines.append(
+        f"- **Route `out_of_scope`:** recall {decline['correct']}/{decline['support']} is a real "
+        f"measurement: it declined {decline['correct'] or 'none'} of the questions it should have declined"
+        + ("; its precision had nothing to measure." if not decline["sent"] else ".")
+    )
+    if ops:
+        tail = (
+            "; with so few cases, p95 is interpolated between the two slowest: one slow case, not a measured tail"
+            if 0.95 * (ops["cases"] - 1) >= ops["cases"] - 2
+            else ""
+        )
+        lines.append(
+            f"- **Latency and cost** are over the {ops['cases']} cases that called the model, model time only{tail}."
+        )
+    return "\n".join(lines)
+
+
+def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
+    """Say why the authored column's rates measure no model: the course wrote its replies, its one bad argument too."""
+    outcome, tools = report["task_outcome"], report["tools"]
+    invalid = [
+        (r.case.id, event)
+        for r in results
+        for event in (r.state or {}).get("events", [])
+        if event["kind"] == "arguments_invalid"
+    ]
+    refused_args = "; ".join(
+        f"`{case}` proposed `{event['tool']}` with `{event['arguments']}`, refused before the tool ran"
+        for case, event in invalid
+    )
+    injected = [r for r in results if r.case.kind == "adversarial" and r.status != "refused"]
+    injection = (
+        f" The adversarial prompt {_ids(injected)} passes because the course wrote replies that ignore its "
+        "request for the restricted scope: that shows the validator accepts only the caller's scope, not that "
+        "a model resists a prompt injection."
+        if injected
+        else ""
+    )
+    n = min((row["n"] for row in report["reliability"]), default=0)
+    low, high = wilson(n, n) if n else (0.0, 1.0)
+    return (
+        f"- **Authored: {outcome['correct']}/{outcome['cases']} by construction.** The course wrote these "
+        "replies, so every rate in this column, its intervals included, tests the application's code, "
+        f"not a model. Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
+        f"{refused_args or 'none refused'}; the course wrote that proposal to show a refused "
+        "argument fed back as an observation. An interval over few trials is wide even when all "
+        f"agree: {n}/{n} bounds a rate only to {interval(low, high)}." + injection
+    )
+
+
+def invalid_arguments(results: Sequence[CaseResult], settings: Mapping[str, Any]) -> str:
+    """Name the most frequent refused arguments of a run and what in the request let them through."""
+    refused = Counter(
+        (event["tool"], json.dumps(event["arguments"]))
+        for result in results
+        for event in (result.state or {}).get("events", [])
+        if event["kind"] == "arguments_invalid"
+    )
+    common = "; ".join(f"`{tool}` with `{args}` ({n} times)" for (tool, args), n in refused.most_common(2))
+    at_agent = [r for r in results if r.route in ("structured", "unstructured")]
+    capped = [r for r in at_agent if (r.state or {}).get("stop_reason") == "iteration_cap"]
+    return (
+        f"{sum(refused.values())} proposals parsed but failed the tool's schema. The most frequent: "
+        f"{common or 'none'}. The shared schema requires no field, so the model could fill `arguments` with "
+        "an `answer` where the tool needs an `intent` or `rows`; "
+        f"{len(capped)} of the {len(at_agent)} cases that reached the agent ended at the iteration cap. "
+        f"So the captured figures measure the request (a {settings['max_tokens']}-token cap, a "
+        "schema that requires nothing) as much as the model. To see a difference, start explore mode "
+        'and run the evaluation again with `connect(..., settings={**runs.SETTINGS, "max_tokens": 256})`; '
+        "one schema per step (exercise 2 writes the router's) would be the next change. No such run is "
+        "recorded, so this notebook cannot say what the model would then do."
+    )
+
+
+def repeated_trials(passes: Mapping[str, Sequence[bool]]) -> str:
+    """Say what the repeated trials show per verdict, with the Wilson interval each verdict's n allows."""
+    never = [case for case, seen in passes.items() if not any(seen)]
+    always = [case for case, seen in passes.items() if all(seen)]
+    misled = misled_by_one_trace(passes)
+    parts = []
+    for cases, failed in ((never, True), (always, False)):
+        if cases:
+            n = len(passes[cases[0]])
+            low, high = wilson(0 if failed else n, n)
+            allows = f"a pass rate up to {high:.2f}" if failed else f"a pass rate as low as {low:.2f}"
+            lean = (high < 0.5) if failed else (low > 0.5)
+            reading = (
+                f"at 95% confidence each {'fails' if failed else 'passes'} more often than not at this setting, "
+                "and may still "
+                f"{'pass' if failed else 'fail'} sometimes"
+                if lean
+                else "n is too small to say even which verdict is the more frequent"
+            )
+            parts.append(
+                f"{', '.join(f'`{c}`' for c in cases)} {'failed' if failed else 'passed'} all {n} trials: "
+                f"with n = {n} the Wilson interval {interval(low, high)} still allows {allows}, so {reading}."
+            )
+    if misled:
+        majority = all(passes[c][0] == (2 * sum(passes[c]) > len(passes[c])) for c in misled)
+        shown = ", ".join(f"`{c}` ({sum(passes[c])}/{len(passes[c])})" for c in misled)
+        parts.append(
+            f"The trials disagree on {shown}: "
+            + (
+                "a single trace would have shown each one's majority verdict and hidden that the other occurs."
+                if majority
+                else "for some, a single trace would have shown the minority verdict."
+            )
+        )
+    return " ".join(parts) or "No case was repeated."
+
+
+def what_the_columns_show(reports: Sequence[dict[str, Any]], results: Mapping[str, Sequence[CaseResult]]) -> str:
+    """Return the notes on the side-by-side table: each captured column's, then each authored column's.
+
+    ``reports`` are `labkit.agent.evaluation.evaluation_report` results and ``results``
+    the case results of each run, keyed by run id.
+    """
+    notes = ["**What the columns can and cannot show.**"]
+    for origin, note in (("captured", captured_columns), ("authored", authored_columns)):
+        notes += [note(report, results[report["run"]]) for report in reports if report["origin"] == origin]
+    return "\n".join(notes)

@@ -1,0 +1,73 @@
+"""The sentences lesson 04 prints about its evaluation read the figures they describe."""
+
+import pytest
+
+from labkit.agent import evaluation as ev
+from labkit.agent import findings, runs
+from labkit.agent.graph import ScriptedModel
+from labkit.boundary import connect
+from labkit.recording import load_run
+
+
+@pytest.fixture(scope="module")
+def captured():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    return ev.evaluation_report(results, run), results
+
+
+def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outcome(captured):
+    report, results = captured
+    text = findings.captured_columns(report, results)
+    assert "never made a valid tool call" in text and "in 0 of 25 proposals" in text
+    assert "declines with data-tool calls read `n/a (0 eligible)`" in text
+    assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text
+    assert "8 cases ended `ok` with a wrong answer, routed `profile`" in text
+    assert "recall 0/6" in text and "over the 18 cases" in text
+
+
+def test_the_captured_note_follows_a_changed_outcome(captured):
+    _, results = captured
+    c04 = next(r for r in results if r.case.id == "c04")
+    declined = [
+        runs.CaseResult(r.case, "out_of_scope", None, "out_of_scope", r.state, []) if r is c04 else r for r in results
+    ]
+    text = findings.captured_columns(ev.evaluation_report(declined, load_run(runs.RUN_CAPTURED)), declined)
+    assert "Task outcome 4/20" in text and "`c04`, `c07`" in text
+    assert "7 cases ended `ok`" in text
+
+
+def test_the_authored_note_names_its_one_refused_argument():
+    run = load_run(runs.RUN_AUTHORED)
+    results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    text = findings.authored_columns(ev.evaluation_report(results, run), results)
+    assert "20/20 by construction" in text and "21/22" in text and "`c10` proposed" in text
+    assert "[0.51, 1.00]" in text and "The adversarial prompt `c10` passes" in text
+
+
+def test_the_invalid_arguments_note_counts_the_refused_arguments_and_names_the_cap():
+    results = runs.make_requests(
+        ScriptedModel(
+            {"route:": '{"route":"structured"}', "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'}
+        )
+    )
+    text = findings.invalid_arguments(results, {"max_tokens": 64})
+    refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
+    assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text and "64-token cap" in text
+    assert text.startswith(f"{refused} proposals parsed but failed")
+    routed = sum(r.route == "structured" for r in results)
+    assert f"{routed} of the {routed} cases that reached the agent ended at the iteration cap" in text
+
+
+def test_the_repeats_note_reads_a_never_row_by_its_interval_not_as_never_passing():
+    text = findings.repeated_trials({"c01": [False] * 5, "c05": [False, True, False, False, True]})
+    assert "`c01` failed all 5 trials" in text and "[0.00, 0.43]" in text and "up to 0.43" in text
+    assert "may still pass sometimes" in text
+    assert "`c05` (2/5)" in text and "majority verdict" in text
+    small = findings.repeated_trials({"c01": [False, False]})
+    assert "too small to say" in small  # 0/2 allows a pass rate above one half
+
+
+def test_the_repeats_note_says_when_a_single_trace_showed_the_minority():
+    text = findings.repeated_trials({"c07": [True, False, False, False, False]})
+    assert "minority verdict" in text
