@@ -44,7 +44,7 @@ rest are defined beside the code that raises them.
     │   ├── JudgeReplyRejected(ValueError)           judge.py: a verdict outside the allowed labels
     │   └── ExperimentLogError(ValueError)           experiments.py
     ├── lesson 02, rag/
-    │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError (ValueError)  rag/trace.py
+    │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError, MessageEditError (ValueError)  rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
     │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
     │   ├── FinanceBenchError(ValueError)            rag/financebench/folder.py: not FinanceBench's layout
