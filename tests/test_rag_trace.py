@@ -688,3 +688,8 @@ def test_the_utf8_sentence_of_the_write_text_summary_ranks_just_below_the_cut(in
     assert text.startswith("name is replaced") and 0 < score < 0.5
     with pytest.raises(CorpusError, match="no passage holds"):
         rag_trace.passage_rank(rag_trace.RANKING_QUESTION, index, "no such words")
+
+
+def test_the_candidates_table_of_a_request_stopped_before_search_says_so(index, adapter):
+    with pytest.raises(ValueError, match="ended request_rejected before search"):
+        rag_trace.candidates_table(trace_request(" ", index, adapter))

@@ -630,7 +630,10 @@ def candidates_table(traced: TracedRequest) -> Any:
 
     from labkit.tables import text_table
 
-    frame = pd.DataFrame(traced.trace.first("retrieval_completed").data["candidates"])
+    retrieved = traced.trace.first("retrieval_completed")
+    if retrieved is None:
+        raise ValueError(f"this request ended {traced.outcome} before search: it has no candidates to show.")
+    frame = pd.DataFrame(retrieved.data["candidates"])
     cited = set(traced.result["source_ids"]) if traced.result else set()
     frame["cited"] = frame["source_id"].isin(cited)
     frame["score"] = frame["score"].round(3)
@@ -662,10 +665,10 @@ def reply_from(traced: TracedRequest) -> str:
         return "the app (no model asked)"
     if step != "model_reply_returned":
         return "none (no model saw the request)"
-    returned = traced.trace.first("model_reply_returned").data
+    returned = next(e.data for e in traced.trace.events if e.kind == "model_reply_returned")
     if returned["supplied_by"].startswith("driver"):
         return "a probe (no model)"
-    run_id = traced.trace.first("request_accepted").data.get("run_id")
+    run_id = next(e.data for e in traced.trace.events if e.kind == "request_accepted").get("run_id")
     if run_id is None:
         return f"{returned['model']} ({returned.get('origin', 'live')})"
     return f"run {run_id} ({load_run(run_id).origin})"
