@@ -662,7 +662,7 @@ def test_the_branch_table_names_who_replied_for_each_branch(index, adapter):
         "none (no model saw the request)",
         "a probe (no model)",
     ]
-    assert table["passages sent"].tolist() == [3, 0, 3, 3]
+    assert table["passages kept"].tolist() == [3, 0, 3, 3]
     assert table["status"].tolist() == ["answered", "not_in_docs", "replay_refused", "answered"]
 
 

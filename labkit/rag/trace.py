@@ -675,7 +675,7 @@ def reply_from(traced: TracedRequest) -> str:
 
 
 def branch_table(cases: dict[str, TracedRequest]) -> Any:
-    """Return one row per named request: passages sent, the model step's event, the status, who replied."""
+    """Return one row per named request: passages kept as context, the model step's event, the status, who replied."""
     import pandas as pd
 
     rows = []
@@ -684,7 +684,7 @@ def branch_table(cases: dict[str, TracedRequest]) -> Any:
         rows.append(
             {
                 "case": name,
-                "passages sent": len(selected.data["chunk_ids"]) if selected else 0,
+                "passages kept": len(selected.data["chunk_ids"]) if selected else 0,
                 "model step": model_step(traced),
                 "status": traced.status,
                 "reply from": reply_from(traced),
