@@ -45,7 +45,7 @@ rest are defined beside the code that raises them.
     │   ├── ExperimentLogError(ValueError)           experiments.py
     │   └── ReadingOutdated(ValueError)              readings.py: a lesson sentence the recorded run no longer supports
     ├── lesson 02, rag/
-    │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError (ValueError)  rag/trace.py
+    │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError, MessageEditError (ValueError)  rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
     │   ├── FilingsError, IndexDescriptorMismatch (ValueError)               rag/index.py
     │   ├── FinanceBenchError(ValueError)            rag/financebench/folder.py: not FinanceBench's layout

@@ -620,3 +620,76 @@ def test_model_step_names_a_refused_request_refused_not_answered(index, adapter,
     refused = trace_request(ANSWERED, index, adapter)
     assert "model_request_ready" in refused.trace.kinds()  # built, and still never seen by a model
     assert model_step(refused) == "replay_refused"
+
+
+def test_a_probe_asks_no_model_and_works_for_a_context_no_run_holds(index):
+    drop_top = lambda ranked: [doc for doc, _ in ranked[1:]]  # noqa: E731 - a one-line selection
+    probed = rag_trace.probe(ANSWERED, index, ["zoneinfo"], select=drop_top)
+    assert probed.outcome == "completed"
+    assert probed.result["source_ids"] == ["zoneinfo"]
+    assert probed.trace.first("model_reply_returned").data["supplied_by"] == "driver (controlled probe)"
+    assert probed.trace.first("request_accepted").data["run_id"] is None
+    assert rag_trace.reply_from(probed) == "a probe (no model)"
+
+
+def test_a_policy_line_changes_only_the_system_message_and_is_refused(index, adapter):
+    changed = trace_request(ANSWERED, index, adapter, edit=rag_trace.policy_line_added("Be brief."))
+    sent = changed.trace.first("model_request_ready").data["messages"]
+    assert sent[0]["content"] == rag_trace.SYSTEM_POLICY + " Be brief."
+    assert model_step(changed) == "replay_refused"
+    assert [d.path for d in changed.extra["diff"]] == ["messages[0].content"]
+
+
+def test_an_edited_passage_is_refused_and_an_edit_that_changes_nothing_raises(index, adapter):
+    edited = trace_request(ANSWERED, index, adapter, edit=rag_trace.passage_edited("Python 3.11", "Python 3.12"))
+    assert model_step(edited) == "replay_refused"
+    assert "Python 3.12" in edited.trace.first("model_request_ready").data["messages"][1]["content"]
+    with pytest.raises(rag_trace.MessageEditError, match="not in the passages sent"):
+        trace_request(ANSWERED, index, adapter, edit=rag_trace.passage_edited("Python 9.99", "x"))
+
+
+def test_the_branch_table_names_who_replied_for_each_branch(index, adapter):
+    cases = {
+        "answered": trace_request(ANSWERED, index, adapter),
+        "skipped": trace_request(ANSWERED, index, adapter, select=lambda ranked: []),
+        "refused": trace_request(ANSWERED, index, adapter, edit=rag_trace.policy_line_added("Be brief.")),
+        "probe": rag_trace.probe(ANSWERED, index, ["datetime-fromisoformat"]),
+    }
+    table = rag_trace.branch_table(cases)
+    assert table["reply from"].tolist() == [
+        "run 02-rag-authored (authored)",
+        "the app (no model asked)",
+        "none (no model saw the request)",
+        "a probe (no model)",
+    ]
+    assert table["passages kept"].tolist() == [3, 0, 3, 3]
+    assert table["status"].tolist() == ["answered", "not_in_docs", "replay_refused", "answered"]
+
+
+def test_the_candidates_table_marks_the_cited_passages_in_rank_order(index, adapter):
+    traced = trace_request(ANSWERED, index, adapter)
+    table = rag_trace.candidates_table(traced)
+    assert table.index.tolist() == [1, 2, 3]
+    assert table["cited"].tolist() == [True, True, False]
+    assert table["chunk_id"].iloc[0].startswith("datetime-fromisoformat:")
+
+
+def test_the_passages_table_lists_one_summarys_passages_and_refuses_an_unknown_id():
+    chunks = split_corpus(load_corpus())
+    table = rag_trace.passages_table(chunks, "datetime-fromisoformat")
+    assert len(table) == 2 and table["chars"].iloc[0] == rag_trace.CHUNK_SIZE
+    with pytest.raises(CorpusError, match="no passage has the source id"):
+        rag_trace.passages_table(chunks, "no-such-id")
+
+
+def test_the_utf8_sentence_of_the_write_text_summary_ranks_just_below_the_cut(index):
+    rank, score, text = rag_trace.passage_rank(rag_trace.RANKING_QUESTION, index, "encoding='utf-8' to choose")
+    assert rank == rag_trace.K + 1
+    assert text.startswith("name is replaced") and 0 < score < 0.5
+    with pytest.raises(CorpusError, match="no passage holds"):
+        rag_trace.passage_rank(rag_trace.RANKING_QUESTION, index, "no such words")
+
+
+def test_the_candidates_table_of_a_request_stopped_before_search_says_so(index, adapter):
+    with pytest.raises(ValueError, match="ended request_rejected before search"):
+        rag_trace.candidates_table(trace_request(" ", index, adapter))

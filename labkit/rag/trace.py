@@ -262,10 +262,16 @@ def request_key(question: str, identity: dict[str, Any]) -> str:
 Outcome = Literal["completed", "request_rejected", "retrieval_refused", "replay_refused", "reply_rejected"]
 #: A context selection: from the ranked (passage, score) pairs, return the passages to send, in rank order.
 Select = Callable[[list[tuple[Any, float]]], list[Any]]
+#: A change to the assembled messages, made after `prompt` and before the request is sent.
+MessageEdit = Callable[[list[dict[str, str]]], list[dict[str, str]]]
 
 
 class ContextSelectionError(LabkitError, ValueError):
     """A context selection returned something that is not one of the request's retrieval candidates."""
+
+
+class MessageEditError(LabkitError, ValueError):
+    """An edit of the assembled messages would change nothing: the words it replaces are not there."""
 
 
 @dataclass
@@ -306,12 +312,12 @@ def trace_request(
     k: int = K,
     select: Select | None = None,
     reply_override: str | None = None,
+    edit: MessageEdit | None = None,
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``adapter`` is the model side, as `connect` returns it (replayed or live); ``select`` picks the context from
-    the ranked candidates (default `keep_all`); ``reply_override`` replaces the reply for a probe, so marked.
-    """
+    ``adapter`` is the model side, as `connect` returns it. ``select`` picks the context (default `keep_all`),
+    ``reply_override`` replaces the reply for a probe, and ``edit`` changes the messages after assembly."""
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
         trace.emit("request_rejected", reason="blank_question", **run_identity(adapter))
@@ -333,7 +339,7 @@ def trace_request(
         trace.emit("model_skipped", reason="empty_context")
         reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
     else:
-        asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override)
+        asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override, edit=edit)
         if isinstance(asked, TracedRequest):  # the model step stopped the request
             return asked
         reply = asked
@@ -393,12 +399,19 @@ def retrieve_context(
 
 
 def ask_model(
-    question: str, key: str, selected: list[Any], adapter: Any, trace: Trace, *, reply_override: str | None = None
+    question: str,
+    key: str,
+    selected: list[Any],
+    adapter: Any,
+    trace: Trace,
+    *,
+    reply_override: str | None = None,
+    edit: MessageEdit | None = None,
 ) -> Reply | TracedRequest:
     """Send the exact messages, record them and the reply; return the parsed reply, or the request stopped."""
     from labkit.replay import ReplayRequestMismatch
 
-    messages = prompt(question, selected)
+    messages = prompt(question, selected) if edit is None else edit(prompt(question, selected))
     trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
     try:
         completion = adapter.generate(question, messages)
@@ -537,3 +550,156 @@ def write_edited_corpus(path: str | Path, *, source_id: str, old: str, new: str,
     path = Path(path)
     path.write_text(corpus_text(data), encoding="utf-8")
     return path
+
+
+def policy_line_added(line: str) -> MessageEdit:
+    """Return an edit that appends ``line`` to the system policy of the assembled messages."""
+
+    def add_line(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        edited = copy.deepcopy(messages)
+        edited[0]["content"] = f"{edited[0]['content']} {line}"
+        return edited
+
+    return add_line
+
+
+def passage_edited(old: str, new: str) -> MessageEdit:
+    """Return an edit that changes the first ``old`` in the passages sent to ``new``, after assembly.
+
+    It is the lab's test that a passage changed between retrieval and the request is caught.
+    An ``old`` that is not in the user message raises `MessageEditError`, so the edit never silently does nothing.
+    """
+
+    def edit_passage(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        if old not in messages[1]["content"]:
+            raise MessageEditError(f"{old!r} is not in the passages sent: pick words from the context.")
+        edited = copy.deepcopy(messages)
+        edited[1]["content"] = edited[1]["content"].replace(old, new, 1)
+        return edited
+
+    return edit_passage
+
+
+class ProbeStandIn:
+    """The model side for a probe: no model and no run; it answers any request with an empty reply.
+
+    `probe` replaces that empty reply with the text it wrote, so a probe works for any context,
+    including one no recorded run holds. The trace marks the reply as supplied by the driver.
+    """
+
+    mode = "probe stand-in (no model)"
+    run_id = None
+    run_sha256 = None
+
+    def generate(self, question: str, messages: list[dict[str, Any]]) -> Any:
+        """Return an empty completion, whatever is asked."""
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion.model_validate(
+            {
+                "id": "probe",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "no model (probe)",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}],
+            }
+        )
+
+
+def probe(
+    question: str,
+    index: DocsIndex,
+    source_ids: list[str] | tuple[str, ...] = (),
+    *,
+    status: str = "answered",
+    answer: str = "A probe.",
+    select: Select | None = None,
+) -> TracedRequest:
+    """Trace ``question`` with a reply written here, not by a model: this status, answer and source ids.
+
+    Retrieval, context selection and every check run for real; only the reply is the probe's.
+    No model is asked (`ProbeStandIn`), so a probe works for any ``select``.
+    """
+    reply = json.dumps({"status": status, "answer": answer, "source_ids": list(source_ids)})
+    return trace_request(question, index, ProbeStandIn(), select=select, reply_override=reply)
+
+
+def candidates_table(traced: TracedRequest) -> Any:
+    """Return the request's retrieval candidates as a table: rank, ids, score, whether the reply cites it, text."""
+    import pandas as pd
+
+    from labkit.tables import text_table
+
+    retrieved = traced.trace.first("retrieval_completed")
+    if retrieved is None:
+        raise ValueError(f"this request ended {traced.outcome} before search: it has no candidates to show.")
+    frame = pd.DataFrame(retrieved.data["candidates"])
+    cited = set(traced.result["source_ids"]) if traced.result else set()
+    frame["cited"] = frame["source_id"].isin(cited)
+    frame["score"] = frame["score"].round(3)
+    return text_table(frame[["rank", "chunk_id", "score", "cited", "text"]].set_index("rank"))
+
+
+def passages_table(chunks: list[Any], source_id: str) -> Any:
+    """Return one summary's passages as a table: chunk id, length in characters, text."""
+    import pandas as pd
+
+    from labkit.tables import text_table
+
+    rows = [
+        {"chunk_id": chunk_id(c), "chars": len(c.page_content), "text": c.page_content}
+        for c in chunks
+        if c.metadata["id"] == source_id
+    ]
+    if not rows:
+        raise CorpusError(f"no passage has the source id {source_id!r}: use one of the corpus's ids.")
+    return text_table(pd.DataFrame(rows))
+
+
+def reply_from(traced: TracedRequest) -> str:
+    """Say who supplied the request's reply: a run and its origin, a probe, the app itself, or nobody."""
+    from labkit.recording import load_run
+
+    step = model_step(traced)
+    if step == "model_skipped":
+        return "the app (no model asked)"
+    if step != "model_reply_returned":
+        return "none (no model saw the request)"
+    returned = next(e.data for e in traced.trace.events if e.kind == "model_reply_returned")
+    if returned["supplied_by"].startswith("driver"):
+        return "a probe (no model)"
+    run_id = next(e.data for e in traced.trace.events if e.kind == "request_accepted").get("run_id")
+    if run_id is None:
+        return f"{returned['model']} ({returned.get('origin', 'live')})"
+    return f"run {run_id} ({load_run(run_id).origin})"
+
+
+def branch_table(cases: dict[str, TracedRequest]) -> Any:
+    """Return one row per named request: passages kept as context, the model step's event, the status, who replied."""
+    import pandas as pd
+
+    rows = []
+    for name, traced in cases.items():
+        selected = traced.trace.first("context_selected")
+        rows.append(
+            {
+                "case": name,
+                "passages kept": len(selected.data["chunk_ids"]) if selected else 0,
+                "model step": model_step(traced),
+                "status": traced.status,
+                "reply from": reply_from(traced),
+            }
+        )
+    return pd.DataFrame(rows).set_index("case")
+
+
+def passage_rank(question: str, index: DocsIndex, words: str) -> tuple[int, float, str]:
+    """Return the rank, score and text of the best-ranked passage holding ``words``, over the whole index.
+
+    The app sends only the top `K`; this ranks every passage, so it shows how far below the cut a passage fell.
+    """
+    ranked = index.store.similarity_search_with_score(question, k=len(index.chunks))
+    for rank, (doc, score) in enumerate(ranked, start=1):
+        if words in doc.page_content:
+            return rank, round(float(score), 3), doc.page_content
+    raise CorpusError(f"no passage holds {words!r}: copy the words from a passage of the corpus.")
