@@ -384,6 +384,24 @@ def check_fixtures(run: RecordedRun, *, root: Path | None = None) -> None:
         )
 
 
+def copy_fixtures(run: RecordedRun, folder: Path, *, replace: dict[str, Path] | None = None) -> Path:
+    """Copy the fixtures ``run`` names into ``folder``, at their paths in the repository, and return ``folder``.
+
+    ``replace`` maps a fixture's path to a file copied in its place, so that
+    `check_fixtures` can be tried on a changed fixture without touching the
+    repository: ``check_fixtures(run, root=copy_fixtures(run, folder, replace=...))``.
+    """
+    replace = replace or {}
+    unknown = sorted(set(replace) - set(run.fixtures))
+    if unknown:
+        raise FixtureChanged(f"run {run.run_id!r} names no fixture {unknown}; replace one of {sorted(run.fixtures)}")
+    for rel in run.fixtures:
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(replace.get(rel, project_root() / rel)).read_bytes())
+    return folder
+
+
 def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:
     """Validate already-parsed JSON as a `RecordedRun`, with one readable message for every problem."""
     if isinstance(data, dict) and "origin" not in data:
