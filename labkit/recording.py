@@ -68,9 +68,8 @@ Origin = Literal["captured", "authored"]
 def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
     """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
 
-    Key order inside the body counts (only whitespace is normalised), so a
-    reordered JSON schema is a different request; query parameters such as
-    ``api-version`` count too.
+    Key order inside the body counts (only whitespace is normalised); query
+    parameters such as ``api-version`` count too.
     """
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
 
