@@ -68,9 +68,8 @@ Origin = Literal["captured", "authored"]
 def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
     """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
 
-    Key order inside the body counts (only whitespace is normalised), so a
-    reordered JSON schema is a different request; query parameters such as
-    ``api-version`` count too.
+    Key order inside the body counts (only whitespace is normalised); query
+    parameters such as ``api-version`` count too.
     """
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
 
@@ -382,6 +381,24 @@ def check_fixtures(run: RecordedRun, *, root: Path | None = None) -> None:
             f"run {run.run_id!r} was recorded against other fixtures: {'; '.join(changed)}. "
             f"Restore the fixtures from git, or record the run again with `labkit record {run.lesson}`."
         )
+
+
+def copy_fixtures(run: RecordedRun, folder: Path, *, replace: dict[str, Path] | None = None) -> Path:
+    """Copy the fixtures ``run`` names into ``folder``, at their paths in the repository, and return ``folder``.
+
+    ``replace`` maps a fixture's path to a file copied in its place, so that
+    `check_fixtures` can be tried on a changed fixture without touching the
+    repository: ``check_fixtures(run, root=copy_fixtures(run, folder, replace=...))``.
+    """
+    replace = replace or {}
+    unknown = sorted(set(replace) - set(run.fixtures))
+    if unknown:
+        raise FixtureChanged(f"run {run.run_id!r} names no fixture {unknown}; replace one of {sorted(run.fixtures)}")
+    for rel in run.fixtures:
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(replace.get(rel, project_root() / rel)).read_bytes())
+    return folder
 
 
 def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:

@@ -711,3 +711,20 @@ def test_rewriting_a_run_keeps_a_signature_that_still_holds_and_drops_one_that_d
     assert not signature.exists()  # it covered the old bytes; an authored run needs none
     run, problem = _signed_problems(tmp_path)["05-demo"]
     assert problem == "" and run.signature.describe() == "unsigned"
+
+
+def test_copy_fixtures_puts_a_replaced_fixture_in_a_copy_and_leaves_the_repository_alone(tmp_path):
+    from labkit.canonical import file_sha256 as sha
+    from labkit.rag.trace import RUN_AUTHORED
+    from labkit.recording import check_fixtures, copy_fixtures, load_run
+
+    run = load_run(RUN_AUTHORED)
+    corpus = next(rel for rel in run.fixtures if rel.endswith("api_summaries.json"))
+    check_fixtures(run, root=copy_fixtures(run, tmp_path / "same"))
+    edited = tmp_path / "edited.json"
+    edited.write_text("[]", encoding="utf-8")
+    with pytest.raises(FixtureChanged, match=r"api_summaries\.json"):
+        check_fixtures(run, root=copy_fixtures(run, tmp_path / "changed", replace={corpus: edited}))
+    assert sha(tmp_path / "changed" / corpus) == sha(edited)
+    with pytest.raises(FixtureChanged, match="names no fixture"):
+        copy_fixtures(run, tmp_path / "x", replace={"fixtures/other.json": edited})

@@ -1,0 +1,117 @@
+import copy
+import json
+
+import pytest
+
+from labkit.rag.trace import RUN_AUTHORED
+from labkit.recording import load_run
+from labkit.replay import request_diff
+from labkit.replay_exercises import REWRITE_KINDS, check_changed_fields, check_equal_yet_refused
+
+
+@pytest.fixture(scope="module")
+def run():
+    return load_run(RUN_AUTHORED)
+
+
+def _schema_reversed(request):
+    changed = copy.deepcopy(request)
+    schema = changed["response_format"]["schema"]
+    schema["properties"] = dict(reversed(schema["properties"].items()))
+    return changed
+
+
+def test_one_key_order_and_one_number_rewrite_pass(run):
+    check_equal_yet_refused(lambda r: [_schema_reversed(r), {**r, "seed": float(r["seed"])}], run)
+
+
+def test_two_number_rewrites_are_refused_as_one_kind(run):
+    def two_numbers(r):
+        return [{**r, "seed": float(r["seed"])}, {**r, "max_tokens": float(r["max_tokens"])}]
+
+    with pytest.raises(AssertionError, match="one of each kind"):
+        check_equal_yet_refused(two_numbers, run)
+
+
+def test_a_rewrite_the_client_sends_as_recorded_is_refused(run):
+    with pytest.raises(AssertionError, match="got the recorded reply"):
+        check_equal_yet_refused(lambda r: [_schema_reversed(r), dict(reversed(r.items()))], run)
+
+
+def test_a_rewrite_that_edits_its_argument_is_refused(run):
+    def in_place(r):
+        r["seed"] = float(r["seed"])
+        return [_schema_reversed(r), r]
+
+    with pytest.raises(AssertionError, match="changed the request it was given"):
+        check_equal_yet_refused(in_place, run)
+
+
+def test_changed_values_are_refused_as_not_equal(run):
+    with pytest.raises(AssertionError, match="not == the request"):
+        check_equal_yet_refused(lambda r: [{**r, "seed": 8}, {**r, "temperature": 0.5}], run)
+
+
+def test_the_rewrite_kinds_are_named_in_the_failure(run):
+    with pytest.raises(AssertionError) as raised:
+        check_equal_yet_refused(lambda r: [_schema_reversed(r), _schema_reversed(r)], run)
+    assert all(kind in str(raised.value) for kind in REWRITE_KINDS)
+
+
+def _paths(recorded, actual):
+    return sorted(d.path for d in request_diff(recorded, actual))
+
+
+def _json_text_equal(recorded, actual):
+    return json.dumps(recorded) == json.dumps(actual)
+
+
+def _own_walk(recorded, actual, path="", same=_json_text_equal):
+
+    def inside(value):
+        if isinstance(value, str) and value[:1] in "{[":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    recorded, actual = inside(recorded), inside(actual)
+    if isinstance(recorded, dict) and isinstance(actual, dict):
+        found = []
+        for key in set(recorded) | set(actual):
+            where = f"{path}.{key}" if path else key
+            if key in recorded and key in actual:
+                found += _own_walk(recorded[key], actual[key], where, same)
+            else:
+                found.append(where)
+        return sorted(found)
+    if isinstance(recorded, list) and isinstance(actual, list):
+        return sorted(
+            p
+            for i, (r, a) in enumerate(zip(recorded, actual, strict=True))
+            for p in _own_walk(r, a, f"{path}[{i}]", same)
+        )
+    return [] if same(recorded, actual) else [path]
+
+
+def test_a_walk_of_its_own_passes_the_changed_fields_check(run):
+    check_changed_fields(_own_walk, run)
+
+
+def test_calling_labkits_diff_is_refused(run):
+    with pytest.raises(AssertionError, match="called labkit's"):
+        check_changed_fields(_paths, run)
+
+
+def test_comparing_leaves_with_python_equality_is_refused(run):
+    def python_equal(recorded, actual):
+        return _own_walk(recorded, actual, same=lambda r, a: r == a)
+
+    with pytest.raises(AssertionError, match="yours \\[\\], the refusal's diff names \\['temperature'\\]"):
+        check_changed_fields(python_equal, run)
+
+
+def test_unsorted_paths_are_refused(run):
+    with pytest.raises(AssertionError, match="not sorted"):
+        check_changed_fields(lambda r, a: sorted(_own_walk(r, a), reverse=True), run)
