@@ -1100,7 +1100,7 @@ def test_a_constant_run_sends_every_case_to_one_route_and_scores_as_the_floor():
     summary = score(suite, validate_suite(suite), sha, always)
     assert (summary["correct"], summary["penalty_points"], summary["urgent_misses"]) == (3, 45, 2)
     table = summary_table(summary)
-    assert table.loc["always sales", "correct"] == 3 and list(table.columns)[0] == "origin"
+    assert table.loc["always sales", "correct"] == 3 and table.columns[0] == "origin"
     with pytest.raises(RouteGradeError, match="not a known route"):
         constant_run(suite, sha, "refunds")
 

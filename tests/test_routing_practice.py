@@ -39,9 +39,10 @@ def test_with_penalties_changes_a_weight_and_refuses_an_unknown_route(shipped):
 def _urgent_first(old, new):
     chosen = [f for f in new["failures"] if f["expected"] == "urgent_support"]
     for failure in sorted((f for f in new["failures"] if f not in chosen), key=lambda f: -f["penalty"]):
-        if new["correct"] + len(chosen) >= old["correct"] and new["penalty_points"] - sum(
-            f["penalty"] for f in chosen
-        ) <= old["penalty_points"]:
+        if (
+            new["correct"] + len(chosen) >= old["correct"]
+            and new["penalty_points"] - sum(f["penalty"] for f in chosen) <= old["penalty_points"]
+        ):
             break
         chosen.append(failure)
     return [f["id"] for f in chosen]
@@ -69,7 +70,7 @@ def test_a_repair_that_ignores_a_cheap_outage_is_refused_without_the_answer(ship
     def counts_only(old, new):
         return [] if new["correct"] >= old["correct"] else [new["failures"][0]["id"]]
 
-    with pytest.raises(AssertionError, match="outage weighs 1: with .* still fails"):
+    with pytest.raises(AssertionError, match=r"outage weighs 1: with .* still fails"):
         check_smallest_repair(counts_only, _trials(suite, baseline), suite_sha256=sha)
 
 
@@ -91,5 +92,5 @@ def test_a_call_into_the_grader_is_refused(shipped):
         grader.regressions(old, new)
         return _urgent_first(old, new)
 
-    with pytest.raises(AssertionError, match="calls labkit's labkit.routing.grader.regressions"):
+    with pytest.raises(AssertionError, match=r"calls labkit's labkit\.routing\.grader\.regressions"):
         check_smallest_repair(borrowed, _trials(suite, baseline), suite_sha256=sha)

@@ -116,7 +116,9 @@ def test_prompt_difference_shows_the_shared_end_and_the_inserted_order_of_decisi
     text = prompt_difference()
     shared, inserted = text.split("\n\nthe candidate inserts, just before that line:\n")
     assert shared == "both prompts: the policy printed in section 1, then\n" + PROMPTS["baseline"].removeprefix(POLICY)
-    assert PROMPTS["candidate"] == PROMPTS["baseline"].replace(shared.splitlines()[-1], inserted + shared.splitlines()[-1])
+    assert PROMPTS["candidate"] == PROMPTS["baseline"].replace(
+        shared.splitlines()[-1], inserted + shared.splitlines()[-1]
+    )
     assert inserted.startswith("Decide in this order")
 
 

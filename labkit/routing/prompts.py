@@ -86,8 +86,7 @@ def prompt_difference(baseline: str | None = None, candidate: str | None = None)
     _, at, _, start, end = edits[0]
     shared = "the policy printed in section 1" if old[:at] == POLICY else repr(old[:at])
     return (
-        f"both prompts: {shared}, then\n{old[at:]}\n\n"
-        f"the candidate inserts, just before that line:\n{new[start:end]}"
+        f"both prompts: {shared}, then\n{old[at:]}\n\nthe candidate inserts, just before that line:\n{new[start:end]}"
     )
 
 
