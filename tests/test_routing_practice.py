@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from labkit.course.shortcuts import calls_to
 from labkit.errors import RouteGradeError
 from labkit.paths import fixtures_dir
 from labkit.routing.grader import load
@@ -61,7 +62,7 @@ def _trials(suite, baseline):
 
 def test_a_correct_repair_passes_the_check(shipped):
     suite, sha, baseline, _ = shipped
-    check_smallest_repair(_urgent_first, _trials(suite, baseline), suite_sha256=sha)
+    check_smallest_repair(_urgent_first, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
 
 
 def test_a_repair_that_ignores_a_cheap_outage_is_refused_without_the_answer(shipped):
@@ -71,7 +72,7 @@ def test_a_repair_that_ignores_a_cheap_outage_is_refused_without_the_answer(ship
         return [] if new["correct"] >= old["correct"] else [new["failures"][0]["id"]]
 
     with pytest.raises(AssertionError, match=r"outage weighs 1: with .* still fails"):
-        check_smallest_repair(counts_only, _trials(suite, baseline), suite_sha256=sha)
+        check_smallest_repair(counts_only, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
 
 
 def test_a_longer_repair_than_needed_is_refused(shipped):
@@ -81,7 +82,7 @@ def test_a_longer_repair_than_needed_is_refused(shipped):
         return [f["id"] for f in new["failures"]]
 
     with pytest.raises(AssertionError, match="fewer are enough"):
-        check_smallest_repair(everything, _trials(suite, baseline), suite_sha256=sha)
+        check_smallest_repair(everything, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
 
 
 def test_a_call_into_the_grader_is_refused(shipped):
@@ -93,4 +94,4 @@ def test_a_call_into_the_grader_is_refused(shipped):
         return _urgent_first(old, new)
 
     with pytest.raises(AssertionError, match=r"calls labkit's labkit\.routing\.grader\.regressions"):
-        check_smallest_repair(borrowed, _trials(suite, baseline), suite_sha256=sha)
+        check_smallest_repair(borrowed, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)

@@ -9,6 +9,7 @@ edited suite file would be refused, because the edited bytes hash differently.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from labkit.errors import RouteGradeError
@@ -34,20 +35,23 @@ def with_penalties(suite: Mapping[str, Any], **weights: int) -> dict[str, Any]:
 
 
 def check_smallest_repair(
-    smallest_repair: Callable[[dict[str, Any], dict[str, Any]], list[str]], trials: Trials, *, suite_sha256: str
+    smallest_repair: Callable[[dict[str, Any], dict[str, Any]], list[str]],
+    trials: Trials,
+    *,
+    suite_sha256: str,
+    watch: Callable[..., AbstractContextManager[list[str]]],
 ) -> None:
     """Grade ``smallest_repair(old, new)`` on each trial ``name: (suite, baseline, candidate)``; raise on a wrong one.
 
     The learner's function sees only the `REPAIR_KEYS` of each run's summary, and may not call
-    any function of labkit's grader. Its ids, routed right, must make the candidate pass, and no
-    shorter repair may exist. Raises `AssertionError` naming the trial, without the answer.
+    any function of labkit's grader: ``watch`` (the course's `calls_to`) lists the ones it called.
+    Its ids, routed right, must make the candidate pass, and no shorter repair may exist.
+    Raises `AssertionError` naming the trial, without the answer.
     """
-    from labkit.course.shortcuts import calls_to
-
     for name, (suite, baseline, candidate) in trials.items():
         result = compare(suite, suite_sha256, baseline, candidate)
         old, new = ({key: result[side][key] for key in REPAIR_KEYS} for side in ("baseline", "candidate"))
-        with calls_to(*own_functions()) as called:
+        with watch(*own_functions()) as called:
             mine = smallest_repair(old, new)
         assert not called, f"smallest_repair calls labkit's {called[0]}: find the repair yourself"
         wrong = {failure["id"]: failure["expected"] for failure in new["failures"]}
