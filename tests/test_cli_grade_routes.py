@@ -127,6 +127,21 @@ def test_wrong_number_of_arguments_exits_1_not_2(folder, capsys):
     assert captured.err.count("\n") == 1 and "required" in captured.err
 
 
+def test_an_unrecognized_argument_exits_1_not_2(folder, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        grade(folder, "candidate.json", "--bogus")
+    assert stopped.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "unrecognized arguments: --bogus" in captured.err
+
+
+def test_an_unrecognized_argument_of_another_verb_keeps_argparses_2(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["verify", "--bogus-flag-for-this-test"])
+    assert stopped.value.code == 2
+
+
 def test_help_shows_an_example_and_the_exit_codes(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["grade-routes", "--help"])

@@ -27,6 +27,13 @@ def test_the_shipped_candidate_exits_2_with_the_report_on_standard_output():
     assert str(run).splitlines()[1] == f"exit code: 2 ({EXIT_CODES[2]})"
 
 
+def test_an_unrecognized_argument_exits_1_with_one_line_and_nothing_on_stdout():
+    run = grade_routes(SHIPPED / "suite.json", SHIPPED / "baseline.json", SHIPPED / "candidate.json", extra=["--bogus"])
+    assert run.exit_code == 1 and run.stdout == ""
+    assert run.command.endswith("candidate.json --bogus")
+    assert run.stderr.count("\n") == 1 and "unrecognized arguments: --bogus" in run.stderr
+
+
 def test_a_protected_case_goes_to_the_command_as_protect_flags(scratch_in_tmp):
     candidate, _ = load(SHIPPED / "candidate.json")
     candidate["predictions"][0]["route"] = "urgent_support"  # t1 fixed: the candidate now passes

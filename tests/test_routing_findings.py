@@ -76,3 +76,18 @@ def test_prompt_change_verdict_tells_a_failed_absolute_condition_from_a_regressi
     trade = apply_changes(wrong_urgent, fixes)  # no worse on either count, yet t3 broke
     traded = compare(suite, sha, wrong_urgent, trade)
     assert "This is not a regression" not in prompt_change_verdict(traded, [wrong_urgent, trade])
+
+
+def test_prompt_change_verdict_sets_each_prompt_against_a_trivial_floor(shipped):
+    from labkit.routing.grader import constant_run, score, validate_suite
+
+    suite, sha, baseline, _ = shipped
+    wrong_urgent = apply_changes(baseline, [{"id": "t1", "route": "sales"}, {"id": "t2", "route": "sales"}])
+    report = compare(suite, sha, wrong_urgent, baseline)
+    floor = score(suite, validate_suite(suite), sha, constant_run(suite, sha, "sales"))
+    text = prompt_change_verdict(report, [wrong_urgent, baseline], floor=floor)
+    assert "The baseline prompt (6 right, 42 points) beats the trivial run 'always sales'" in text
+    assert "The candidate prompt (8 right, 2 points) beats the trivial run 'always sales' (3 right, 45 points)" in text
+    always = constant_run(suite, sha, "sales")
+    tied = prompt_change_verdict(compare(suite, sha, always, baseline), [always, baseline], floor=floor)
+    assert "The baseline prompt (3 right, 45 points) does not beat the trivial run 'always sales'" in tied

@@ -1087,3 +1087,33 @@ def test_prediction_routes_refuses_a_missing_or_repeated_answer_instead_of_dropp
         prediction_routes([p for p in predictions if p["id"] != "t10"], cases=cases, where="mine")
     with pytest.raises(RouteGradeError, match='predicts case "t1" more than once'):
         prediction_routes([*predictions, {"id": "t1", "route": "sales"}], cases=cases)
+
+
+def test_a_constant_run_sends_every_case_to_one_route_and_scores_as_the_floor():
+    from labkit.paths import fixtures_dir
+    from labkit.routing.grader import constant_run, summary_table
+
+    suite, sha = load(fixtures_dir() / "routing" / "suite.json")
+    always = constant_run(suite, sha, "sales")
+    assert always["origin"] == "simulated" and always["label"] == "always sales"
+    assert {p["route"] for p in always["predictions"]} == {"sales"}
+    summary = score(suite, validate_suite(suite), sha, always)
+    assert (summary["correct"], summary["penalty_points"], summary["urgent_misses"]) == (3, 45, 2)
+    table = summary_table(summary)
+    assert table.loc["always sales", "correct"] == 3 and table.columns[0] == "origin"
+    with pytest.raises(RouteGradeError, match="not a known route"):
+        constant_run(suite, sha, "refunds")
+
+
+def test_failure_and_case_tables_hold_every_failure_and_every_weight():
+    from labkit.paths import fixtures_dir
+    from labkit.routing.grader import case_table, failure_table
+
+    suite, sha = load(fixtures_dir() / "routing" / "suite.json")
+    candidate, _ = load(fixtures_dir() / "routing" / "candidate.json")
+    summary = score(suite, validate_suite(suite), sha, candidate)
+    failures = failure_table(summary)
+    assert list(failures["id"]) == ["t1"] and failures["penalty"].tolist() == [20]
+    cases = case_table(suite)
+    assert list(cases.columns[:2]) == ["expected", "weight"]
+    assert cases.loc["t1", "weight"] == 20 and cases.loc["t3", "weight"] == 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from labkit.authored import AuthoringAdapter
 from labkit.paths import fixtures_dir
 from labkit.recording import load_run
@@ -14,11 +16,14 @@ from labkit.routing.prompts import (
     SETTINGS,
     captured_pair,
     captured_replies,
+    captured_table,
     gate_run,
     make_requests,
     parse_route,
+    prompt_difference,
     prompt_messages,
 )
+from labkit.routing.suite import POLICY
 
 
 def test_the_model_sees_a_prompt_version_and_the_ticket_text_never_its_id_label_or_penalty():
@@ -105,3 +110,28 @@ def test_the_captured_replies_are_the_raw_text_the_pair_was_built_from():
 
 def test_a_reply_with_a_repeated_route_key_is_malformed_not_the_last_value():
     assert parse_route('{"route": "sales", "route": "urgent_support"}') == (None, "not JSON")
+
+
+def test_prompt_difference_shows_the_shared_end_and_the_inserted_order_of_decisions():
+    text = prompt_difference()
+    shared, inserted = text.split("\n\nthe candidate inserts, just before that line:\n")
+    assert shared == "both prompts: the policy printed in section 1, then\n" + PROMPTS["baseline"].removeprefix(POLICY)
+    assert PROMPTS["candidate"] == PROMPTS["baseline"].replace(
+        shared.splitlines()[-1], inserted + shared.splitlines()[-1]
+    )
+    assert inserted.startswith("Decide in this order")
+
+
+def test_prompt_difference_refuses_prompts_that_differ_by_more_than_one_insertion():
+    with pytest.raises(ValueError, match="one passage inserted"):
+        prompt_difference("Route it. Reply.", "Route it now. Answer.")
+
+
+def test_captured_table_puts_each_tickets_expected_route_beside_both_raw_replies():
+    suite, _ = load(fixtures_dir() / "routing" / "suite.json")
+    model, table = captured_table(suite)
+    _, replies = captured_replies()
+    assert model == load_run(RUN_CAPTURED).model.id
+    assert list(table.columns) == ["expected", "baseline prompt", "candidate prompt"]
+    assert table.loc["t1", "expected"] == "urgent_support"
+    assert list(table["candidate prompt"].items()) == replies["candidate"]

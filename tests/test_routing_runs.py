@@ -68,3 +68,28 @@ def test_captured_replies_keep_each_raw_reply_with_its_recorded_cost():
 )
 def test_a_reply_json_loads_would_accept_leniently_is_malformed(raw):
     assert parse_route_reply("t1", raw) == (None, "not JSON")
+
+
+def test_recording_summary_names_the_model_the_pinned_server_and_counts_errors_and_retries():
+    from labkit.recording import load_run
+    from labkit.routing.runs import RUN_CAPTURED, recording_summary
+
+    recorded = load_run(RUN_CAPTURED)
+    lines = recording_summary().splitlines()
+    assert lines[0] == f"{RUN_CAPTURED}: origin=captured, model={recorded.model.id}"
+    assert lines[1] == "served by: local-llama-cpp (llama-cpp-python==0.3.36 in constraints.txt)"
+    assert "response_format" not in lines[2] and "'max_tokens': 40" in lines[2]
+    assert lines[-1] == f"calls: {len(recorded.bindings)}, transport errors: 0, retries: 0"
+    assert "system prompt" not in recording_summary(instruction=None)
+
+
+def test_captured_calls_puts_the_expected_route_beside_each_raw_reply():
+    from labkit.paths import fixtures_dir
+    from labkit.routing.grader import load
+    from labkit.routing.runs import captured_calls, captured_replies
+
+    suite, _ = load(fixtures_dir() / "routing" / "suite.json")
+    calls = captured_calls(suite)
+    assert list(calls.columns) == ["expected", "raw reply (captured)", "tokens", "latency_s"]
+    assert calls.loc["t9", "expected"] == "support"
+    assert list(calls["raw reply (captured)"].items()) == [(r["id"], r["raw reply"]) for r in captured_replies()]

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, module_name in VERBS.items():
         importlib.import_module(module_name).add_parser(subparsers, name)
+        subparsers.choices[name].set_defaults(verb_parser=subparsers.choices[name])
     return parser
 
 
@@ -41,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `labkit` console script."""
     from labkit.errors import LabkitError
 
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the verb's own parser reports it, so a verb that sets its usage exit code keeps it
+        args.verb_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.handler(args))
     except LabkitError as exc:

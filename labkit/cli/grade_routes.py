@@ -45,7 +45,11 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
 
 
 def exit_1_on_usage_error(parser: argparse.ArgumentParser) -> None:
-    """Make a usage error (a missing or unknown argument) exit 1, not argparse's 2, which this verb keeps for a failed rule."""
+    """Make a usage error of this verb (an argument missing or not recognized) exit 1, not argparse's 2.
+
+    This verb keeps exit code 2 for a failed rule. `labkit.cli.main` sends unrecognized arguments
+    to the verb's own parser, so they reach this handler too.
+    """
 
     def usage_error(message: str) -> NoReturn:
         parser.exit(1, f"{parser.prog}: error: {message} (see --help)\n")

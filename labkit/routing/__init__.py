@@ -12,6 +12,8 @@
 - `labkit.routing.prompts`: the lesson's recordable requests: two prompt versions over the same suite, the
   model returning only a route and the application keeping the ids; `captured_pair` gives the gate two
   captured runs.
+- `labkit.routing.practice`: the exercises' what-if runs and suites (`with_routes`, `with_penalties`), and
+  `check_smallest_repair`.
 - `labkit.routing.findings`: the notebook's findings in words, each figure taken from the gate's own numbers.
 
 Importing this package imports nothing heavy.

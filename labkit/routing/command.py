@@ -86,11 +86,19 @@ def shown_path(path: str | Path) -> str:
 
 
 def grade_routes(
-    suite: str | Path, baseline: str | Path, candidate: str | Path, *, protect: Iterable[str] = ()
+    suite: str | Path,
+    baseline: str | Path,
+    candidate: str | Path,
+    *,
+    protect: Iterable[str] = (),
+    extra: Iterable[str] = (),
 ) -> GateCommand:
-    """Run ``labkit grade-routes SUITE BASELINE CANDIDATE [--protect ID ...]`` in a fresh process and return it."""
+    """Run ``labkit grade-routes SUITE BASELINE CANDIDATE [--protect ID ...]`` in a fresh process and return it.
+
+    ``extra`` arguments go on the command line as given, after the others: a way to show a usage error.
+    """
     paths = [suite, baseline, candidate]
-    options = [part for cid in protect for part in ("--protect", cid)]
+    options = [part for cid in protect for part in ("--protect", cid)] + list(extra)
     argv = [sys.executable, "-m", "labkit", "grade-routes", *map(str, paths), *options]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)

@@ -75,10 +75,13 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> 
     )
 
 
-def prompt_change_verdict(report: Mapping[str, Any], runs: Iterable[Mapping[str, Any]]) -> str:
+def prompt_change_verdict(
+    report: Mapping[str, Any], runs: Iterable[Mapping[str, Any]], *, floor: Mapping[str, Any] | None = None
+) -> str:
     """Read a gated prompt change: what failed, whether anything regressed, and the routes the model ever chose.
 
     ``runs`` are every captured run whose routes count towards "the routes the model chose".
+    ``floor`` is the `score` of a trivial run (`constant_run`); each prompt is then set against it.
     """
     old, new = report["baseline"], report["candidate"]
     changes = ticket_changes(old, new)
@@ -100,4 +103,13 @@ def prompt_change_verdict(report: Mapping[str, Any], runs: Iterable[Mapping[str,
         f" In all {len(chosen)} well-formed replies captured from this model it chose only "
         f"{' or '.join(sorted(set(chosen)))}" + (f", never {' or '.join(never)}." if never else ".")
     )
+    if floor is not None:
+        for name, run in (("baseline", old), ("candidate", new)):
+            beats = run["correct"] > floor["correct"] and run["penalty_points"] < floor["penalty_points"]
+            text += (
+                f" The {name} prompt ({run['correct']} right, {run['penalty_points']} points) "
+                + ("beats" if beats else "does not beat")
+                + f" the trivial run {floor['label']!r} ({floor['correct']} right, {floor['penalty_points']} points)"
+                + (" on both counts." if beats else ", which reads no ticket.")
+            )
     return text + f" The candidate prompt has {sign_test_sentence(changes)}"

@@ -526,6 +526,45 @@ def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) 
     return {**run, "predictions": predictions}
 
 
+def constant_run(suite: Any, suite_sha256: str, route: str) -> dict[str, Any]:
+    """Return the trivial run that sends every case of ``suite`` to one ``route`` (origin ``simulated``).
+
+    It is the floor a router must beat: a run that reads no ticket at all.
+    """
+    _check_route(route, "constant run route")
+    predictions = [{"id": case["id"], "route": route} for case in suite["cases"]]
+    return {"label": f"always {route}", "origin": "simulated", "suite_sha256": suite_sha256, "predictions": predictions}
+
+
+#: The columns `summary_table` shows, from each `score` summary.
+HEADLINE = ("origin", "correct", "accuracy", "penalty_points", "urgent_misses")
+
+
+def summary_table(*summaries: Mapping[str, Any]) -> pd.DataFrame:
+    """Return one row per `score` summary, indexed by its run's label, with the `HEADLINE` columns."""
+    import pandas as pd
+
+    rows = [{key: summary[key] for key in HEADLINE} for summary in summaries]
+    return pd.DataFrame(rows, index=pd.Index([summary["label"] for summary in summaries], name="run"))
+
+
+def failure_table(*summaries: Mapping[str, Any]) -> pd.DataFrame:
+    """Return every failure of the given `score` summaries, one row each, indexed by its run's label."""
+    import pandas as pd
+
+    rows = [{"run": summary["label"], **failure} for summary in summaries for failure in summary["failures"]]
+    return pd.DataFrame(rows, columns=["run", "id", "expected", "actual", "penalty"]).set_index("run")
+
+
+def case_table(suite: Mapping[str, Any]) -> pd.DataFrame:
+    """Return the suite's cases indexed by id: the expected route, its penalty weight, and the ticket text."""
+    import pandas as pd
+
+    cases = pd.DataFrame(suite["cases"]).set_index("id")
+    cases.insert(1, "weight", cases["expected"].map(suite["penalties"]))
+    return cases
+
+
 def route_slices(report: Mapping[str, Any]) -> pd.DataFrame:
     """Return, per expected route, its cases and each run's right routes and penalty points.
 

@@ -32,9 +32,11 @@ __all__ = [
     "SETTINGS",
     "captured_pair",
     "captured_replies",
+    "captured_table",
     "gate_run",
     "make_requests",
     "parse_route",
+    "prompt_difference",
     "prompt_messages",
     "run_fixtures",
 ]
@@ -67,6 +69,25 @@ ROUTE_ONLY_FORMAT = local_response_format(
     }
 )
 SETTINGS = {"temperature": 0, "seed": 0, "max_tokens": 24, "response_format": ROUTE_ONLY_FORMAT}
+
+
+def prompt_difference(baseline: str | None = None, candidate: str | None = None) -> str:
+    """Say what the candidate prompt adds to the baseline, refusing a pair that differs in more than one insertion.
+
+    By default it compares the two `PROMPTS`; both start with the policy printed in section 1.
+    """
+    import difflib
+
+    old = PROMPTS["baseline"] if baseline is None else baseline
+    new = PROMPTS["candidate"] if candidate is None else candidate
+    edits = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(edits) != 1 or edits[0][0] != "insert":
+        raise ValueError("the candidate prompt must be the baseline with one passage inserted")
+    _, at, _, start, end = edits[0]
+    shared = "the policy printed in section 1" if old[:at] == POLICY else repr(old[:at])
+    return (
+        f"both prompts: {shared}, then\n{old[at:]}\n\nthe candidate inserts, just before that line:\n{new[start:end]}"
+    )
 
 
 def prompt_messages(version: str, text: str) -> list[dict[str, str]]:
@@ -120,6 +141,20 @@ def captured_replies(run: str | Path = RUN_CAPTURED) -> tuple[str, dict[str, lis
 
     boundary = connect(str(run), lesson="06", settings=SETTINGS, mode="replay")
     return boundary.model, make_requests(boundary)
+
+
+def captured_table(suite: dict[str, Any], run: str | Path = RUN_CAPTURED) -> tuple[str, Any]:
+    """Replay a recorded two-prompt run; return its model's name and a table of raw replies per prompt version.
+
+    The table is indexed by ticket id, with the suite's ``expected`` route first.
+    """
+    import pandas as pd
+
+    model, replies = captured_replies(run)
+    table = pd.DataFrame({f"{version} prompt": dict(pairs) for version, pairs in replies.items()})
+    expected = {case["id"]: case["expected"] for case in suite["cases"]}
+    table.insert(0, "expected", table.index.map(expected))
+    return model, table.rename_axis("id")
 
 
 def captured_pair(run: str | Path = RUN_CAPTURED) -> tuple[dict[str, Any], dict[str, Any], list[Malformed]]:

@@ -140,6 +140,49 @@ def captured_replies(run: str | Path = RUN_CAPTURED) -> list[dict[str, Any]]:
     ]
 
 
+def recording_summary(
+    run: str | Path = RUN_CAPTURED, *, settings: dict[str, Any] = SETTINGS, instruction: str | None = INSTRUCTION
+) -> str:
+    """Describe a recorded run in a few lines: its origin and model, the server, the settings, the prompt's end.
+
+    The server line names the package version the course pins in ``constraints.txt``; the run
+    itself records only the kind of endpoint. The last line counts the calls' transport errors
+    and retries, as the recording kept them. ``instruction=None`` leaves out the system prompt.
+    """
+    from labkit.paths import project_root
+    from labkit.recording import load_run
+
+    recorded = load_run(run)
+    pins = (project_root() / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    pinned = next((line for line in pins if line.startswith("llama-cpp-python==")), "no pin found")
+    shown = {key: value for key, value in settings.items() if key != "response_format"}
+    errors = sum(len(binding.transport_errors) for binding in recorded.bindings)
+    retries = sum(binding.retries for binding in recorded.bindings)
+    prompt = [] if instruction is None else ["system prompt: the policy printed in section 1, then", instruction]
+    return "\n".join(
+        [
+            f"{recorded.run_id}: origin={recorded.origin}, model={recorded.model.id}",
+            f"served by: {recorded.model.endpoint_kind} ({pinned} in constraints.txt)",
+            f"settings: {shown} + the reply schema",
+            *prompt,
+            f"calls: {len(recorded.bindings)}, transport errors: {errors}, retries: {retries}",
+        ]
+    )
+
+
+def captured_calls(suite: dict[str, Any], run: str | Path = RUN_CAPTURED) -> Any:
+    """Return `captured_replies` as a table indexed by ticket id, with each ticket's expected route first.
+
+    The columns are ``expected``, ``raw reply (captured)``, ``tokens`` and ``latency_s``.
+    """
+    import pandas as pd
+
+    expected = {case["id"]: case["expected"] for case in suite["cases"]}
+    calls = pd.DataFrame(captured_replies(run)).set_index("id").drop(columns="retries")
+    calls.insert(0, "expected", calls.index.map(expected))
+    return calls.rename(columns={"raw reply": "raw reply (captured)"})
+
+
 def suite_sha256() -> str:
     """Return the SHA-256 of the committed suite file, which every run must name."""
     return file_sha256(fixtures_dir() / "routing" / "suite.json")

@@ -1,0 +1,97 @@
+"""The exercises' what-if helpers and the smallest-repair check refuse what they should."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit.course.shortcuts import calls_to
+from labkit.errors import RouteGradeError
+from labkit.paths import fixtures_dir
+from labkit.routing.grader import load
+from labkit.routing.practice import check_smallest_repair, with_penalties, with_routes
+
+
+@pytest.fixture
+def shipped():
+    folder = fixtures_dir() / "routing"
+    suite, sha = load(folder / "suite.json")
+    baseline, _ = load(folder / "baseline.json")
+    candidate, _ = load(folder / "candidate.json")
+    return suite, sha, baseline, candidate
+
+
+def test_with_routes_changes_only_the_named_cases_and_leaves_the_run_alone(shipped):
+    _, _, baseline, _ = shipped
+    changed = with_routes(baseline, t7="sales", t3="sales")
+    routes = {p["id"]: p["route"] for p in changed["predictions"]}
+    before = {p["id"]: p["route"] for p in baseline["predictions"]}
+    assert routes == {**before, "t7": "sales", "t3": "sales"}
+    assert before["t3"] == "billing"
+
+
+def test_with_penalties_changes_a_weight_and_refuses_an_unknown_route(shipped):
+    suite, _, _, _ = shipped
+    assert with_penalties(suite, billing=3)["penalties"]["billing"] == 3
+    assert suite["penalties"]["billing"] == 1
+    with pytest.raises(RouteGradeError, match="no route refunds"):
+        with_penalties(suite, refunds=3)
+
+
+def _urgent_first(old, new):
+    chosen = [f for f in new["failures"] if f["expected"] == "urgent_support"]
+    for failure in sorted((f for f in new["failures"] if f not in chosen), key=lambda f: -f["penalty"]):
+        if (
+            new["correct"] + len(chosen) >= old["correct"]
+            and new["penalty_points"] - sum(f["penalty"] for f in chosen) <= old["penalty_points"]
+        ):
+            break
+        chosen.append(failure)
+    return [f["id"] for f in chosen]
+
+
+def _trials(suite, baseline):
+    return {
+        "outage weighs 1": (
+            with_penalties(suite, urgent_support=1),
+            baseline,
+            with_routes(baseline, t7="sales", t9="support", t1="billing"),
+        ),
+        "two billing misses": (suite, baseline, with_routes(baseline, t3="sales", t4="sales")),
+    }
+
+
+def test_a_correct_repair_passes_the_check(shipped):
+    suite, sha, baseline, _ = shipped
+    check_smallest_repair(_urgent_first, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
+
+
+def test_a_repair_that_ignores_a_cheap_outage_is_refused_without_the_answer(shipped):
+    suite, sha, baseline, _ = shipped
+
+    def counts_only(old, new):
+        return [] if new["correct"] >= old["correct"] else [new["failures"][0]["id"]]
+
+    with pytest.raises(AssertionError, match=r"outage weighs 1: with .* still fails"):
+        check_smallest_repair(counts_only, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
+
+
+def test_a_longer_repair_than_needed_is_refused(shipped):
+    suite, sha, baseline, _ = shipped
+
+    def everything(old, new):
+        return [f["id"] for f in new["failures"]]
+
+    with pytest.raises(AssertionError, match="fewer are enough"):
+        check_smallest_repair(everything, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
+
+
+def test_a_call_into_the_grader_is_refused(shipped):
+    suite, sha, baseline, _ = shipped
+    from labkit.routing import grader
+
+    def borrowed(old, new):
+        grader.regressions(old, new)
+        return _urgent_first(old, new)
+
+    with pytest.raises(AssertionError, match=r"calls labkit's labkit\.routing\.grader\.regressions"):
+        check_smallest_repair(borrowed, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
