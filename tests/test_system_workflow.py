@@ -497,3 +497,19 @@ def test_a_system_given_an_index_never_loads_another(index, monkeypatch, tmp_pat
     monkeypatch.setattr(workflow, "load_policy_index", forbidden)
     system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl")
     assert system.index is index
+
+
+def test_a_system_built_with_another_prompt_sends_it_and_nothing_else_changes(index, tmp_path):
+    other = "Reply with JSON."
+    plain, changed = ScriptedModel(ANSWER), ScriptedModel(ANSWER)
+    MinimalSystem(plain, index=index, trace_path=tmp_path / "a.jsonl").ask(POLICY_Q, "team-a", "s")
+    MinimalSystem(changed, index=index, trace_path=tmp_path / "b.jsonl", system=other).ask(POLICY_Q, "team-a", "s")
+    (_, sent), (_, sent_changed) = plain.requests[0], changed.requests[0]
+    assert sent[0]["content"] == workflow.SYSTEM and sent_changed[0]["content"] == other
+    assert sent[1:] == sent_changed[1:]
+
+
+def test_session_numbers_are_counted_per_prefix(make_system):
+    system = make_system(ANSWER)
+    assert [system.new_session("golden") for _ in range(2)] == ["golden-1", "golden-2"]
+    assert system.new_session("thread") == "thread-1"

@@ -63,10 +63,12 @@ class State(TypedDict, total=False):
     trace: Annotated[list[dict[str, Any]], operator.add]  # each node appends its record
 
 
-def build_messages(question: str, evidence: list[dict[str, str]]) -> list[dict[str, str]]:
+def build_messages(
+    question: str, evidence: list[dict[str, str]], *, system: str = SYSTEM
+) -> list[dict[str, str]]:
     """Return one request's messages: the system prompt, then question and evidence as JSON."""
     return [
-        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": system},
         {
             "role": "user",
             "content": json.dumps({"question": question, "evidence": evidence}, ensure_ascii=False),
@@ -93,11 +95,11 @@ def retrieve_node(index: PolicyIndex, *, k: int = K) -> Any:
     return retrieve
 
 
-def generate_node(adapter: Any) -> Any:
+def generate_node(adapter: Any, *, system: str = SYSTEM) -> Any:
     """Return the ``generate`` node: one model call, keeping the messages sent and the raw reply."""
 
     def generate(state: State) -> dict[str, Any]:
-        messages = build_messages(state["question"], state["evidence"])
+        messages = build_messages(state["question"], state["evidence"], system=system)
         reply, record = call_model(adapter, state["question"], messages)
         step = {"step": "generate", "model_request": messages, "raw_reply": reply}
         return {"reply": reply, "trace": [{**step, **record.model_dump()}]}
@@ -159,14 +161,19 @@ def after_check(state: State) -> str:
     return "tool" if state["result"]["status"] == "tool_call" else END
 
 
-def build_graph(index: PolicyIndex, adapter: Any, *, checkpointer: Any = None) -> Any:
-    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver."""
+def build_graph(
+    index: PolicyIndex, adapter: Any, *, checkpointer: Any = None, system: str = SYSTEM
+) -> Any:
+    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver.
+
+    ``system`` is the system prompt every request sends (`SYSTEM` unless told otherwise).
+    """
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
     builder = StateGraph(State)
     builder.add_node("retrieve", retrieve_node(index))
-    builder.add_node("generate", generate_node(adapter))
+    builder.add_node("generate", generate_node(adapter, system=system))
     builder.add_node("check", check)
     builder.add_node("tool", run_tool)
     builder.add_edge(START, "retrieve")
@@ -199,21 +206,23 @@ class MinimalSystem:
         *,
         index: PolicyIndex | None = None,
         trace_path: str | Path | None = None,
+        system: str = SYSTEM,
     ) -> None:
         self.adapter = adapter
         self.index = index if index is not None else load_policy_index()
-        self.graph = build_graph(self.index, adapter)
+        self.graph = build_graph(self.index, adapter, system=system)
         self.trace_path = Path(trace_path) if trace_path is not None else default_trace_path()
-        self._numbers = itertools.count(1)
+        self._numbers: dict[str, itertools.count[int]] = {}
 
     def saved_state(self, session_id: str) -> dict[str, Any]:
         """Return what the checkpointer holds for a session: ``{}`` for a fresh one."""
         return dict(self.graph.get_state(thread_config(session_id)).values)
 
     def new_session(self, prefix: str = "session") -> str:
-        """Return a session id that has no saved state yet: ``<prefix>-<n>``."""
+        """Return a session id that has no saved state yet: ``<prefix>-<n>``, n counted per prefix."""
+        numbers = self._numbers.setdefault(prefix, itertools.count(1))
         while True:
-            session_id = f"{prefix}-{next(self._numbers)}"
+            session_id = f"{prefix}-{next(numbers)}"
             if not self.saved_state(session_id):
                 return session_id
 

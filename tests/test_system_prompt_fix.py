@@ -1,0 +1,36 @@
+"""The prompt test: the lesson's requests with only the tool_call example changed."""
+
+from labkit.authored import AuthoringAdapter
+from labkit.course.lessons import module_of_run
+from labkit.recording import load_run
+from labkit.system import prompt_fix, runs
+from labkit.system.workflow import SYSTEM
+
+
+def test_the_fixed_prompt_changes_only_the_tool_call_sentence_and_leaves_the_intent_open():
+    assert prompt_fix.SYSTEM_FIXED != SYSTEM
+    assert SYSTEM.replace(prompt_fix.BUGGED_SENTENCE, "") == prompt_fix.SYSTEM_FIXED.replace(
+        prompt_fix.FIXED_SENTENCE, ""
+    )
+    assert '{"intent": "get_refund"' in SYSTEM
+    assert '{"intent": "get_refund"' not in prompt_fix.SYSTEM_FIXED
+    assert '{"intent": ...}' in prompt_fix.SYSTEM_FIXED
+
+
+def _sent(make_requests):
+    adapter = AuthoringAdapter(runs.AUTHORED_REPLIES, settings=runs.SETTINGS)
+    make_requests(adapter)
+    return [body["messages"] for _, body, _ in adapter.exchanges]
+
+
+def test_the_prompt_test_sends_the_lessons_requests_with_the_fixed_prompt_only():
+    lesson, fixed = _sent(runs.make_requests), _sent(prompt_fix.make_requests)
+    assert len(lesson) == len(fixed) == 4
+    for sent, sent_fixed in zip(lesson, fixed, strict=True):
+        assert sent[0]["content"] == SYSTEM and sent_fixed[0]["content"] == prompt_fix.SYSTEM_FIXED
+        assert sent[1:] == sent_fixed[1:]
+
+
+def test_each_new_run_is_checked_against_the_module_that_made_it():
+    assert module_of_run(load_run(prompt_fix.RUN_CAPTURED)) is prompt_fix
+    assert module_of_run(load_run(prompt_fix.RUN_BASELINE)) is runs
