@@ -34,3 +34,17 @@ def test_the_prompt_test_sends_the_lessons_requests_with_the_fixed_prompt_only()
 def test_each_new_run_is_checked_against_the_module_that_made_it():
     assert module_of_run(load_run(prompt_fix.RUN_CAPTURED)) is prompt_fix
     assert module_of_run(load_run(prompt_fix.RUN_BASELINE)) is runs
+
+
+def test_both_runs_replay_offline_each_with_its_own_prompt_and_the_table_sets_them_side_by_side(tmp_path):
+    asked = prompt_fix.replay_both(trace_dir=tmp_path)
+    table = prompt_fix.comparison_table(asked, tmp_path)
+    questions = [q for q, _, _ in asked["unchanged"]]
+    assert list(table.index) == questions == [q for q, _, _ in asked["fixed"]]
+    for name, run_id in (("unchanged", prompt_fix.RUN_BASELINE), ("fixed", prompt_fix.RUN_CAPTURED)):
+        replies = [b.response["choices"][0]["message"]["content"] for b in load_run(run_id).bindings]
+        assert list(table[f"{name} prompt: raw reply"]) == replies
+        assert list(table[f"{name}: status"]) == [result["status"] for _, _, result in asked[name]]
+    assert table.loc[runs.EMPTY_COUNT_QUESTION, "fixed: golden"] == "not a golden case"
+    assert table.loc[runs.GOLDEN[1].question, "fixed: golden"] == "pass"  # the count case, with a tool_call
+    assert table.loc[runs.GOLDEN[1].question, "unchanged: golden"] == "fail"
