@@ -513,3 +513,19 @@ def test_session_numbers_are_counted_per_prefix(make_system):
     system = make_system(ANSWER)
     assert [system.new_session("golden") for _ in range(2)] == ["golden-1", "golden-2"]
     assert system.new_session("thread") == "thread-1"
+
+
+def test_a_claim_check_runs_as_a_node_after_check_and_its_status_ends_the_request(index, tmp_path):
+    def no_answers(result, evidence):
+        assert evidence  # the node hands it this request's evidence
+        return {"status": "unsupported_figure"} if result["status"] == "answered" else result
+
+    system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl", claim_check=no_answers)
+    assert system.ask(POLICY_Q, "team-a", "s")["status"] == "unsupported_figure"
+    steps = [step["step"] for step in read_trace_lines(tmp_path / "t.jsonl")[0]["trace"]]
+    assert steps == ["retrieve", "generate", "check", "check_claims"]
+    counted = MinimalSystem(
+        ScriptedModel(tool_call("get_refund")), index=index, trace_path=tmp_path / "c.jsonl", claim_check=no_answers
+    )
+    assert counted.ask(POLICY_Q, "team-a", "s")["observation"]["count"] == 2  # a tool call still reaches the tool
+    assert "check_claims" not in MinimalSystem(ScriptedModel(ANSWER), index=index).graph.get_graph().nodes

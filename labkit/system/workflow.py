@@ -8,7 +8,8 @@ requests of a thread. ``check`` turns the raw reply into a status:
 validated ``tool_call`` to the tool. Only the model call carries a latency
 (`labkit.system.contract.ModelCallRecord`); `MinimalSystem.ask` times the whole request.
 ``answered`` for policy text means only that the reply is well formed and cites pages
-that were retrieved for it.
+that were retrieved for it. A ``claim_check`` (`build_graph`) adds a ``check_claims``
+node after ``check``: a check of what an answer claims against the evidence it cites.
 
 The graph is compiled with LangGraph's ``InMemorySaver``: state is kept per
 thread (``session_id``) for the life of the process, not across a restart.
@@ -20,6 +21,7 @@ import itertools
 import json
 import operator
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -42,6 +44,10 @@ SYSTEM = (
     '{"intent": "get_refund", "track_order" or "cancel_order"}, nothing else. '
     'If the evidence does not answer the question: kind "insufficient_evidence" and nothing else.'
 )
+
+
+#: A check of what a result claims: ``(result, evidence) -> result``, run after `check`.
+ClaimCheck = Callable[[dict[str, Any], list[dict[str, str]]], dict[str, Any]]
 
 
 class InvalidRequest(LabkitError, ValueError):
@@ -161,12 +167,28 @@ def after_check(state: State) -> str:
     return "tool" if state["result"]["status"] == "tool_call" else END
 
 
+def claim_check_node(claim_check: ClaimCheck) -> Any:
+    """Return the ``check_claims`` node: ``claim_check(result, evidence)`` on ``check``'s result."""
+
+    def check_claims(state: State) -> dict[str, Any]:
+        result = claim_check(state["result"], state["evidence"])
+        return {"result": result, "trace": [{"step": "check_claims", "status": result["status"]}]}
+
+    return check_claims
+
+
 def build_graph(
-    index: PolicyIndex, adapter: Any, *, checkpointer: Any = None, system: str = SYSTEM
+    index: PolicyIndex,
+    adapter: Any,
+    *,
+    checkpointer: Any = None,
+    system: str = SYSTEM,
+    claim_check: ClaimCheck | None = None,
 ) -> Any:
     """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver.
 
     ``system`` is the system prompt every request sends (`SYSTEM` unless told otherwise).
+    With ``claim_check``, a ``check_claims`` node runs it after ``check``, before the route.
     """
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
@@ -179,7 +201,12 @@ def build_graph(
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "generate")
     builder.add_edge("generate", "check")
-    builder.add_conditional_edges("check", after_check, ["tool", END])
+    last_check = "check"
+    if claim_check is not None:
+        builder.add_node("check_claims", claim_check_node(claim_check))
+        builder.add_edge("check", "check_claims")
+        last_check = "check_claims"
+    builder.add_conditional_edges(last_check, after_check, ["tool", END])
     builder.add_edge("tool", END)
     saver = InMemorySaver() if checkpointer is None else checkpointer
     return builder.compile(checkpointer=saver)
@@ -207,10 +234,11 @@ class MinimalSystem:
         index: PolicyIndex | None = None,
         trace_path: str | Path | None = None,
         system: str = SYSTEM,
+        claim_check: ClaimCheck | None = None,
     ) -> None:
         self.adapter = adapter
         self.index = index if index is not None else load_policy_index()
-        self.graph = build_graph(self.index, adapter, system=system)
+        self.graph = build_graph(self.index, adapter, system=system, claim_check=claim_check)
         self.trace_path = Path(trace_path) if trace_path is not None else default_trace_path()
         self._numbers: dict[str, itertools.count[int]] = {}
 
