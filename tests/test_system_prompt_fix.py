@@ -1,7 +1,10 @@
 """The prompt test: the lesson's requests with only the tool_call example changed."""
 
+import pytest
+
 from labkit.authored import AuthoringAdapter
 from labkit.course.lessons import module_of_run
+from labkit.errors import RecordedRunError
 from labkit.recording import load_run
 from labkit.system import prompt_fix, runs
 from labkit.system.workflow import SYSTEM
@@ -48,3 +51,10 @@ def test_both_runs_replay_offline_each_with_its_own_prompt_and_the_table_sets_th
     assert table.loc[runs.EMPTY_COUNT_QUESTION, "fixed: golden"] == "not a golden case"
     assert table.loc[runs.GOLDEN[1].question, "fixed: golden"] == "pass"  # the count case, with a tool_call
     assert table.loc[runs.GOLDEN[1].question, "unchanged: golden"] == "fail"
+
+
+def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_request(monkeypatch):
+    monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: a request would fail
+    monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
+    with pytest.raises(RecordedRunError, match=f"recorded_runs/{prompt_fix.RUN_BASELINE} already exists"):
+        prompt_fix.main([])
