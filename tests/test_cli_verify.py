@@ -7,7 +7,7 @@ from tests.signers import fingerprint, list_key, make_key, needs_ssh_keygen, res
 def test_verify_passes_on_the_committed_runs(course, capsys):
     assert main(["verify"]) == 0
     out = capsys.readouterr().out
-    assert "16 of 16 runs verified (16 signed by a listed key, 0 authored and unsigned), 0 secrets found" in out
+    assert "18 of 18 runs verified (18 signed by a listed key, 0 authored and unsigned), 0 secrets found" in out
 
 
 def test_verify_catches_a_tampered_reply(course, capsys):
@@ -97,7 +97,7 @@ def test_verify_reports_every_committed_run_signed_by_the_course_and_its_fingerp
     assert out.splitlines()[0].split() == ["run", "origin", "lesson", "bindings", "signed", "by", "status"]
     for run_id in ("02-rag-smollm2", "02-rag-authored"):
         assert _line(out, run_id).split()[4:6] == ["labkit-course", "ok"]
-    assert f"  labkit-course  {course_key.fingerprint}  signed 16 of the runs" in out
+    assert f"  labkit-course  {course_key.fingerprint}  signed 18 of the runs" in out
 
 
 def test_a_resealed_edit_with_the_old_signature_left_in_place_fails_verify(course, capsys):
@@ -129,7 +129,7 @@ def test_an_authored_run_without_a_signature_passes_and_says_it_is_unsigned(cour
         "ok",
         "(authored-by-course)",
     ]
-    assert "16 of 16 runs verified (15 signed by a listed key, 1 authored and unsigned)" in out
+    assert "18 of 18 runs verified (17 signed by a listed key, 1 authored and unsigned)" in out
 
 
 def test_a_signature_copied_from_another_run_fails_verify(course, capsys):
@@ -165,4 +165,4 @@ def test_a_key_the_forger_added_to_allowed_signers_is_shown_with_its_principal_a
     out = capsys.readouterr().out
     signers = out.split("the trust root (review every change to it):\n")[1].splitlines()
     assert signers[1] == f"  labkit-course  {fingerprint(forger)}  signed 1 of the runs"
-    assert signers[0].endswith("signed 15 of the runs")
+    assert signers[0].endswith("signed 17 of the runs")

@@ -7,14 +7,17 @@ import pytest
 from labkit.embeddings import SavedEmbeddings, UnrecordedText
 from labkit.errors import FixtureOverwriteRefused
 from labkit.system import policy
+from labkit.system.golden import GOLDEN
 from labkit.system.policy import (
     CHUNK_OVERLAP,
     CHUNK_SIZE,
     PolicyDocumentError,
     citation_id,
+    embeddings_path,
     load_policy_index,
     load_policy_pages,
     policy_path,
+    search_refusal,
     split_policy,
     write_policy_pdf,
 )
@@ -92,3 +95,19 @@ def test_a_question_without_a_saved_vector_is_refused_not_guessed():
     index = load_policy_index()
     with pytest.raises(UnrecordedText):
         index.store.similarity_search("Can I get my money back after two months?", k=3)
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_policy_index()
+
+
+def test_a_search_for_an_unembedded_text_is_refused_naming_the_file_from_the_repository(index):
+    refusal = search_refusal(index, "A question nobody embedded")
+    assert refusal.startswith("UnrecordedText: no recorded embedding for the text 'A question nobody embedded'")
+    assert "fixtures/system/embeddings.json" in refusal and str(embeddings_path()) not in refusal
+
+
+def test_search_refusal_refuses_to_report_a_text_that_has_a_saved_vector(index):
+    with pytest.raises(PolicyDocumentError, match="has a saved vector"):
+        search_refusal(index, GOLDEN[0].question)

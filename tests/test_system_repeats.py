@@ -196,6 +196,7 @@ def test_the_summary_sets_the_greedy_verdict_beside_the_sampled_rate_and_its_int
         low, high = table.loc[question, "wilson_low"], table.loc[question, "wilson_high"]
         assert row["95% Wilson interval"] == f"[{low:.2f}, {high:.2f}]"
     assert summary.loc[GOLDEN[0].question, "ended as"] == "answered 3, invalid_output 2"
+    assert "verdict" not in summary.columns  # 0 of 5 is no "never": its interval reaches 0.43
 
 
 def test_the_failed_trials_say_why_each_failed_from_the_check_or_the_golden_rules(replayed):

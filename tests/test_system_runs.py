@@ -12,11 +12,13 @@ from labkit.system.policy import load_policy_index
 from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
+    GraphDiagram,
     case_table,
     chunk_table,
     evidence_share,
     failure_table,
     golden_table,
+    model_request,
     reply_table,
     run_table,
     token_latency_table,
@@ -135,7 +137,21 @@ def test_the_run_table_reads_each_runs_origin_and_model_from_its_own_header():
         run = load_run(run_id)
         row = table.loc[run_id]
         assert (row["origin"], row["model"], row["requests"]) == (run.origin, run.model.id, len(run.bindings))
+        assert row["recorded"] == run.created_at[:10]
     assert list(table["origin"]) == ["authored", "captured"]
+
+
+def test_model_request_reads_the_messages_the_generate_step_sent(captured):
+    system, _ = captured
+    line = read_trace_lines(system.trace_path)[0]
+    generate = next(step for step in line["trace"] if step["step"] == "generate")
+    assert model_request(line) == generate["model_request"] and model_request(line)[0]["role"] == "system"
+
+
+def test_the_graph_diagram_is_mermaid_in_markdown_and_the_same_text_in_plain_view(index):
+    diagram = GraphDiagram(MinimalSystem(ScriptedModel("{}"), index=index).graph)
+    assert diagram._repr_markdown_() == f"```mermaid\n{diagram.mermaid}\n```"
+    assert repr(diagram) == diagram.mermaid and "retrieve --> generate" in diagram.mermaid
 
 
 def test_the_reply_table_shows_each_requests_raw_reply_as_the_model_sent_it(captured):

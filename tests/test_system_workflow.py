@@ -497,3 +497,35 @@ def test_a_system_given_an_index_never_loads_another(index, monkeypatch, tmp_pat
     monkeypatch.setattr(workflow, "load_policy_index", forbidden)
     system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl")
     assert system.index is index
+
+
+def test_a_system_built_with_another_prompt_sends_it_and_nothing_else_changes(index, tmp_path):
+    other = "Reply with JSON."
+    plain, changed = ScriptedModel(ANSWER), ScriptedModel(ANSWER)
+    MinimalSystem(plain, index=index, trace_path=tmp_path / "a.jsonl").ask(POLICY_Q, "team-a", "s")
+    MinimalSystem(changed, index=index, trace_path=tmp_path / "b.jsonl", system=other).ask(POLICY_Q, "team-a", "s")
+    (_, sent), (_, sent_changed) = plain.requests[0], changed.requests[0]
+    assert sent[0]["content"] == workflow.SYSTEM and sent_changed[0]["content"] == other
+    assert sent[1:] == sent_changed[1:]
+
+
+def test_session_numbers_are_counted_per_prefix(make_system):
+    system = make_system(ANSWER)
+    assert [system.new_session("golden") for _ in range(2)] == ["golden-1", "golden-2"]
+    assert system.new_session("thread") == "thread-1"
+
+
+def test_a_claim_check_runs_as_a_node_after_check_and_its_status_ends_the_request(index, tmp_path):
+    def no_answers(result, evidence):
+        assert evidence  # the node hands it this request's evidence
+        return {"status": "unsupported_figure"} if result["status"] == "answered" else result
+
+    system = MinimalSystem(ScriptedModel(ANSWER), index=index, trace_path=tmp_path / "t.jsonl", claim_check=no_answers)
+    assert system.ask(POLICY_Q, "team-a", "s")["status"] == "unsupported_figure"
+    steps = [step["step"] for step in read_trace_lines(tmp_path / "t.jsonl")[0]["trace"]]
+    assert steps == ["retrieve", "generate", "check", "check_claims"]
+    counted = MinimalSystem(
+        ScriptedModel(tool_call("get_refund")), index=index, trace_path=tmp_path / "c.jsonl", claim_check=no_answers
+    )
+    assert counted.ask(POLICY_Q, "team-a", "s")["observation"]["count"] == 2  # a tool call still reaches the tool
+    assert "check_claims" not in MinimalSystem(ScriptedModel(ANSWER), index=index).graph.get_graph().nodes

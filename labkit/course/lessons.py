@@ -87,16 +87,23 @@ def repeats_module(lesson: str) -> ModuleType:
 
 
 def record_captured(
-    lesson: str, *, run_id: str | None = None, runs_dir: Path | None = None, repeats: bool = False
+    lesson: str,
+    *,
+    run_id: str | None = None,
+    runs_dir: Path | None = None,
+    repeats: bool = False,
+    module: ModuleType | None = None,
 ) -> Path:
     """Make a lesson's requests against the live endpoint in record mode and save a new captured run.
 
     With ``repeats``, make the lesson's repeated-trials requests instead (each case sent
-    with every seed of its module's ``TRIALS``).
+    with every seed of its module's ``TRIALS``); with ``module``, that run module's
+    requests (one of the lesson's `EXTRA_RUN_MODULES`).
     """
     from labkit.boundary import connect
 
-    module = repeats_module(lesson) if repeats else lesson_module(lesson)
+    if module is None:
+        module = repeats_module(lesson) if repeats else lesson_module(lesson)
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     run_id = run_id or f"{module.RUN_CAPTURED}-{stamp}"
     check_new_run_id(run_id, runs_dir=runs_dir)  # before any request is made
@@ -115,6 +122,7 @@ def record_captured(
 #: now makes.
 EXTRA_RUN_MODULES: dict[str, tuple[str, ...]] = {
     "02": ("labkit.rag.runs", "labkit.rag.ranking"),
+    "05": ("labkit.system.prompt_fix",),
     "06": ("labkit.routing.runs",),
 }
 

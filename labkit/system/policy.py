@@ -236,6 +236,22 @@ class PolicyIndex:
         return list(dict.fromkeys(c.metadata["citation_id"] for c in self.chunks))
 
 
+def search_refusal(index: PolicyIndex, text: str, *, k: int = K) -> str:
+    """Search the index for ``text`` and return the refusal it meets when no vector was saved for it.
+
+    The file is named relative to the repository, so no machine's folders are printed.
+    Raises `PolicyDocumentError` if the search is not refused: ``text`` has a saved vector.
+    """
+    from labkit.embeddings import UnrecordedText
+
+    try:
+        index.store.similarity_search(text, k=k)
+    except UnrecordedText as error:
+        message = str(error).replace(str(embeddings_path()), relative_to_root(embeddings_path()))
+        return f"{type(error).__name__}: {message}"
+    raise PolicyDocumentError(f"{text!r} has a saved vector, so searching for it is not refused")
+
+
 def load_policy_index(
     *, path: str | Path | None = None, embeddings: SavedEmbeddings | None = None
 ) -> PolicyIndex:

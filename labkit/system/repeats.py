@@ -132,7 +132,8 @@ def repeat_summary(trials: list[GoldenTrial], greedy: dict[str, bool]) -> Any:
 
     ``greedy`` maps each question to whether the temperature-0 run passed it. Columns: that
     verdict; the trials in seed order (✓ pass, ✗ fail); passes of n; the 95% Wilson interval
-    of the sampled pass rate, as ``[low, high]``; the statuses the trials ended with; the verdict.
+    of the sampled pass rate, as ``[low, high]``; the statuses the trials ended with. No word
+    verdict: 0 of 5 is not "never", its interval reaches 0.43.
     """
     import pandas as pd
 
@@ -150,7 +151,6 @@ def repeat_summary(trials: list[GoldenTrial], greedy: dict[str, bool]) -> Any:
             "passed": row["passed"],
             "95% Wilson interval": interval(row["wilson_low"], row["wilson_high"]),
             "ended as": ", ".join(f"{s} {n}" for s, n in statuses.loc[question].items() if n),
-            "verdict": row["verdict"],
         }
         for question, row in table.iterrows()
     ]
@@ -203,7 +203,7 @@ def tie_note(trials: list[GoldenTrial]) -> str:
         return (
             "No two cases' intervals are separate, so on these trials the cases are a **tie**: the "
             "data cannot say which one the system passes more often, and a case that passed once is "
-            "not shown to be better than one that never did."
+            "not shown to be better than one that did not pass here."
         )
     pairs = "; ".join(f"*{a}* and *{b}*" for a, b in separated)
     return f"These cases' intervals are separate, the one difference the data can show: {pairs}."
@@ -232,8 +232,8 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
 
 
 def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, how to read `repeat_summary` and what it shows: the plan, the 95% Wilson
-    interval and its width at this n, the tie rule's verdict (`tie_note`), the pooled pass rate,
+    """Return, in words, how to read `repeat_summary` and what it shows: the plan, the Wilson
+    interval's width at this n, the tie rule's verdict (`tie_note`), the pooled pass rate,
     and what one trace per case would have shown (`one_trace_note`)."""
     from labkit.tables import interval
     from labkit.trials import wilson
@@ -245,11 +245,9 @@ def reading_note(trials: list[GoldenTrial]) -> str:
     return (
         f"{TRIALS.describe()} The first column is the temperature-0 run's verdict, another "
         "configuration, set beside for comparison; the next shows each trial in seed order "
-        "(✓ pass, ✗ fail). The **95% Wilson interval** is a range for the pass rate at these "
-        "settings that, over many such experiments, would contain the true rate about 95% of the "
-        f"time; it stays inside [0, 1] and is usable at small n. At n = {n} it is wide whatever "
-        f"happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass "
-        f"anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, the three cases passed "
+        f"(✓ pass, ✗ fail). At n = {n} the Wilson interval is wide whatever happens: {n} passes "
+        f"of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass anywhere up to "
+        f"{high_none:.2f}. {tie_note(trials)} Pooled, the three cases passed "
         f"{pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}: a statement "
         "about these three cases together at this temperature, not about questions in general. "
         + one_trace_note(trials)

@@ -60,16 +60,17 @@ def run_fixtures() -> list[Path]:
 
 
 def make_requests(
-    adapter: Any, *, trace_path: str | Path | None = None
+    adapter: Any, *, trace_path: str | Path | None = None, system_prompt: str | None = None
 ) -> list[tuple[str, str, dict[str, Any]]]:
     """Ask the golden set, each case on a fresh thread, then the empty count for team-b.
 
     Returns ``(question, team, result)`` for each request, in the order asked.
+    ``system_prompt`` replaces the lesson's `SYSTEM` (`labkit.system.prompt_fix` sends its own).
     """
     from labkit.system.golden import run_golden
-    from labkit.system.workflow import MinimalSystem
+    from labkit.system.workflow import SYSTEM, MinimalSystem
 
-    system = MinimalSystem(adapter, trace_path=trace_path)
+    system = MinimalSystem(adapter, trace_path=trace_path, system=system_prompt or SYSTEM)
     asked = [(case.question, case.team, result) for case, _, result, _ in run_golden(system)]
     empty = system.ask(EMPTY_COUNT_QUESTION, "team-b", system.new_session("empty-count"))
     return [*asked, (EMPTY_COUNT_QUESTION, "team-b", empty)]
@@ -79,7 +80,7 @@ def make_requests(
 
 
 def run_table(run_ids: list[str]) -> Any:
-    """Return one row per recorded run, read from its own header: origin, model, endpoint, requests."""
+    """Return one row per recorded run, read from its own header: origin, model, endpoint, date, requests."""
     import pandas as pd
 
     from labkit.recording import load_run
@@ -93,6 +94,7 @@ def run_table(run_ids: list[str]) -> Any:
                 "origin": run.origin,
                 "model": run.model.id,
                 "endpoint": run.model.endpoint_kind,
+                "recorded": run.created_at[:10],
                 "requests": len(run.bindings),
             }
         )
@@ -267,3 +269,21 @@ def token_latency_table(run: Any) -> Any:
             }
         )
     return text_table(pd.DataFrame(rows).set_index("question"))
+
+
+def model_request(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the messages one trace line's ``generate`` step sent to the model."""
+    return next(step["model_request"] for step in line["trace"] if step["step"] == "generate")
+
+
+class GraphDiagram:
+    """A compiled graph's Mermaid text: drawn where Markdown renders Mermaid, shown as text elsewhere."""
+
+    def __init__(self, graph: Any) -> None:
+        self.mermaid = graph.get_graph().draw_mermaid()
+
+    def _repr_markdown_(self) -> str:
+        return f"```mermaid\n{self.mermaid}\n```"
+
+    def __repr__(self) -> str:
+        return self.mermaid

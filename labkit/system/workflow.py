@@ -8,7 +8,8 @@ requests of a thread. ``check`` turns the raw reply into a status:
 validated ``tool_call`` to the tool. Only the model call carries a latency
 (`labkit.system.contract.ModelCallRecord`); `MinimalSystem.ask` times the whole request.
 ``answered`` for policy text means only that the reply is well formed and cites pages
-that were retrieved for it.
+that were retrieved for it. A ``claim_check`` (`build_graph`) adds a ``check_claims``
+node after ``check``: a check of what an answer claims against the evidence it cites.
 
 The graph is compiled with LangGraph's ``InMemorySaver``: state is kept per
 thread (``session_id``) for the life of the process, not across a restart.
@@ -20,6 +21,7 @@ import itertools
 import json
 import operator
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -44,6 +46,10 @@ SYSTEM = (
 )
 
 
+#: A check of what a result claims: ``(result, evidence) -> result``, run after `check`.
+ClaimCheck = Callable[[dict[str, Any], list[dict[str, str]]], dict[str, Any]]
+
+
 class InvalidRequest(LabkitError, ValueError):
     """`MinimalSystem.ask` was given a blank or non-text question, team or session id."""
 
@@ -63,10 +69,12 @@ class State(TypedDict, total=False):
     trace: Annotated[list[dict[str, Any]], operator.add]  # each node appends its record
 
 
-def build_messages(question: str, evidence: list[dict[str, str]]) -> list[dict[str, str]]:
+def build_messages(
+    question: str, evidence: list[dict[str, str]], *, system: str = SYSTEM
+) -> list[dict[str, str]]:
     """Return one request's messages: the system prompt, then question and evidence as JSON."""
     return [
-        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": system},
         {
             "role": "user",
             "content": json.dumps({"question": question, "evidence": evidence}, ensure_ascii=False),
@@ -93,11 +101,11 @@ def retrieve_node(index: PolicyIndex, *, k: int = K) -> Any:
     return retrieve
 
 
-def generate_node(adapter: Any) -> Any:
+def generate_node(adapter: Any, *, system: str = SYSTEM) -> Any:
     """Return the ``generate`` node: one model call, keeping the messages sent and the raw reply."""
 
     def generate(state: State) -> dict[str, Any]:
-        messages = build_messages(state["question"], state["evidence"])
+        messages = build_messages(state["question"], state["evidence"], system=system)
         reply, record = call_model(adapter, state["question"], messages)
         step = {"step": "generate", "model_request": messages, "raw_reply": reply}
         return {"reply": reply, "trace": [{**step, **record.model_dump()}]}
@@ -159,20 +167,46 @@ def after_check(state: State) -> str:
     return "tool" if state["result"]["status"] == "tool_call" else END
 
 
-def build_graph(index: PolicyIndex, adapter: Any, *, checkpointer: Any = None) -> Any:
-    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver."""
+def claim_check_node(claim_check: ClaimCheck) -> Any:
+    """Return the ``check_claims`` node: ``claim_check(result, evidence)`` on ``check``'s result."""
+
+    def check_claims(state: State) -> dict[str, Any]:
+        result = claim_check(state["result"], state["evidence"])
+        return {"result": result, "trace": [{"step": "check_claims", "status": result["status"]}]}
+
+    return check_claims
+
+
+def build_graph(
+    index: PolicyIndex,
+    adapter: Any,
+    *,
+    checkpointer: Any = None,
+    system: str = SYSTEM,
+    claim_check: ClaimCheck | None = None,
+) -> Any:
+    """Compile the ``retrieve -> generate -> check -> tool`` graph with an in-memory saver.
+
+    ``system`` is the system prompt every request sends (`SYSTEM` unless told otherwise).
+    With ``claim_check``, a ``check_claims`` node runs it after ``check``, before the route.
+    """
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
     builder = StateGraph(State)
     builder.add_node("retrieve", retrieve_node(index))
-    builder.add_node("generate", generate_node(adapter))
+    builder.add_node("generate", generate_node(adapter, system=system))
     builder.add_node("check", check)
     builder.add_node("tool", run_tool)
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "generate")
     builder.add_edge("generate", "check")
-    builder.add_conditional_edges("check", after_check, ["tool", END])
+    last_check = "check"
+    if claim_check is not None:
+        builder.add_node("check_claims", claim_check_node(claim_check))
+        builder.add_edge("check", "check_claims")
+        last_check = "check_claims"
+    builder.add_conditional_edges(last_check, after_check, ["tool", END])
     builder.add_edge("tool", END)
     saver = InMemorySaver() if checkpointer is None else checkpointer
     return builder.compile(checkpointer=saver)
@@ -199,21 +233,24 @@ class MinimalSystem:
         *,
         index: PolicyIndex | None = None,
         trace_path: str | Path | None = None,
+        system: str = SYSTEM,
+        claim_check: ClaimCheck | None = None,
     ) -> None:
         self.adapter = adapter
         self.index = index if index is not None else load_policy_index()
-        self.graph = build_graph(self.index, adapter)
+        self.graph = build_graph(self.index, adapter, system=system, claim_check=claim_check)
         self.trace_path = Path(trace_path) if trace_path is not None else default_trace_path()
-        self._numbers = itertools.count(1)
+        self._numbers: dict[str, itertools.count[int]] = {}
 
     def saved_state(self, session_id: str) -> dict[str, Any]:
         """Return what the checkpointer holds for a session: ``{}`` for a fresh one."""
         return dict(self.graph.get_state(thread_config(session_id)).values)
 
     def new_session(self, prefix: str = "session") -> str:
-        """Return a session id that has no saved state yet: ``<prefix>-<n>``."""
+        """Return a session id that has no saved state yet: ``<prefix>-<n>``, n counted per prefix."""
+        numbers = self._numbers.setdefault(prefix, itertools.count(1))
         while True:
-            session_id = f"{prefix}-{next(self._numbers)}"
+            session_id = f"{prefix}-{next(numbers)}"
             if not self.saved_state(session_id):
                 return session_id
 

@@ -1,0 +1,60 @@
+"""The prompt test: the lesson's requests with only the tool_call example changed."""
+
+import pytest
+
+from labkit.authored import AuthoringAdapter
+from labkit.course.lessons import module_of_run
+from labkit.errors import RecordedRunError
+from labkit.recording import load_run
+from labkit.system import prompt_fix, runs
+from labkit.system.workflow import SYSTEM
+
+
+def test_the_fixed_prompt_changes_only_the_tool_call_sentence_and_leaves_the_intent_open():
+    assert prompt_fix.SYSTEM_FIXED != SYSTEM
+    assert SYSTEM.replace(prompt_fix.BUGGED_SENTENCE, "") == prompt_fix.SYSTEM_FIXED.replace(
+        prompt_fix.FIXED_SENTENCE, ""
+    )
+    assert '{"intent": "get_refund"' in SYSTEM
+    assert '{"intent": "get_refund"' not in prompt_fix.SYSTEM_FIXED
+    assert '{"intent": ...}' in prompt_fix.SYSTEM_FIXED
+
+
+def _sent(make_requests):
+    adapter = AuthoringAdapter(runs.AUTHORED_REPLIES, settings=runs.SETTINGS)
+    make_requests(adapter)
+    return [body["messages"] for _, body, _ in adapter.exchanges]
+
+
+def test_the_prompt_test_sends_the_lessons_requests_with_the_fixed_prompt_only():
+    lesson, fixed = _sent(runs.make_requests), _sent(prompt_fix.make_requests)
+    assert len(lesson) == len(fixed) == 4
+    for sent, sent_fixed in zip(lesson, fixed, strict=True):
+        assert sent[0]["content"] == SYSTEM and sent_fixed[0]["content"] == prompt_fix.SYSTEM_FIXED
+        assert sent[1:] == sent_fixed[1:]
+
+
+def test_each_new_run_is_checked_against_the_module_that_made_it():
+    assert module_of_run(load_run(prompt_fix.RUN_CAPTURED)) is prompt_fix
+    assert module_of_run(load_run(prompt_fix.RUN_BASELINE)) is runs
+
+
+def test_both_runs_replay_offline_each_with_its_own_prompt_and_the_table_sets_them_side_by_side(tmp_path):
+    asked = prompt_fix.replay_both(trace_dir=tmp_path)
+    table = prompt_fix.comparison_table(asked, tmp_path)
+    questions = [q for q, _, _ in asked["unchanged"]]
+    assert list(table.index) == questions == [q for q, _, _ in asked["fixed"]]
+    for name, run_id in (("unchanged", prompt_fix.RUN_BASELINE), ("fixed", prompt_fix.RUN_CAPTURED)):
+        replies = [b.response["choices"][0]["message"]["content"] for b in load_run(run_id).bindings]
+        assert list(table[f"{name} prompt: raw reply"]) == replies
+        assert list(table[f"{name}: status"]) == [result["status"] for _, _, result in asked[name]]
+    assert table.loc[runs.EMPTY_COUNT_QUESTION, "fixed: golden"] == "not a golden case"
+    assert table.loc[runs.GOLDEN[1].question, "fixed: golden"] == "pass"  # the count case, with a tool_call
+    assert table.loc[runs.GOLDEN[1].question, "unchanged: golden"] == "fail"
+
+
+def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_request(monkeypatch):
+    monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: a request would fail
+    monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
+    with pytest.raises(RecordedRunError, match=f"recorded_runs/{prompt_fix.RUN_BASELINE} already exists"):
+        prompt_fix.main([])
