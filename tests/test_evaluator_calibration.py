@@ -276,3 +276,14 @@ def test_lesson_tone_judge_needs_two_fixes_and_a_missed_fail_moves_kappa_more():
     judged = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="tone")
     people, judge = labels.column(labels.held_out, "tone"), [judged[p] for p in labels.held_out]
     assert fewest_fixes(people, judge, report.inputs.rubric.agreement_rule) == 2
+
+
+def test_kappa_after_one_fix_fixes_one_missed_item_of_the_label_and_refuses_a_label_never_missed():
+    from labkit.evaluator.calibration import kappa, kappa_after_one_fix
+
+    people = ["fail", "fail", "pass", "pass", "pass", "pass"]
+    judge = ["pass", "fail", "fail", "pass", "pass", "pass"]
+    assert kappa_after_one_fix(people, judge, "fail") == kappa(people, ["fail", "fail", "fail", "pass", "pass", "pass"])
+    assert kappa_after_one_fix(people, judge, "pass") == kappa(people, ["pass", "fail", "pass", "pass", "pass", "pass"])
+    with pytest.raises(ValueError, match="disagrees on no item labeled 'partial'"):
+        kappa_after_one_fix(people, judge, "partial")

@@ -126,3 +126,22 @@ def test_the_generation_model_experiment_does_not_compare_costs_priced_different
     )
     measures = [c["measure"] for c in experiment.result["comparisons"]]
     assert measures == ["passes schema", "passes length", "passes numeric_claims"]
+
+
+def test_the_judge_model_experiment_is_decided_by_the_rule_and_has_no_comparison_rows(tmp_path):
+    from labkit.evaluator.experiments import comparisons_table, log_lesson_experiments
+    from labkit.evaluator.lesson import RUN_AUTHORED, RUN_CAPTURED, load_inputs
+    from labkit.evaluator.report import evaluate_run
+
+    inputs = load_inputs()
+    authored = evaluate_run(RUN_AUTHORED, inputs=inputs)
+    captured = evaluate_run(RUN_CAPTURED, inputs=inputs)
+    log = tmp_path / "log.jsonl"
+    log.write_text("not json\n", encoding="utf-8")  # an old log is replaced, not appended to
+    logged = log_lesson_experiments(authored, captured, log)
+    assert [e.variable for e in logged] == ["judge arrangement", "judge arrangement", "judge model", "generation model"]
+    judge = logged[2]
+    assert "comparisons" not in judge.result and judge.result["kappa_differences"]
+    assert judge.outcome == "failed"  # the rule routes no criterion to the captured judge
+    assert not comparisons_table(logged)["experiment"].str.startswith("judge-model").any()
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 4

@@ -72,8 +72,10 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
     _, captured, _ = runs
     text = readings.captured_first_look(captured)
     refused = sum(1 for c in captured.runs.judging.calls if c.rejected)
-    assert f"{refused} of its {len(captured.runs.judging.calls)} judge replies were refused" in text
+    assert f"{refused} of the model's {len(captured.runs.judging.calls)} judge replies were refused" in text
     assert "5 of its 6 explanations" in text and "*110 grams* beside the fact 340 g" in text
+    assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
+    assert "All 24 descriptions pass the schema check because" in text
     better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
     with pytest.raises(ReadingOutdated, match="near or below chance"):
         readings.captured_first_look(better)
@@ -82,12 +84,31 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
 def test_experiments_and_generation_readings_call_ties_ties(runs):
     _, captured, logged = runs
     text = readings.experiments_reading(logged)
-    assert text.startswith("10 of the 12 compared measures are ties")
+    assert text.startswith("All 9 compared measures are ties")
     assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text
+    assert "per-criterion is *below* bundled on all three" in text and "so the experiment `failed`" in text
     tie = readings.generation_tie_reading(captured, logged)
     assert "fell from 22/24 to 18/24, a tie only because the difference interval [-0.38, 0.00]" in tie
+    assert "a failure the course planted (23/24) against a pass the server's grammar enforced (24/24)" in tie
     with pytest.raises(ReadingOutdated, match="both arrangement experiments"):
         readings.experiments_reading([logged[0].model_copy(update={"outcome": "succeeded"}), *logged[1:]])
+
+
+def test_experiments_reading_refuses_a_changed_judge_that_qualifies(runs):
+    _, _, logged = runs
+    judge = logged[2]
+    scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
+    qualified = judge.model_copy(update={"result": {**judge.result, "scorer": scorer}})
+    with pytest.raises(ReadingOutdated, match="qualifies for no criterion"):
+        readings.experiments_reading([*logged[:2], qualified, logged[3]])
+
+
+def test_what_the_items_show_refuses_a_judge_below_the_raters_on_completeness(runs):
+    authored, _, _ = runs
+    assert "does not show a judge better than its raters" in readings.what_the_items_show(authored)
+    lower = _with_agreement(authored, "completeness", "per_criterion", kappa=0.5)
+    with pytest.raises(ReadingOutdated, match="above the raters"):
+        readings.what_the_items_show(lower)
 
 
 def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_shelf(runs):

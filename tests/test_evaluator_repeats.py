@@ -165,3 +165,15 @@ def test_recording_sends_each_judge_call_once_per_seed(course, monkeypatch, inpu
     for (_, criterion), seen in verdicts(trials).items():
         allowed = inputs.rubric.criterion(criterion).allowed_labels
         assert seen == [allowed[0] if seed % 2 == 0 else allowed[-1] for seed in TRIALS.seeds]
+
+
+def test_replay_sampled_judge_tabulates_every_seed_beside_the_temperature_0_verdict():
+    from labkit.evaluator.lesson import RUN_CAPTURED as LESSON
+    from labkit.evaluator.repeats import TRIALS, replay_sampled_judge
+    from labkit.evaluator.report import evaluate_run
+
+    inputs = load_inputs()
+    sampled = replay_sampled_judge(evaluate_run(LESSON, inputs=inputs))
+    assert sampled.provenance.startswith("01-evaluator-smollm2-repeats (captured), SmolLM2-135M-Instruct")
+    assert len(sampled.trials) == TRIALS.n * len(inputs.rubric.judged())
+    assert list(sampled.table.columns[:2]) == ["temperature 0", "as at 0"]

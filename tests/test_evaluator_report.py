@@ -1,5 +1,7 @@
 """The report's counts: passes per check, labels the arrangement changes, release decisions per run."""
 
+import pytest
+
 from labkit.evaluator.report import evaluate_run, release_counts
 
 
@@ -25,3 +27,17 @@ def test_label_changes_count_held_out_items_whose_two_arrangements_disagree_a_re
 def test_release_counts_count_every_decision_per_run_zeros_included():
     table = release_counts({"authored": evaluate_run("01-evaluator-authored")})
     assert table.loc["authored"].to_dict() == {"release": 0, "blocked": 8, "awaiting_human_review": 16}
+
+
+def test_flag_descriptions_lists_only_what_the_finder_flags_in_generated_or_labeled_texts():
+    from labkit.evaluator.lesson import RUN_AUTHORED, load_inputs
+
+    report = evaluate_run(RUN_AUTHORED, inputs=load_inputs())
+
+    def oak(text, materials):
+        return ["oak"] if "oak" in text and "oak" not in materials else []
+
+    assert report.flag_descriptions(oak) == {"p15": ["oak"]}
+    assert report.flag_descriptions(oak, source="labeled") == {"p15": ["oak"]}
+    with pytest.raises(ValueError, match="give 'generated' or 'labeled'"):
+        report.flag_descriptions(oak, source="judged")

@@ -276,3 +276,16 @@ def fewest_fixes(reference: list[str], judge: list[str], rule: AgreementRule) ->
             if meets_rule(reference, fixed_judge, rule):
                 return size
     return None
+
+
+def kappa_after_one_fix(reference: list[str], judge: list[str], label: str) -> float | None:
+    """Return kappa after the judge's first disagreement on an item the reference labels ``label`` is fixed.
+
+    A *fix* sets the judge's label on that one item to the reference's. Raises
+    ``ValueError`` when the judge disagrees on no item labeled ``label``.
+    """
+    pairs = list(zip(reference, judge, strict=True))
+    item = next((i for i, (r, j) in enumerate(pairs) if r == label != j), None)
+    if item is None:
+        raise ValueError(f"the judge disagrees on no item labeled {label!r}; pick a label it misses")
+    return kappa(reference, [r if i == item else j for i, (r, j) in enumerate(pairs)])

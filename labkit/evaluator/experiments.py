@@ -127,7 +127,11 @@ def experiments_table(experiments: list[Experiment]) -> Any:
 
 
 def comparisons_table(experiments: list[Experiment]) -> Any:
-    """Return one row per measure compared in each experiment: both values, the difference's interval, the verdict."""
+    """Return one row per measure compared in each experiment: both values, the difference's interval, the verdict.
+
+    Only experiments decided by these intervals have rows; the judge-model experiment is decided by the
+    agreement rule (see `judge_model_experiment`), so it has none.
+    """
     import pandas as pd
 
     columns = ["experiment", "measure", "baseline", "changed_to", "difference_95", "verdict"]
@@ -261,7 +265,9 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
     """Swap the judge model (one variable) and see whether it still meets the agreement rule where the baseline did.
 
     The outcome is the rule's: it is applied to the point estimates, as in release.
-    The comparisons beside it say whether each kappa difference is beyond the noise.
+    The kappa differences are kept in the result as ``kappa_differences`` for the
+    record, but they decide nothing, so `comparisons_table` leaves them out: one
+    mechanism per experiment.
     """
     rule = baseline.inputs.rubric.agreement_rule
     judged = [c.id for c in baseline.inputs.rubric.judged()]
@@ -281,7 +287,7 @@ def judge_model_experiment(baseline: EvaluationReport, candidate: EvaluationRepo
             min_kappa=rule.min_kappa,
             min_percent_agreement=rule.min_percent_agreement,
         ),
-        result={"scorer": scorers, "comparisons": comparisons},
+        result={"scorer": scorers, "kappa_differences": comparisons},
         outcome="succeeded" if met and all(met) else ("failed" if met else "inconclusive"),
         evidence_origin=_origins(baseline.origin, candidate.origin),
     )
@@ -323,3 +329,30 @@ def generation_model_experiment(baseline: EvaluationReport, candidate: Evaluatio
         outcome=outcome_of(comparisons),
         evidence_origin=_origins(baseline.origin, candidate.origin),
     )
+
+
+#: Where `log_lesson_experiments` writes lesson 01's log (under the repository's scratch directory).
+LESSON_LOG = "01_experiments.jsonl"
+
+
+def log_lesson_experiments(
+    authored: EvaluationReport, captured: EvaluationReport, log: str | Path | None = None
+) -> list[Experiment]:
+    """Run lesson 01's four experiments, log each to a fresh log, and return the log as read back.
+
+    The experiments: the judge arrangement in each run, then the judge model and the
+    generation model, each swapped from the authored run to the captured one. ``log``
+    defaults to `LESSON_LOG` under the scratch directory; an old log there is replaced.
+    """
+    from labkit.paths import scratch_dir
+
+    path = Path(log) if log is not None else scratch_dir() / LESSON_LOG
+    path.unlink(missing_ok=True)
+    for experiment in (
+        arrangement_experiment(authored),
+        arrangement_experiment(captured),
+        judge_model_experiment(authored, captured),
+        generation_model_experiment(authored, captured),
+    ):
+        log_experiment(path, experiment)
+    return load_experiments(path)

@@ -62,9 +62,12 @@ def what_the_items_show(report: EvaluationReport) -> str:
     people = report.agreement_for("tone", "human-human")
     fmt = report.agreement_for("format_length", "programmatic")
     assert tone and people and fmt and tone.kappa is not None and people.kappa is not None
-    widest = max(
-        (a for a in report.agreements if a.kappa_low is not None and a.kappa_high is not None),
-        key=lambda a: (a.kappa_high or 0) - (a.kappa_low or 0),
+    judge_c = report.agreement_for("completeness", "per_criterion")
+    people_c = report.agreement_for("completeness", "human-human")
+    assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
+    _require(
+        judge_c.kappa > people_c.kappa and (judge_c.kappa_low or 0) <= (people_c.kappa_high or 0),
+        "the judge's completeness kappa is above the raters' with overlapping intervals",
     )
     fails = labels.column(labels.held_out, "format_length").count("fail")
     _require(fmt.kappa_low == fmt.kappa_high == 1.0, "format_length's kappa interval is [1.00, 1.00]")
@@ -72,17 +75,20 @@ def what_the_items_show(report: EvaluationReport) -> str:
         f"**What {tone.items} items can show.** ({len(labels.calibration)} products are for calibration, "
         f"{len(labels.held_out)} held out; {BOOTSTRAP_RESAMPLES} resamples.) One disagreement moves percent "
         f"agreement by {100 / tone.items:.0f} points, and the intervals are wide: `tone`'s kappa is "
-        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]; the widest, `{widest.criterion}` "
-        f"({widest.arrangement}), spans {(widest.kappa_high or 0) - (widest.kappa_low or 0):.2f}. So few items "
-        "cannot separate a judge near chance from one near agreement, and two intervals that overlap settle "
-        "nothing: whether one judge beats another is read from the interval of their *difference* (§8). "
+        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]. So few items cannot separate a judge "
+        "near chance from one near agreement. Two intervals that overlap settle nothing: whether one side beats "
+        "another is read from the interval of their *difference* (§8). So the authored judge's `completeness` "
+        f"kappa of {judge_c.kappa:.2f}, above the raters' {people_c.kappa:.2f}, does not show a judge better than "
+        f"its raters: its replies are authored, n = {judge_c.items}, and the intervals overlap. "
         f"A judge that always said `{tone.base_rate_label}` would agree on {tone.base_rate:.0%} of tone's items "
         "with a kappa of 0, which is why the rule asks for both figures. The raters themselves "
         f"(human-human: rater A against rater B) reach a tone kappa of {people.kappa:.2f} "
         f"[{people.kappa_low:.2f}, {people.kappa_high:.2f}]: the reference is uncertain too. An interval ending "
         "at exactly 0.00 is not rounding: a resample in which one side gives a single label throughout has "
-        f"kappa 0. `format_length`'s 1.00 [1.00, 1.00] is close to vacuous: {fails} fail among {fmt.items} items, "
-        f"and kappa undefined (left out) in {fmt.kappa_undefined} of the {BOOTSTRAP_RESAMPLES} resamples."
+        "kappa 0. The `format_length` rows compare the code's checks with the raters on the labeled texts, "
+        "which the course wrote, not on any model's descriptions. Their 1.00 [1.00, 1.00] is close to vacuous: "
+        f"{fails} fail among {fmt.items} items, and kappa undefined (left out) in {fmt.kappa_undefined} of the "
+        f"{BOOTSTRAP_RESAMPLES} resamples."
     )
 
 
@@ -102,6 +108,15 @@ def routing_reading(report: EvaluationReport) -> str:
     )
 
 
+def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
+    """Return a run's per-criterion judge calls on one product's description from ``source`` (labeled or generated)."""
+    return [
+        c
+        for c in report.runs.judging.calls
+        if (c.product_id, c.description_source, c.arrangement) == (product_id, source, "per_criterion")
+    ]
+
+
 def captured_first_look(captured: EvaluationReport) -> str:
     """Say what the checks and the judge make of the real model's lantern, and why some judge replies were refused."""
     inputs = captured.inputs
@@ -111,29 +126,44 @@ def captured_first_look(captured: EvaluationReport) -> str:
     size = lantern.facts.dimensions
     _require(("110 grams", "340 g", "contradicted") in claims, "the lantern claims 110 grams against 340 g")
     _require("rectangular" in text and size.length.value == size.width.value, "a square lantern is 'rectangular'")
-    judged = captured.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="factual_accuracy")
-    _require(judged.get("p07") == "pass", "the judge passes the lantern's factual accuracy")
+    own = captured.runs.judging.labels(arrangement="per_criterion", source="generated", criterion="factual_accuracy")
+    _require(own.get("p07") == "pass", "the judge passes its own lantern's factual accuracy")
+    own_calls = [c for c in calls_of(captured, "generated") if c.criteria == ["factual_accuracy"]]
+    _require(all("110 grams" in x.explanation for c in own_calls for x in c.labels), "it repeats 110 grams")
     calls = captured.runs.judging.calls
+    labeled = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
+    first = next(c for c in labeled if c.arrangement == "per_criterion" and c.criteria == ["factual_accuracy"])
+    _require(bool(first.labels) and first.labels[0].verdict == "pass", "the judge passes the §3 lantern text")
+    quoted = first.labels[0].explanation
+    _require("12 hours" in quoted and "per litre" in quoted, "its explanation holds 12 hours and a price per litre")
+    _require(captured.checks["p07"].status("schema") == "pass", "the lantern reply passes the schema check")
+    schema = captured.pass_counts()["schema"]
+    _require(schema == f"{len(captured.checks)}/{len(captured.checks)}", "every description passes the schema")
     refused = [c.rejected for c in calls if c.rejected]
     _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
     description = _shown(inputs.labeled_texts["p07"])
     sentences = [x.strip() + "." for x in description.split(".") if len(x.split()) >= 5]
-    lantern_calls = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
-    explanations = [label.explanation for c in lantern_calls for label in c.labels]
+    explanations = [label.explanation for c in labeled for label in c.labels]
     copied = sum(any(x in e for x in sentences) for e in explanations)
     highest = max(a.kappa or 0.0 for a in captured.agreements if a.arrangement in ("per_criterion", "bundled"))
     _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
     return (
-        "The numeric check finds the real model's wrong weight, *110 grams* beside the fact 340 g. It cannot see "
-        f"*rectangular* (the facts give a {size.length.value:g} x {size.width.value:g} mm footprint, a square): a "
-        "shape is not a number with a unit. "
-        "As a judge of the lantern text the raters labeled, the model passes `factual_accuracy`, though the "
-        f"numeric check contradicts its battery claim; {copied} of its {len(explanations)} explanations for it "
-        f"copy a sentence of the description word for word. {len(refused)} of its {len(calls)} judge replies were refused: not "
-        "valid JSON (a raw control character inside a string, which the recording server's grammar let through). "
-        "Each counts as a disagreement, never repaired; the table's `rejected` counts a refused bundled reply "
-        f"once per criterion it held. Its highest kappa is {highest:.2f}, near or below chance, so the rule "
-        "routes every judged criterion to people."
+        "**Its own lantern text.** The numeric check finds the wrong weight: *110 grams* beside the fact 340 g. "
+        f"It cannot see *rectangular*. The facts give a {size.length.value:g} x {size.width.value:g} mm "
+        "footprint, a square, and a shape is not a number with a unit. Judging this same text, the model passes "
+        "`factual_accuracy` (the judge table above), and its explanation repeats the *110 grams*.\n\n"
+        "**The course's lantern text of §3**, which claims 12 hours against the fact 6 h. The model passes its "
+        "`factual_accuracy` too. This is that reply's explanation in full:\n\n"
+        f"> {quoted}\n\n"
+        "It states both 6 and 12 hours, and a price per litre that no text holds. The explanation came first, "
+        f"and the verdict still does not follow from it. {copied} of its {len(explanations)} explanations on "
+        "this text copy a sentence of the text word for word.\n\n"
+        f"**Schema and refusals.** All {len(captured.checks)} descriptions pass the schema check because the recording server "
+        "held every reply to the schema's shape with a *grammar*: rules, built from the schema, on which "
+        "characters may come next. That grammar still let raw control characters into strings, which JSON "
+        f"forbids. So {len(refused)} of the model's {len(calls)} judge replies were refused as invalid JSON. "
+        "Each counts as a disagreement and is never repaired. The model's highest kappa is "
+        f"{highest:.2f}, near or below chance, so the rule routes every judged criterion to people."
     )
 
 
@@ -161,7 +191,7 @@ def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport)
 
 
 def experiments_reading(logged: list[Experiment]) -> str:
-    """Say what the experiment log decides: how many ties, and what 'baseline ahead' means against authored replies."""
+    """Say what the experiment log decides: the ties, and how the judge-model experiment is decided instead."""
     compared = comparisons_table(logged)
     outcomes = {e.id: e.outcome for e in logged}
     arrangement = [e for e in logged if e.variable == "judge arrangement"]
@@ -170,19 +200,26 @@ def experiments_reading(logged: list[Experiment]) -> str:
     pairs = list(zip(authored.baseline, authored.changed_to, strict=True))
     _require(all(float(c) > float(b) for b, c in pairs), "per-criterion is ahead on every authored point estimate")
     _require(all(d.startswith("[0.00,") for d in authored["difference_95"]), "each interval starts at 0.00")
-    ahead = " and ".join(
-        f"`{m.removeprefix('kappa, ')}`" for m in compared[compared["verdict"] == "baseline ahead"]["measure"]
-    )
+    captured = compared[compared["experiment"] == arrangement[1].id]
+    below = all(float(c) < float(b) for b, c in zip(captured.baseline, captured.changed_to, strict=True))
+    _require(below, "per-criterion is below bundled on every captured point estimate")
     judge = next(e for e in logged if e.variable == "judge model")
+    scorers = judge.result["scorer"]
+    by_baseline = " and ".join(f"`{c}`" for c, s in scorers.items() if s["baseline"] == "judge")
+    by_changed = [c for c, s in scorers.items() if s["changed_to"] == "judge"]
+    _require(not by_changed and outcomes[judge.id] == "failed", "the changed judge qualifies for no criterion")
+    ties = int((compared["verdict"] == "tie").sum())
     points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c in pairs)
     return (
-        f"{int((compared['verdict'] == 'tie').sum())} of the {len(compared)} compared measures are ties. Both "
-        "arrangement experiments are ties: per-criterion is ahead on every authored point estimate "
-        f"({points}), but each difference interval starts at exactly 0.00. The judge-model experiment is "
-        f"`{outcomes[judge.id]}` by the agreement rule, with the baseline ahead beyond the noise on {ahead}. Its "
-        'baseline is the authored run, replies the course wrote to show the method: "baseline ahead" says the '
-        "small model falls short of those written replies, not of another model. Kept in the log, the ties stop "
-        "the next person from calling either arrangement the better one."
+        f"{'All' if ties == len(compared) else f'{ties} of the'} {len(compared)} compared measures are ties. "
+        "In the authored run, per-criterion is ahead "
+        f"on every point estimate ({points}), but each difference interval starts at exactly 0.00. In the "
+        "captured run, per-criterion is *below* bundled on all three point estimates, the opposite way, and that "
+        "is a tie too. The judge-model experiment has no rows here, because its hypothesis is about the agreement "
+        f"rule: the rule lets the authored judge score {by_baseline}, and lets SmolLM2 score no criterion, so "
+        f"the experiment `{outcomes[judge.id]}`. Its baseline is replies the course wrote to show the method, so "
+        "this says the small model falls short of those written replies, not of another model. Kept in the log, "
+        "the ties stop the next person from calling either arrangement the better one."
     )
 
 
@@ -199,6 +236,9 @@ def generation_tie_reading(captured: EvaluationReport, logged: list[Experiment])
     _require("pine" not in texts["p15"].lower() and " mm" not in texts["p15"], "p15 omits material and size")
     compared = comparisons_table(logged)
     numeric = compared[compared["measure"] == "passes numeric_claims"].iloc[0]
+    schema = compared[compared["measure"] == "passes schema"].iloc[0]
+    done, total = schema.changed_to.split("/")
+    _require(done == total, "every captured description passes the schema check")
     _require(numeric.verdict == "tie" and numeric.difference_95.endswith(", 0.00]"), "numeric_claims ties at 0.00")
     quoted = "\n".join(
         f"> **{pid}** (facts: {products[pid].facts.for_prompt()['materials']}; "
@@ -212,7 +252,8 @@ def generation_tie_reading(captured: EvaluationReport, logged: list[Experiment])
         "misspells its material (*alumium*, *alumina*); p06 adds *waterproof* and *breathable*; p15 gives neither a "
         "material nor its size. So the generation-model `tie` compares only schema, length and numeric pass counts, "
         "against an authored baseline whose flaws were planted on purpose; it does not say the small model writes "
-        f"about as well. `numeric_claims` fell from {numeric.baseline} to {numeric.changed_to}, a tie only because "
+        f"about as well. Its schema row pits a failure the course planted ({schema.baseline}) against a pass the "
+        f"server's grammar enforced ({schema.changed_to}). `numeric_claims` fell from {numeric.baseline} to {numeric.changed_to}, a tie only because "
         f"the difference interval {numeric.difference_95} ends exactly at 0.00."
     )
 

@@ -151,3 +151,28 @@ def stability_table(
         }
         rows.append(row)
     return text_table(pd.DataFrame(rows).set_index(["product", "criterion"]))
+
+
+@dataclass(frozen=True)
+class SampledJudge:
+    """The sampled judge replayed: where its replies come from, every trial, and the `stability_table`."""
+
+    provenance: str
+    trials: list[JudgeTrial]
+    table: Any
+
+
+def replay_sampled_judge(report: Any) -> SampledJudge:
+    """Replay `RUN_CAPTURED` through the model boundary and tabulate it beside ``report``'s temperature-0 verdicts.
+
+    ``report`` is the lesson's `EvaluationReport` of the same model. Every request is
+    made by `make_requests` and answered with the reply recorded for it.
+    """
+    from labkit.boundary import connect
+    from labkit.recording import load_run
+
+    run = load_run(RUN_CAPTURED)
+    replayed = connect(RUN_CAPTURED, lesson="01", settings=SETTINGS)
+    trials = make_requests(replayed, inputs=report.inputs)
+    table = stability_table(trials, report.inputs.labels, greedy=greedy_verdicts(report))
+    return SampledJudge(f"{run.run_id} ({run.origin}), {run.model.id}: {TRIALS.describe()}", trials, table)

@@ -154,6 +154,31 @@ class EvaluationReport:
             rows.append(row)
         return text_table(pd.DataFrame(rows))
 
+    def flag_descriptions(self, find: Any, *, source: str = "generated") -> dict[str, Any]:
+        """Return product -> ``find(description, facts_materials)`` for each description that it flags.
+
+        ``source`` is ``"generated"`` (the run's descriptions) or ``"labeled"`` (the texts
+        the raters labeled). ``find`` gets the description a shopper would see and the
+        product's materials; a product is listed only where it returns something
+        non-empty, and a reply that holds no description is skipped.
+        """
+        from labkit.evaluator.record import user_description
+
+        if source == "generated":
+            texts = {pid: g.text for pid, g in self.runs.generation.by_product().items()}
+        elif source == "labeled":
+            texts = dict(self.inputs.labeled_texts)
+        else:
+            raise ValueError(f"source is {source!r}; give 'generated' or 'labeled'")
+        flagged = {}
+        for pid, text in texts.items():
+            shown = user_description(text)
+            if shown is not None:
+                found = find(shown.description, self.inputs.products[pid].facts.materials)
+                if found:
+                    flagged[pid] = found
+        return flagged
+
     def pass_counts(self) -> dict[str, str]:
         """Return, per programmatic check, how many of the run's descriptions pass it (``"22/24"``)."""
         names = [r.name for r in next(iter(self.checks.values())).results]
