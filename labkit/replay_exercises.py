@@ -1,4 +1,4 @@
-"""The checks of lesson 03's two exercises, kept here so the notebook's check cells are one call each.
+"""The checks of lesson 03's three exercises, kept here so the notebook's check cells are one call each.
 
 Each check runs the learner's function on the recorded run's requests, sends
 what it returns through the real `openai` client under replay, and raises
@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from labkit.canonical import request_json
@@ -85,7 +86,7 @@ def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]],
 
 
 def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return changed copies of a recorded RAG request: one or two fields each, settings and prompt."""
+    """Return changed copies of a recorded RAG request: settings and prompt, most one or two fields each."""
     policy = request["messages"][0]["content"] + " Be brief."
     return [
         {**request, "temperature": 0.3},
@@ -138,3 +139,104 @@ def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: R
     if yours != []:
         raise AssertionError(f"the schema's properties in another order hold equal values: yours {yours}, not []")
     client.chat.completions.create(**copy.deepcopy(recorded))  # the unchanged request is still bound
+
+
+#: What exercise 3 asks about each change: which identifiers move, and what refuses.
+EFFECTS = ("index id", "request_key", "replay refuses", "load refuses")
+#: Exercise 3's changes, each made alone to the timestamp question's request or to its corpus.
+CHANGES = (
+    "temperature 0.7",
+    "question reworded",
+    "passages swapped",
+    "a link edited in a scratch copy of the corpus",
+    "a link edited in the repository's corpus",
+    "asked again",
+)
+
+
+def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
+    """Make each of `CHANGES` to the timestamp question and return what it does, as sets drawn from `EFFECTS`.
+
+    "index id" and "request_key": the logical index id or the question's
+    ``request_key`` differs from the unchanged one; "replay refuses": a
+    `BoundReplay` of ``run`` refuses the request the change sends; "load
+    refuses": `check_fixtures`, which `load_run` runs, refuses ``run``. An edit
+    to the repository's corpus is made in a copy of the run's fixtures under
+    ``folder`` (`copy_fixtures`), so the repository is never touched.
+    """
+    from labkit.rag.trace import QUESTIONS, K, load_docs_index, prompt, request_key, write_edited_corpus
+    from labkit.recording import FixtureChanged, check_fixtures, copy_fixtures
+    from labkit.replay import BoundReplay
+
+    folder.mkdir(parents=True, exist_ok=True)
+    question = QUESTIONS["answered"]
+    replay = BoundReplay.from_run(run)
+    index = load_docs_index()
+    relinked_file = write_edited_corpus(
+        folder / "relinked.json", source_id="zoneinfo", old=".html", new=".html?edited", field="url"
+    )
+    relinked = load_docs_index(corpus_file=relinked_file)
+    in_repository = copy_fixtures(run, folder / "checkout", replace={"fixtures/docs/api_summaries.json": relinked_file})
+
+    def passages(ix: Any, asked: str) -> list[Any]:
+        return [doc for doc, _score in ix.store.similarity_search_with_score(asked, k=K)]
+
+    def effects(
+        asked: str, ix: Any, messages: list[dict[str, Any]], settings: dict[str, Any], root: Path | None
+    ) -> set[str]:
+        found = set()
+        if ix.identity["logical_index_id"] != index.identity["logical_index_id"]:
+            found.add("index id")
+        if request_key(asked, ix.identity) != request_key(question, index.identity):
+            found.add("request_key")
+        request = {**replay.request_for(messages, question=asked), **settings}
+        try:
+            replay_client(replay.store).chat.completions.create(**request)
+        except ReplayRequestMismatch:
+            found.add("replay refuses")
+        try:
+            check_fixtures(run, root=root)
+        except FixtureChanged:
+            found.add("load refuses")
+        return found
+
+    reworded = question.replace("parse", "read")
+    sent = passages(index, question)
+    return {
+        "temperature 0.7": effects(question, index, prompt(question, sent), {"temperature": 0.7}, None),
+        "question reworded": effects(reworded, index, prompt(reworded, passages(index, reworded)), {}, None),
+        "passages swapped": effects(question, index, prompt(question, [sent[0], sent[2], sent[1]]), {}, None),
+        "a link edited in a scratch copy of the corpus": effects(
+            question, relinked, prompt(question, passages(relinked, question)), {}, None
+        ),
+        "a link edited in the repository's corpus": effects(
+            question, relinked, prompt(question, passages(relinked, question)), {}, in_repository
+        ),
+        "asked again": effects(question, index, prompt(question, sent), {}, None),
+    }
+
+
+def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun, folder: Path) -> None:
+    """Check exercise 3: ``predict(change)`` returns the set of `EFFECTS` each of `CHANGES` has.
+
+    The check makes every change (`hash_effects`) and says only how many
+    predictions are wrong, never which, so the answer cannot be read off it.
+    A ``predict`` that computes the effects with labkit (`hash_effects`,
+    `request_key`, `check_fixtures`) instead of predicting them is refused.
+    """
+    from labkit.rag.trace import request_key
+    from labkit.recording import check_fixtures
+
+    with calls_to(hash_effects, request_key, check_fixtures) as called:
+        predicted = {change: predict(change) for change in CHANGES}
+    if called:
+        raise AssertionError(f"predict called labkit's {called[0]}: predict from what sections 5 and 6 show")
+    for change, said in predicted.items():
+        if not isinstance(said, set) or not said <= set(EFFECTS):
+            raise AssertionError(f"predict({change!r}): return a set drawn from {list(EFFECTS)} (set() for none)")
+    happened = hash_effects(run, folder)
+    wrong = sum(predicted[change] != happened[change] for change in CHANGES)
+    if wrong:
+        raise AssertionError(
+            f"{wrong} of {len(CHANGES)} predictions do not match what happens: reread sections 5 and 6"
+        )

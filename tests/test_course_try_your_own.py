@@ -133,6 +133,7 @@ def test_lesson_03s_explore_answer_is_a_run_bound_replay_replays(monkeypatch):
     question = "What does zoneinfo.ZoneInfo give you?"
     reply = json.dumps({"status": "answered", "answer": "A time zone.", "source_ids": ["zoneinfo"]})
     assert t.explore_run_for(question) is None
+    assert t.replay_your_run(question).startswith("No run of yours binds this question yet")
     with FakeEndpoint(answer=lambda body: reply) as fake:
         monkeypatch.setenv("LABKIT_MODE", "explore")
         monkeypatch.setenv("LABKIT_BASE_URL", fake.base_url)
@@ -145,6 +146,9 @@ def test_lesson_03s_explore_answer_is_a_run_bound_replay_replays(monkeypatch):
     assert mine.generate(question, _docs_request(question, "")[0]).choices[0].message.content == reply
     with pytest.raises(ReplayRequestMismatch):
         mine.generate(QUESTIONS["answered"], _docs_request(QUESTIONS["answered"], "")[0])
+    said = t.replay_your_run(question).splitlines()
+    assert said[0].startswith(f"your run {run.run_id} | origin: captured | model id: fake-model")
+    assert said[1:] == [f"your question, replayed: {reply}", "the course's recorded question: refused"]
     assert t.explore_run_for(QUESTIONS["answered"]) is None  # the recorded question is never saved by explore
     assert t.explore_run_for("Another question?") is None
 

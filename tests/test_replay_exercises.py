@@ -6,7 +6,14 @@ import pytest
 from labkit.rag.trace import RUN_AUTHORED
 from labkit.recording import load_run
 from labkit.replay import request_diff
-from labkit.replay_exercises import REWRITE_KINDS, check_changed_fields, check_equal_yet_refused
+from labkit.replay_exercises import (
+    CHANGES,
+    REWRITE_KINDS,
+    check_changed_fields,
+    check_equal_yet_refused,
+    check_hash_predictions,
+    hash_effects,
+)
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +122,47 @@ def test_comparing_leaves_with_python_equality_is_refused(run):
 def test_unsorted_paths_are_refused(run):
     with pytest.raises(AssertionError, match="not sorted"):
         check_changed_fields(lambda r, a: sorted(_own_walk(r, a), reverse=True), run)
+
+
+WHAT_HAPPENS = {
+    "temperature 0.7": {"replay refuses"},
+    "question reworded": {"request_key", "replay refuses"},
+    "passages swapped": {"replay refuses"},
+    "a link edited in a scratch copy of the corpus": {"index id", "request_key"},
+    "a link edited in the repository's corpus": {"index id", "request_key", "load refuses"},
+    "asked again": set(),
+}
+
+
+def test_each_hash_moves_only_for_the_changes_it_covers(run, tmp_path):
+    assert hash_effects(run, tmp_path) == WHAT_HAPPENS
+
+
+def test_right_predictions_pass(run, tmp_path):
+    check_hash_predictions(lambda change: set(WHAT_HAPPENS[change]), run, tmp_path)
+
+
+def test_a_wrong_prediction_is_counted_but_not_named(run, tmp_path):
+    predicted = {**WHAT_HAPPENS, "temperature 0.7": {"request_key", "replay refuses"}}
+    with pytest.raises(AssertionError, match="1 of 6 predictions") as refused:
+        check_hash_predictions(predicted.__getitem__, run, tmp_path)
+    assert "temperature" not in str(refused.value) and "request_key" not in str(refused.value)
+
+
+def test_predicting_that_replay_refuses_every_change_is_refused(run, tmp_path):
+    predicted = {change: effects | {"replay refuses"} for change, effects in WHAT_HAPPENS.items()}
+    with pytest.raises(AssertionError, match="3 of 6 predictions"):
+        check_hash_predictions(predicted.__getitem__, run, tmp_path)
+
+
+def test_computing_the_effects_with_labkit_is_refused(run, tmp_path):
+    with pytest.raises(AssertionError, match=r"called labkit's .*hash_effects"):
+        check_hash_predictions(lambda change: hash_effects(run, tmp_path / "mine")[change], run, tmp_path)
+
+
+def test_predictions_must_be_sets_of_known_effects(run, tmp_path):
+    with pytest.raises(AssertionError, match="a set drawn from"):
+        check_hash_predictions({**WHAT_HAPPENS, "asked again": {"binding key"}}.__getitem__, run, tmp_path)
+    with pytest.raises(AssertionError, match="a set drawn from"):
+        check_hash_predictions(lambda change: list(WHAT_HAPPENS[change]), run, tmp_path)
+    assert list(WHAT_HAPPENS) == list(CHANGES)

@@ -239,6 +239,32 @@ def explore_run_for(question: str, *, folder: Path | None = None) -> RecordedRun
     return max(found, key=lambda run: run.created_at, default=None)
 
 
+def replay_your_run(question: str, *, folder: Path | None = None) -> str:
+    """Lesson 03: replay the run explore mode saved for ``question`` with `BoundReplay`, and say what came back.
+
+    Your question gets the reply your run recorded; the course's recorded
+    question is refused, because your run does not bind it. Without such a run
+    (explore mode never answered ``question``), say how to make one.
+    """
+    from labkit.rag.trace import QUESTIONS
+    from labkit.replay import BoundReplay, replay_refusal
+
+    mine = explore_run_for(question, folder=folder)
+    if mine is None:
+        return "No run of yours binds this question yet: change QUESTION in explore mode first."
+    own = BoundReplay.from_run(mine)
+    recorded = QUESTIONS["answered"]
+    reply = own.generate(question, _docs_request(question, "")[0]).choices[0].message.content
+    refused = replay_refusal(own, recorded, _docs_request(recorded, "")[0]) is not None
+    return "\n".join(
+        [
+            f"your run {mine.run_id} | origin: {mine.origin} | model id: {mine.model.id}",
+            f"your question, replayed: {reply}",
+            f"the course's recorded question: {'refused' if refused else 'replayed'}",
+        ]
+    )
+
+
 # --- lesson 04: the router's question ---------------------------------------------------------------------
 
 
