@@ -111,8 +111,8 @@ def test_results_by_kind_totals_each_question_kind_apart():
 def test_the_question_mix_is_counted_from_the_questions_not_copied_from_the_stated_mix():
     questions = load_questions()
     mix = question_mix(questions)
-    assert mix["stated mix"].to_dict() == dict(QUESTION_MIX)
-    assert (mix["questions"] == mix["stated mix"]).all()
+    assert mix["planned"].to_dict() == dict(QUESTION_MIX)
+    assert (mix["questions"] == mix["planned"]).all()
     assert mix["unanswerable"].sum() == sum(not q.answerable for q in questions)
     dropped = next(q for q in questions if not q.answerable)
     fewer = question_mix([q for q in questions if q is not dropped])

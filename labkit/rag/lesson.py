@@ -43,9 +43,9 @@ def open_indexes(questions: list[FilingQuestion], embeddings: Any) -> dict[int, 
 
 
 def question_mix(questions: list[FilingQuestion]) -> Any:
-    """Count the questions per FinanceBench question type beside the stated mix (`QUESTION_MIX`).
+    """Count the questions per FinanceBench question type beside the counts the question generator was told to write (`QUESTION_MIX`).
 
-    Columns: ``questions`` (counted from ``questions``), ``stated mix`` and ``unanswerable`` (how many of
+    Columns: ``questions`` (counted from ``questions``), ``planned`` (`QUESTION_MIX`) and ``unanswerable`` (how many of
     that type have no labelled evidence, so that their right reply is a refusal).
     """
     import pandas as pd
@@ -57,7 +57,7 @@ def question_mix(questions: list[FilingQuestion]) -> Any:
     table = pd.DataFrame(
         {
             "questions": asked.value_counts().reindex(list(QUESTION_MIX)),
-            "stated mix": pd.Series(QUESTION_MIX),
+            "planned": pd.Series(QUESTION_MIX),
             "unanswerable": unanswerable.value_counts(),
         }
     )
