@@ -139,6 +139,7 @@ def test_the_financebench_comparison_names_what_is_not_like_with_like(questions,
     assert "4 to 260 pages there (median 21.5), 25 here." in text
     assert "`faiss` 26/40 [0.49, 0.78] `tie`" in text  # the top rate, tied with the others, is not `best`
     assert "`hybrid` 13/26 [0.32, 0.68] `best`." in text
+    assert "`faiss` is higher on FinanceBench sample, outside the interval; the others tie." in text
 
 
 def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refusals(questions, index):

@@ -227,14 +227,15 @@ def retriever_summary(questions: list[FilingQuestion], shared: Any, own: Any) ->
 
 
 def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any) -> Any:
-    """Render the FinanceBench sample beside the fictional filings: retriever verdicts within each set, and
-    what else differs between the sets (question mix, context line, document length).
+    """Render the FinanceBench sample beside the fictional filings: retriever verdicts within each set, the
+    retrievers that differ between the sets, and what else differs (question mix, context line, length).
 
     ``sample`` is `labkit.rag.financebench.results.load_results`'s; ``own`` the single-document results.
     """
     from pypdf import PdfReader
 
     from labkit.rag.financebench.results import rows as financebench_rows
+    from labkit.rag.financebench.results import side_by_side
     from labkit.rag.index import filings_folder, load_manifest
     from labkit.rag.retrievers import question_rows
 
@@ -250,6 +251,15 @@ def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any)
         }
         v = rate_verdicts(part)
         lines.append(f"- **{name}**: " + "; ".join(f"`{r}` {_rate(*c)} `{v[r]}`" for r, c in part.items()) + ".")
+    both = side_by_side(sets, k=5)
+    apart = [
+        f"`{r}` is {both.loc[r, ('difference', '')]}" for r in both.index if both.loc[r, ("difference", "")] != "tie"
+    ]
+    lines.append(
+        "- **Between the sets**: "
+        + ("; ".join(apart) + ", outside the interval; the others tie." if apart else "every retriever ties.")
+        + " Such a difference mixes the corpus with three other changes, below."
+    )
     n = {name: len({x["id"] for x in rows}) for name, rows in sets.items()}
     novel = {name: len({x["id"] for x in rows if x["kind"] == "novel-generated"}) for name, rows in sets.items()}
     pages = [d["pages"] for d in sample.documents.values()]
@@ -257,7 +267,7 @@ def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any)
     ours = {len(PdfReader(folder / e.file).pages) for e in load_manifest(folder).values()}
     here = f"{min(ours)}" if len(ours) == 1 else f"{min(ours)} to {max(ours)}"
     lines.append(
-        f"- **What else differs.** Novel-generated questions: {novel['FinanceBench sample']} of"
+        f"- Novel-generated questions: {novel['FinanceBench sample']} of"
         f" {n['FinanceBench sample']} there, {novel['fictional filings']} of {n['fictional filings']} here."
         f" Document length: {min(pages)} to {max(pages)} pages there (median {median(pages):g}), {here} here."
         " Chunks there carry a line naming company, kind and period; chunks here do not."
