@@ -75,6 +75,12 @@ def test_winners_name_the_best_and_what_the_data_cannot_separate_from_it():
     )
 
 
+def test_winners_name_no_best_when_every_retriever_ties():
+    sentences = winners(page_hit_table(made_results({"faiss": 5, "faiss+bm25": 6, "hybrid": 5})), k=5)
+    assert sentences[-1].startswith("all (10 questions): the data cannot separate faiss, faiss+bm25, hybrid")
+    assert "best" not in sentences[-1]
+
+
 def test_side_by_side_sets_two_question_sets_apart_and_says_when_they_tie():
     real = rows(made_results())
     fictional = rows(made_results({"faiss": 2, "faiss+bm25": 4, "hybrid": 6}))

@@ -59,14 +59,14 @@ def test_the_experiments_summary_says_what_n_can_separate_and_names_the_settings
     assert "6/26 [0.11, 0.42]" in text
     assert "2 hits or fewer, or 11 or more" in text
     assert "`k=1, chunk=300, rerank=off` (lower)" in text
-    assert "all `tie` with it" in text
+    assert "Every one-variable change above ties with it." in text
     assert "would score 0/26 instead of 6/26" in text
 
 
 def test_a_one_variable_change_outside_the_interval_is_not_called_a_tie():
     experiments = _grid(lambda k, size, rerank: 12 if (k, size, rerank) == (5, 300, True) else 6)
     text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
-    assert "all `higher`, `tie`" in text
+    assert "The one-variable changes above are `higher`, `tie`." in text
 
 
 class Selecting:
@@ -102,16 +102,17 @@ def test_question_018_is_called_unfaithful_for_its_computed_ratio_and_the_unsent
     run = make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS), questions=questions, index=index)
     text = graded_examples(questions, run).data
     line = next(line for line in text.splitlines() if line.startswith("- **018**"))
-    assert "the figure no cited passage prints is 0.36, the ratio" in line
-    assert "BRIGHTWAVE_2025_10K#p16" in line
-    assert "5 correct = 2 right refusals of unanswerable questions (020, 025) + 3 right answers" in text
+    assert "The figure no cited passage prints is 0.36, a ratio" in line
+    assert "The labelled page not sent: BRIGHTWAVE_2025_10K#p16." in line
+    assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 
 
 def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path(questions, index):
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
     text = captured_summary(questions, run).data
-    assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**, and a vacuous one" in text
-    assert "20 of 30 baseline trials and 9 of 29 RAG trials failed" in text
+    assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a vacuous tie" in text
+    assert "20 of 30 baseline and 9 of 29 RAG trials failed" in text
+    assert "generation failed" not in text  # page-hit cannot tell generation from context assembly
 
 
 @pytest.fixture(scope="module")
@@ -121,23 +122,24 @@ def stores(questions, index):
     return retrieve_all(questions, index, scope="shared"), retrieve_all(questions, index, scope="single-document")
 
 
-def test_the_single_document_rerank_lead_over_faiss_is_called_outside_the_interval(questions, stores):
+def test_a_rate_outside_the_interval_is_read_with_the_paired_test_beside_it(questions, stores):
     text = retriever_summary(questions, *stores).data
     assert "`faiss` 7/26 `below`; `faiss+bm25` 13/26 `best`" in text
-    assert "(13 against 7 of 26)" in text
-    assert "`faiss` 5 shared against 7 single-document: a tie" in text
+    assert "split 7 to 1; exact paired test p = 0.070, so these questions do not establish it" in text
+    assert "`faiss`, shared 5 against single-document 7: a tie." in text
+    assert "**Shared store**: `faiss` 5/26 `tie`; `faiss+bm25` 6/26 `tie`; `hybrid` 4/26 `tie`." in text
+    assert "separate" not in text
 
 
 def test_the_financebench_comparison_names_what_is_not_like_with_like(questions, stores):
     from labkit.rag.financebench.results import load_results
 
     text = financebench_summary(load_results(), questions, stores[1]).data
-    assert "novel-generated 26 of 40 there, 6 of 26 here" in text
-    assert "context line" in text
-    assert "from 4 to 260 pages" in text
-    assert "`hybrid` 24/40 [0.45, 0.74] `tie`: the data separate no retriever." in text
+    assert "Novel-generated questions: 26 of 40 there, 6 of 26 here." in text
+    assert "4 to 260 pages there (median 21.5), 25 here." in text
+    assert "`faiss` 26/40 [0.49, 0.78] `tie`" in text  # the top rate, tied with the others, is not `best`
     assert "`hybrid` 13/26 [0.32, 0.68] `best`." in text
-    assert "`faiss` higher on FinanceBench sample; `faiss+bm25` tie; `hybrid` tie" in text
+    assert "`faiss` is higher on FinanceBench sample, outside the interval; the others tie." in text
 
 
 def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refusals(questions, index):
@@ -163,3 +165,19 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     table = passages_sent(render_grounded_prompt(question="q", evidence=evidence))
     assert list(table["citation_id"]) == ["D#p3", "D#p1", "D#p2"]
     assert list(table["characters"]) == [3, 1, 2]
+
+
+def test_exercise_b_conclusion_counts_the_misses_no_reranker_could_fix():
+    from labkit.rag.findings import where_lost_summary
+
+    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "selected"}
+    text = where_lost_summary(stages).data
+    assert text.startswith("2 of the 3 misses never reached the twelve candidates.")
+    assert "The other 1 were candidates ranked below k" in text
+
+
+def test_the_paired_reading_says_when_the_questions_do_not_establish_a_difference():
+    from labkit.rag.findings import paired_reading
+
+    assert paired_reading(7, 1).endswith("p = 0.070, so these questions do not establish it")
+    assert "p = 0.016 (below 0.05" in paired_reading(7, 0)

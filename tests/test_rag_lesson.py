@@ -1,6 +1,7 @@
 """What notebook 02 part B shows: the question mix counted from the questions; the page-hit plot holds its table's numbers."""
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -111,10 +112,36 @@ def test_results_by_kind_totals_each_question_kind_apart():
 def test_the_question_mix_is_counted_from_the_questions_not_copied_from_the_stated_mix():
     questions = load_questions()
     mix = question_mix(questions)
-    assert mix["stated mix"].to_dict() == dict(QUESTION_MIX)
-    assert (mix["questions"] == mix["stated mix"]).all()
+    assert mix["planned"].to_dict() == dict(QUESTION_MIX)
+    assert (mix["questions"] == mix["planned"]).all()
     assert mix["unanswerable"].sum() == sum(not q.answerable for q in questions)
     dropped = next(q for q in questions if not q.answerable)
     fewer = question_mix([q for q in questions if q is not dropped])
     assert fewer.loc[dropped.question_type, "questions"] == QUESTION_MIX[dropped.question_type] - 1
     assert fewer.loc[dropped.question_type, "unanswerable"] == mix.loc[dropped.question_type, "unanswerable"] - 1
+
+
+def _where_lost(rag, question, *, k):
+    candidates, selected = rag.retrieve(question.question, k=k)
+    if any(s["citation_id"] in question.evidence_pages for s in selected):
+        return "selected"
+    if any(c["citation_id"] in question.evidence_pages for c in candidates):
+        return "ranked below k"
+    return "not a candidate"
+
+
+def _selection_only(rag, question, *, k):
+    _, selected = rag.retrieve(question.question, k=k)
+    return "selected" if any(s["citation_id"] in question.evidence_pages for s in selected) else "not a candidate"
+
+
+def test_exercise_bs_check_passes_the_worked_answer_and_refuses_one_that_blames_every_miss_on_search():
+    from labkit.rag.index import saved_vectors
+    from labkit.rag.lesson import check_where_lost, experiment_grid, open_indexes
+
+    questions = load_questions()
+    indexes = open_indexes(questions, saved_vectors())
+    experiments = experiment_grid(questions, indexes)
+    check_where_lost(_where_lost, questions, indexes, experiments)
+    with pytest.raises(AssertionError, match="'not a candidate' is wrong"):
+        check_where_lost(_selection_only, questions, indexes, experiments)

@@ -115,6 +115,13 @@ def test_summary_counts_answers_without_a_figure_apart(questions):
     assert (row["faithful"], row["no_figure"]) == ("1/1", 1)
 
 
+def test_faithfulness_on_a_path_that_sends_no_passage_has_no_eligible_answer(questions):
+    chosen = [questions["001"]]
+    records = {chosen[0].financebench_id: record("Revenue was $2,374.4 million.", cited=[], retrieved=[])}
+    row = summary(grade(chosen, records, path="naive")).iloc[0]
+    assert row["faithful"] == "n/a (0 eligible)"
+
+
 def test_a_wilson_interval_is_scipys():
     from scipy.stats import binomtest
 
@@ -128,6 +135,14 @@ def test_a_rate_inside_the_best_ones_interval_is_printed_as_a_tie():
     verdicts = rate_verdicts({"hybrid": (26, 40), "faiss": (20, 40), "rerank": (19, 40), "again": (26, 40)})
     assert verdicts == {"hybrid": "best", "faiss": "tie", "rerank": "below", "again": "best"}
     assert rate_verdicts({}) == {}
+
+
+def test_no_rate_is_called_best_when_every_rate_ties():
+    # 6/26 has the interval [0.11, 0.42]: 5/26 and 4/26 lie inside it
+    assert rate_verdicts({"faiss": (5, 26), "rerank": (6, 26), "hybrid": (4, 26)}) == dict.fromkeys(
+        ("faiss", "rerank", "hybrid"), "tie"
+    )
+    assert rate_verdicts({"a": (1, 10), "b": (1, 10)}) == {"a": "tie", "b": "tie"}
 
 
 def test_page_hit_at_k_counts_only_the_first_k_and_only_labelled_pages(questions):
@@ -250,3 +265,11 @@ def test_a_faithful_or_figureless_answer_has_no_unsupported_figure():
     assert unsupported_figures(_record("Debt was $1,435.6 million.", ["D#p20"], {"D#p20": "1,435.6"})) == []
     assert unsupported_figures(_record("The passages do not say.", [], {})) == []
     assert unsupported_figures(None) == []
+
+
+def test_the_paired_test_counts_only_the_questions_two_settings_disagree_on():
+    from labkit.rag.metrics import paired_p
+
+    assert paired_p(6, 0) == pytest.approx(0.03125)
+    assert paired_p(1, 4) == pytest.approx(0.375)
+    assert paired_p(0, 0) == 1.0

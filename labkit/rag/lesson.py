@@ -43,9 +43,9 @@ def open_indexes(questions: list[FilingQuestion], embeddings: Any) -> dict[int, 
 
 
 def question_mix(questions: list[FilingQuestion]) -> Any:
-    """Count the questions per FinanceBench question type beside the stated mix (`QUESTION_MIX`).
+    """Count the questions per FinanceBench question type beside the counts the question generator was told to write (`QUESTION_MIX`).
 
-    Columns: ``questions`` (counted from ``questions``), ``stated mix`` and ``unanswerable`` (how many of
+    Columns: ``questions`` (counted from ``questions``), ``planned`` (`QUESTION_MIX`) and ``unanswerable`` (how many of
     that type have no labelled evidence, so that their right reply is a refusal).
     """
     import pandas as pd
@@ -57,7 +57,7 @@ def question_mix(questions: list[FilingQuestion]) -> Any:
     table = pd.DataFrame(
         {
             "questions": asked.value_counts().reindex(list(QUESTION_MIX)),
-            "stated mix": pd.Series(QUESTION_MIX),
+            "planned": pd.Series(QUESTION_MIX),
             "unanswerable": unanswerable.value_counts(),
         }
     )
@@ -205,6 +205,37 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
     table["ci95"] = [interval(*wilson_interval(sum(e.hits.values()), len(e.hits))) for _, e in chosen]
     table["vs_baseline"] = [versus(e, baseline) for _, e in chosen]
     return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
+
+
+def check_where_lost(
+    where_lost: Any, questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], experiments: list[Experiment]
+) -> None:
+    """Check exercise B's ``where_lost(rag, question, *, k)``; raise AssertionError at the first wrong answer.
+
+    For both chunk sizes, reranking on and off, and every k in `KS`, the questions it calls ``selected`` must be
+    exactly that experiment's hits. The questions it calls ``not a candidate`` must be exactly those with no
+    labelled page among FAISS's 12 candidates, as the retriever bench (`labkit.rag.retrievers`) finds them on
+    the shared 800-character index, at every k and with reranking on or off.
+    """
+    from labkit.rag.answer import FilingsRAG
+    from labkit.rag.retrievers import question_rows, retrieve_all
+
+    stages = {"selected", "ranked below k", "not a candidate"}
+    labelled = [q for q in questions if q.answerable]
+    base = {(e.settings["k"], e.settings["chunk_size"], e.settings["rerank"]): e for e in experiments}
+    rows = question_rows(labelled, retrieve_all(labelled, indexes[CHUNKING[0]], scope="shared"), ks=(5,))
+    never = {r["id"] for r in rows if r["retriever"] == "faiss+bm25" and not r["candidate_hit"]}
+    for size, index in indexes.items():
+        for rerank in (True, False):
+            rag = FilingsRAG(index, model=None, rerank=rerank)
+            for k in KS:
+                got = {q.financebench_id: where_lost(rag, q, k=k) for q in labelled}
+                assert set(got.values()) <= stages, f"where_lost returns one of {sorted(stages)}"
+                hits = {qid: stage == "selected" for qid, stage in got.items()}
+                assert hits == base[(k, size, rerank)].hits, f"'selected' is wrong at k={k}, chunk={size}"
+                if size == CHUNKING[0]:
+                    out = {qid for qid, stage in got.items() if stage == "not a candidate"}
+                    assert out == never, f"'not a candidate' is wrong at k={k}, rerank={rerank}"
 
 
 def save_experiments(experiments: list[Experiment], path: Path | None = None) -> Path:

@@ -172,6 +172,7 @@ def grade(
                 "status": record["status"] if record else "failed",
                 "correctness": correctness(q, record),
                 "faithful": faithful(record),
+                "passages": len(record.get("retrieved") or []) if record else 0,
                 **scores,
                 "note": (errors or {}).get(q.financebench_id, ""),
             }
@@ -190,7 +191,8 @@ def kind(question: FilingQuestion) -> str:
 def summary(table: Any) -> Any:
     """Aggregate a graded table per path: outcome counts, faithful share, page-hit rate, mean recall and MRR.
 
-    ``faithful`` counts only the answers that state a figure (`NO_ELIGIBLE` when none does); ``no_figure``
+    ``faithful`` counts only the answers that state a figure (`NO_ELIGIBLE` when none does, and on a path with
+    no passage sent, such as the no-retrieval baseline: nothing there can be faithful or not); ``no_figure``
     counts the answers that state none (faithfulness cannot be checked there, so they are neither credited
     nor blamed).
     ``app_refused`` counts the questions the application itself declined (``insufficient_evidence``: the
@@ -201,7 +203,7 @@ def summary(table: Any) -> Any:
 
     rows = []
     for path, part in table.groupby("path", sort=False):
-        faithful_known = part["faithful"].dropna()
+        faithful_known = part.loc[part["passages"] > 0, "faithful"].dropna()  # no passage: nothing to be faithful to
         hits = part["page_hit"].dropna()
         by_app = part["status"] == APP_REFUSAL
         asked = part[~by_app]
@@ -226,6 +228,21 @@ def summary(table: Any) -> Any:
     return text_table(pd.DataFrame(rows))
 
 
+def paired_p(wins: int, losses: int) -> float:
+    """Return the exact two-sided p-value of a paired comparison on the same questions (exact McNemar test).
+
+    ``wins`` counts the questions where one setting hits and the other misses, ``losses`` the reverse; the
+    questions where both agree say nothing about the difference, so they are left out. Under "no difference"
+    each disagreement is a coin toss, so this is scipy's ``binomtest(wins, wins + losses)``; 1.0 when the two
+    never disagree. A small p says the split of the disagreements is unlikely by chance; with few
+    disagreements no split is small enough (1 against 4 gives p = 0.375).
+    """
+    from scipy.stats import binomtest
+
+    n = wins + losses
+    return 1.0 if n == 0 else float(binomtest(wins, n).pvalue)
+
+
 def wilson_interval(hits: int, n: int) -> tuple[float, float]:
     """Return the 95% Wilson interval of a rate of ``hits`` in ``n`` (`labkit.trials.wilson`, scipy's), rounded to 3 places.
 
@@ -238,8 +255,9 @@ def wilson_interval(hits: int, n: int) -> tuple[float, float]:
 def rate_verdicts(counts: Mapping[str, tuple[int, int]]) -> dict[str, str]:
     """Compare rates given as name -> (hits, n): ``best``, ``tie`` or ``below``, for each name.
 
-    The best is the highest rate (several names can share it); a rate that lies inside the best's 95% Wilson
-    interval is a ``tie``, since the data cannot tell the two apart; below that interval it is ``below``.
+    A rate that lies inside the highest rate's 95% Wilson interval is a ``tie``, since the data cannot tell the
+    two apart; below that interval it is ``below``. The highest rate (several names can share it) is ``best``
+    only when some rate is ``below``: when every rate ties, no name is called best, and all are ``tie``.
     """
     rates = {name: hits / n if n else 0.0 for name, (hits, n) in counts.items()}
     if not rates:
@@ -247,7 +265,10 @@ def rate_verdicts(counts: Mapping[str, tuple[int, int]]) -> dict[str, str]:
     top = max(rates.values())
     best = next(name for name, rate in rates.items() if rate == top)
     low, _ = wilson_interval(*counts[best])
-    return {name: "best" if rate == top else "tie" if rate >= low else "below" for name, rate in rates.items()}
+    verdicts = {name: "best" if rate == top else "tie" if rate >= low else "below" for name, rate in rates.items()}
+    if "below" not in verdicts.values():
+        return dict.fromkeys(verdicts, "tie")
+    return verdicts
 
 
 def _mean(column: Any) -> float | str:

@@ -139,13 +139,23 @@ def page_hit_table(
 
 
 def winners(table: Any, *, k: int = 5) -> list[str]:
-    """Return one sentence per group of a `page_hit_table`: the best retriever at k, and which ones tie with it."""
+    """Return one sentence per group of a `page_hit_table`: the best retriever at k, and which ones tie with it.
+
+    When every retriever ties, the sentence names none best and says the data cannot separate them.
+    """
     sentences = []
     for group in dict.fromkeys(table.index.get_level_values(0)):
         part = table.loc[group]
         best = [name for name, row in part.iterrows() if row[f"vs_best@{k}"] == "best"]
         tied = [name for name, row in part.iterrows() if row[f"vs_best@{k}"] == "tie"]
         below = [name for name, row in part.iterrows() if row[f"vs_best@{k}"] == "below"]
+        if not best:  # every rate ties (`rate_verdicts` then names none best)
+            top = part.loc[part[f"page_hit@{k}"].astype(float).idxmax()]
+            sentences.append(
+                f"{group} ({int(top['questions'])} questions): the data cannot separate {', '.join(tied)}"
+                f" (each inside the highest one's interval, {top[f'page_hit@{k}']:.3f} {top[f'ci95@{k}']})."
+            )
+            continue
         top = part.loc[best[0]]
         text = (
             f"{group} ({int(top['questions'])} questions): "
