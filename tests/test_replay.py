@@ -555,8 +555,9 @@ def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
         f"request ({request_key(request)[:12]}…); the nearest recorded request (binding key {bindings[1].key[:12]}…) "
         "differs in 1 field(s):\n"
         "  temperature: '0' -> '1'\n"
-        "Restore the original request, or record a new run for it with `labkit record 03` "
-        "(or LABKIT_MODE=record). An old reply is never returned for a request that was not made."
+        "Restore the original request. If the lesson's own requests changed, record its run again with "
+        "`labkit record 03`; a request typed in a notebook is recorded only under LABKIT_MODE=record. "
+        "An old reply is never returned for a request that was not made."
         f"\n{EXPLORE_HINT}"
     )
 
