@@ -56,7 +56,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         f"{decline['sent']} questions `out_of_scope`."
         + (
             f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
-            "nothing. The notes under the table count why."
+            "nothing. The next note counts why."
             if vacuous
             else ""
         ),
