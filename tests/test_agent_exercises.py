@@ -31,6 +31,7 @@ def test_the_stale_recount_check_passes_a_retry_after_a_stale_reference_only():
     [
         ({"stale", "foreign", "forged"}, "not filtered around"),
         ({"stale", "forged"}, "not filtered around"),
+        ({"stale", "foreign"}, "not filtered around"),
     ],
 )
 def test_the_stale_recount_check_refuses_a_retry_on_the_wrong_refusals(refilter_on, message):

@@ -110,3 +110,12 @@ def test_run_refund_count_asks_the_router_and_counts_by_reference_within_the_bud
         run_refund_count(caller, SupportTools(caller, SupportData()), model, steps_left=2)
     declined = ScriptedModel({"route:": '{"route": "out_of_scope"}'})
     assert run_refund_count(caller, SupportTools(caller, SupportData()), declined)["status"] == "out_of_scope"
+
+
+def test_run_refund_count_refuses_a_router_reply_that_is_no_route():
+    from labkit.agent.graph import ScriptedModel
+    from labkit.agent.trace import run_refund_count
+
+    caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    with pytest.raises(UnknownRoute, match="is no route"):
+        run_refund_count(caller, SupportTools(caller, SupportData()), ScriptedModel({"route:": "sports"}))

@@ -121,8 +121,9 @@ def run_refund_count(caller: Any, tools: Any, adapter: Any, *, steps_left: int =
     """Run `refund_count_trace` for ``caller`` with the book's question, its route asked of ``adapter``.
 
     ``state0`` is built from the caller (user, session, scope, dataset version)
-    and ``steps_left``; the route comes from `labkit.agent.router.route_question`,
-    the tools are ``tools``' own, and the answer is checked by `verify_final`.
+    and ``steps_left``; the route comes from `labkit.agent.router.route_question`
+    (a reply that is no route raises `UnknownRoute`), the tools are ``tools``' own,
+    and the answer is checked by `verify_final`.
     """
     from labkit.agent.router import route_question
     from labkit.agent.tools import CountRows, IntentFilter
@@ -136,9 +137,16 @@ def run_refund_count(caller: Any, tools: Any, adapter: Any, *, steps_left: int =
         "dataset_version": caller.dataset_version,
         "steps_left": steps_left,
     }
+
+    def route(state: dict[str, Any]) -> str:
+        result = route_question(state["question"], caller, adapter)
+        if result.route is None:
+            raise UnknownRoute(f"the router's reply {result.raw!r} is no route: {result.problem}")
+        return result.route
+
     return refund_count_trace(
         state0,
-        route=lambda state: route_question(state["question"], caller, adapter).route,
+        route=route,
         filter_by_intent=tools.filter_by_intent,
         count_rows=tools.count_rows,
         verify_final=verify_final,
