@@ -50,6 +50,7 @@ def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     text = findings.why_no_valid_call(results, load_run(runs.RUN_CAPTURED), report)
     assert text.startswith("**Why 0 of 25 proposals were valid.**")
     assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
+    assert "24 of them put an `answer`" in text
     assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
 
 
@@ -64,6 +65,7 @@ def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
     refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
     assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text
     assert "0 agent replies were cut off" in text and f"{refused} parsed as JSON" in text
+    assert f"{refused} of them put an `answer`" in text
     misrouted = sum(r.case.expected_route not in (None, "structured") for r in results)
     assert f"{misrouted} questions got a wrong route" in text
 

@@ -71,7 +71,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         )
         + (
             f" {_ids(profile_passes)} passed because the router said `profile`; the profile node's regex "
-            "did the rest, with no model call."
+            "did the rest, with no further model call."
             if profile_passes
             else ""
         ),
@@ -169,15 +169,16 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
     misrouted = sum(matrix[i][j] for i in routes for j in routes if i != j)
     common = "; ".join(f"`{tool}` with `{args}` ({n} times)" for (tool, args), n in refused.most_common(2))
+    with_answer = sum(n for (_, args), n in refused.items() if "answer" in json.loads(args))
     tools = report["tools"]
     return (
         f"**Why {tools['valid_arguments']} of {tools['tool_proposals']} proposals were valid.** "
         f"{agent_cut} agent {'reply was' if agent_cut == 1 else 'replies were'} cut off at the `max_tokens` cap. "
         f"{sum(refused.values())} parsed as JSON but failed the tool's schema. The most frequent: {common or 'none'}. "
-        "They put an `answer` where the tool's arguments go. The shared schema requires no field, so it let that "
-        "through; a schema per step would have refused it. "
-        f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON: that is the model's choice, "
-        f"and no request setting explains it. {router_bad} router replies did not parse at all (below)."
+        f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
+        "so it let that through; a schema per step would have refused it. "
+        f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. That is the model's choice: "
+        f"neither the cap nor the schema explains it. {router_bad} router replies did not parse at all (below)."
     )
 
 
