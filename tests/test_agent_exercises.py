@@ -57,3 +57,39 @@ def test_the_stale_recount_check_refuses_a_retry_loop_without_end():
 
     with pytest.raises(AssertionError, match="retry once"):
         check_stale_recount(keeps_trying)
+
+
+@pytest.fixture(scope="module")
+def captured_results():
+    from labkit.agent import runs
+    from labkit.boundary import connect
+
+    return runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+
+
+def _failures_of(kinds):
+    def proposal_failures(results):
+        events = [e for r in results for e in (r.state or {}).get("events", [])]
+        return {name: sum(e["kind"] in which for e in events) for name, which in kinds.items()}
+
+    return proposal_failures
+
+
+def test_the_proposal_failures_check_passes_counting_each_agent_event_kind(captured_results):
+    from labkit.agent.exercises import check_proposal_failures
+
+    right = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})
+    assert "counts the captured run" in check_proposal_failures(right, captured_results)
+
+
+def test_the_proposal_failures_check_refuses_router_replies_counted_and_the_figures_typed_in(captured_results):
+    from labkit.agent.exercises import check_proposal_failures
+
+    with_router = _failures_of(
+        {"unparsed": {"proposal_invalid", "route_invalid"}, "wrong arguments": {"arguments_invalid"}}
+    )
+    with pytest.raises(AssertionError, match="captured"):
+        check_proposal_failures(with_router, captured_results)
+    typed = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})(captured_results)
+    with pytest.raises(AssertionError, match="scripted run"):
+        check_proposal_failures(lambda results: typed, captured_results)

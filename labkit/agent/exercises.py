@@ -81,3 +81,35 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     forging.filter_by_intent = lambda args: {"row_ref": "rows-0123456789abcdef", "preview": []}  # type: ignore[method-assign]  # a forged reference
     _expect_refusal(count_with_refilter, forging, "forged")
     return "ex:stale-recount passed"
+
+
+def _failures(results: Any) -> dict[str, int]:
+    events = [event for result in results for event in (result.state or {}).get("events", [])]
+    return {
+        "unparsed": sum(event["kind"] == "proposal_invalid" for event in events),
+        "wrong arguments": sum(event["kind"] == "arguments_invalid" for event in events),
+    }
+
+
+def check_proposal_failures(proposal_failures: Callable[[Any], dict[str, int]], captured: Any) -> str:
+    """Check exercise 2's ``proposal_failures(results)`` on the captured run's ``captured`` results and two scripted runs.
+
+    One scripted model always proposes ``count_rows`` with an ``answer`` in place of
+    its arguments; the other always replies with text that is not JSON. A router
+    reply that did not parse is no agent proposal, and must not be counted.
+    """
+    from labkit.agent.graph import ScriptedModel
+    from labkit.agent.runs import make_requests
+
+    route = '{"route": "structured"}'
+    scripted = {
+        "wrong arguments": make_requests(
+            ScriptedModel({"route:": route, "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'})
+        ),
+        "unparsed": make_requests(ScriptedModel({"route:": route, "agent:": "count_rows please"})),
+    }
+    assert proposal_failures(captured) == _failures(captured), "recount the captured run's agent proposals"
+    for kind, results in scripted.items():
+        counted = proposal_failures(results)
+        assert counted == _failures(results), f"a scripted run where every proposal is {kind}: counted wrong"
+    return "proposal_failures counts the captured run and the scripted ones"

@@ -56,7 +56,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         f"{decline['sent']} questions `out_of_scope`."
         + (
             f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
-            "nothing. The next note counts why."
+            "nothing. Exercise 2 and the note after it count why."
             if vacuous
             else ""
         ),
@@ -178,7 +178,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
         "so it let that through; a schema per step would have refused it. "
         f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. That is the model's choice: "
-        f"neither the cap nor the schema explains it. {router_bad} router replies did not parse at all (below)."
+        f"neither the cap nor the schema explains it. {router_bad} router replies did not parse at all."
     )
 
 
