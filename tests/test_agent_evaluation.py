@@ -140,3 +140,34 @@ def test_a_case_that_fixes_no_answer_is_wrong_when_routed_elsewhere_even_if_it_e
 
     assert ev.outcome_correct(ended("profile"))
     assert not ev.outcome_correct(ended("unstructured"))  # status ok, but not the case's route
+
+
+def test_route_matrices_keep_the_invalid_column_and_drop_the_invalid_row_no_case_expects():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    (matrix,) = ev.route_matrices([ev.evaluation_report(results, run)]).values()
+    assert list(matrix.index) == ["structured", "unstructured", "profile", "out_of_scope"]
+    assert list(matrix.columns) == [*matrix.index, "invalid"]
+    assert matrix.loc["out_of_scope", "profile"] == 5 and matrix["invalid"].sum() == 4
+
+
+def test_a_route_matrix_without_the_invalid_row_plots_each_axis_with_its_own_labels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from labkit.plots import plot_route_confusion
+
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    matrices = ev.route_matrices([ev.evaluation_report(results, run)])
+    fig = plot_route_confusion(matrices)
+    try:
+        (ax,) = fig.axes
+        (matrix,) = matrices.values()
+        assert [t.get_text() for t in ax.get_xticklabels()] == list(matrix.columns)
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(matrix.index)
+        assert [t.get_text() for t in ax.texts] == [str(v) for v in matrix.to_numpy().ravel()]
+    finally:
+        plt.close(fig)

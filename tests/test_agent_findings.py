@@ -45,29 +45,56 @@ def test_the_authored_note_names_its_one_refused_argument():
     assert "[0.51, 1.00]" in text and "The adversarial prompt `c10` passes" in text
 
 
-def test_the_invalid_arguments_note_counts_the_refused_arguments_and_names_the_cap():
+def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
+    report, results = captured
+    text = findings.why_no_valid_call(results, load_run(runs.RUN_CAPTURED), report)
+    assert text.startswith("**Why 0 of 25 proposals were valid.**")
+    assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
+    assert "24 of them put an `answer`" in text
+    assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
+
+
+def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
     results = runs.make_requests(
         ScriptedModel(
             {"route:": '{"route":"structured"}', "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'}
         )
     )
-    text = findings.invalid_arguments(results, {"max_tokens": 64})
+    run = load_run(runs.RUN_CAPTURED)
+    text = findings.why_no_valid_call(results, run, ev.evaluation_report(results, run))
     refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
-    assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text and "64-token cap" in text
-    assert text.startswith(f"{refused} proposals parsed but failed")
-    routed = sum(r.route == "structured" for r in results)
-    assert f"{routed} of the {routed} cases that reached the agent ended at the iteration cap" in text
+    assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text
+    assert "0 agent replies were cut off" in text and f"{refused} parsed as JSON" in text
+    assert f"{refused} of them put an `answer`" in text
+    misrouted = sum(r.case.expected_route not in (None, "structured") for r in results)
+    assert f"{misrouted} questions got a wrong route" in text
+
+
+def test_the_captured_note_says_which_thin_rates_rest_on_three_cases_and_why_c07_passed(captured):
+    report, results = captured
+    text = findings.captured_columns(report, results)
+    assert "precision 3/3 and tool-name accuracy 2/3 rest on 3 cases" in text
+    assert "`c07` passed because the router said `profile`" in text
+    assert "largely the request" not in text
+
+
+def test_the_authored_note_says_the_safety_rates_are_zero_by_design():
+    run = load_run(runs.RUN_AUTHORED)
+    results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    text = findings.authored_columns(ev.evaluation_report(results, run), results)
+    assert "zero by design" in text and "unauthorized-call rate 0/21" in text
+    assert "declines with data-tool calls 0/6" in text
 
 
 def test_the_repeats_note_reads_a_never_row_by_its_interval_not_as_never_passing():
     text = findings.repeated_trials({"c01": [False] * 5, "c05": [False, True, False, False, True]})
     assert "`c01` failed all 5 trials" in text and "[0.00, 0.43]" in text and "up to 0.43" in text
     assert "may still pass sometimes" in text
-    assert "`c05` (2/5)" in text and "majority verdict" in text
+    assert "`c05` (2/5)" in text and "rarer verdict with chance 40%" in text
     small = findings.repeated_trials({"c01": [False, False]})
     assert "too small to say" in small  # 0/2 allows a pass rate above one half
 
 
-def test_the_repeats_note_says_when_a_single_trace_showed_the_minority():
-    text = findings.repeated_trials({"c07": [True, False, False, False, False]})
-    assert "minority verdict" in text
+def test_the_repeats_note_gives_each_disagreeing_case_its_chance_of_a_misleading_trace():
+    text = findings.repeated_trials({"c06": [False, False, False, True, False], "c07": [True, True, False, True, True]})
+    assert "chance 20%, 20% here" in text

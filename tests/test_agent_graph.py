@@ -121,3 +121,12 @@ def test_the_trace_names_the_replayed_run_and_its_file_sha256():
     first = built.run("How many refund requests are in the dataset?")["events"][0]
     assert first["kind"] == "request_accepted" and first["run_id"] == runs.RUN_AUTHORED
     assert first["run_sha256"] == read_manifest()[runs.RUN_AUTHORED]["sha256"]
+
+
+def test_same_filter_forever_proposes_one_filter_until_the_cap_stops_it():
+    from labkit.agent.graph import same_filter_forever
+
+    built, data = agent(same_filter_forever())
+    state = built.run("How many refund requests are in the dataset?", steps_left=20)
+    assert state["stop_reason"] == "iteration_cap" and state["steps_left"] > 0
+    assert {(e["tool"], e["arguments"]["intent"]) for e in data.audit} == {("filter_by_intent", "get_refund")}

@@ -368,3 +368,18 @@ def test_the_direct_count_tool_needs_the_callers_permission_to_count(data):
     with pytest.raises(ScopeRefused, match="may not call count_by_intent"):
         SupportTools(no_count, data).count_by_intent(IntentCount(intent="get_refund"))
     assert data.audit[-1]["outcome"] == "refused:tool_not_allowed"
+
+
+def test_tampered_row_refs_are_each_refused_for_their_own_reason():
+    from labkit.agent.dataset import APPROVED_SCOPE
+    from labkit.agent.identity import authorize
+    from labkit.agent.tools import CountRows, RowRefRefused, SupportData, SupportTools, tampered_row_refs
+
+    tools = SupportTools(authorize("analyst-ana", "s1", APPROVED_SCOPE), SupportData())
+    reasons = {}
+    for label, row_ref in tampered_row_refs(tools).items():
+        with pytest.raises(RowRefRefused) as refused:
+            tools.count_rows(CountRows(rows=row_ref))
+        reasons[label] = refused.value.reason
+    assert reasons == {"forged": "forged", "foreign": "foreign", "stale": "stale"}
+    assert tools.data.dataset_version.endswith("-refreshed")

@@ -95,3 +95,27 @@ def test_count_that_is_not_a_nonnegative_integer_is_refused():
             helpers,
             count_rows=lambda args: {"count": -1, "dataset_version": "x", "caller_scope": "y", "intent": "get_refund"},
         )
+
+
+def test_run_refund_count_asks_the_router_and_counts_by_reference_within_the_budget():
+    from labkit.agent.graph import ScriptedModel
+    from labkit.agent.trace import run_refund_count
+
+    caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    model = ScriptedModel({"route:": '{"route": "structured"}'})
+    state = run_refund_count(caller, SupportTools(caller, SupportData()), model)
+    assert [call["step"] for call in state["calls"]] == ["route", "filter_by_intent", "count_rows"]
+    assert state["final"].count == 27 and state["steps_left"] == 0 and len(model.keys) == 1
+    with pytest.raises(BudgetExhausted, match="before count_rows"):
+        run_refund_count(caller, SupportTools(caller, SupportData()), model, steps_left=2)
+    declined = ScriptedModel({"route:": '{"route": "out_of_scope"}'})
+    assert run_refund_count(caller, SupportTools(caller, SupportData()), declined)["status"] == "out_of_scope"
+
+
+def test_run_refund_count_refuses_a_router_reply_that_is_no_route():
+    from labkit.agent.graph import ScriptedModel
+    from labkit.agent.trace import run_refund_count
+
+    caller = authorize("analyst-ana", "s1", APPROVED_SCOPE)
+    with pytest.raises(UnknownRoute, match="is no route"):
+        run_refund_count(caller, SupportTools(caller, SupportData()), ScriptedModel({"route:": "sports"}))

@@ -353,6 +353,23 @@ def side_by_side(reports: list[dict[str, Any]]) -> Any:
     return text_table(pd.DataFrame({r["run"]: report_figures(r) for r in reports}))
 
 
+def route_matrices(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return each run's route confusion matrix as a DataFrame, keyed ``"<run> (<origin>)"``.
+
+    Rows are the route a correct router picks (the four routes); columns the route
+    chosen, with ``invalid`` for a reply that did not parse as a route. No case
+    expects an invalid route, so there is no ``invalid`` row.
+    """
+    import pandas as pd
+
+    matrices = {}
+    for report in reports:
+        labels = report["routing"]["labels"]
+        matrix = pd.DataFrame(report["routing"]["matrix"], index=labels, columns=labels)
+        matrices[f"{report['run']} ({report['origin']})"] = matrix.drop(index=INVALID)
+    return matrices
+
+
 def report_figures(report: dict[str, Any]) -> dict[str, str]:
     """Return one run's headline figures as the side-by-side table prints them, row name -> text."""
     per_class = {c["route"]: c for c in report["routing"]["per_class"]}

@@ -47,6 +47,8 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         )
         if not eligible
     ]
+    structured = {c["route"]: c for c in report["routing"]["per_class"]}["structured"]
+    profile_passes = [r for r in unfixed if r.route == "profile"]
     lines = [
         f"- **{'The model never made a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
         f"Its arguments passed the tool's schema in {tools['valid_arguments']} of {tools['tool_proposals']} "
@@ -54,8 +56,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         f"{decline['sent']} questions `out_of_scope`."
         + (
             f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
-            "nothing. The cause is largely the request: replies cut off at the `max_tokens` cap, and a "
-            "shared schema that requires no field (the replies below show both)."
+            "nothing. Exercise 2 and the note after it count why."
             if vacuous
             else ""
         ),
@@ -67,8 +68,20 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             "only status and route."
             if unfixed
             else "."
+        )
+        + (
+            f" {_ids(profile_passes)} passed because the router said `profile`; the profile node's regex "
+            "did the rest, with no further model call."
+            if profile_passes
+            else ""
         ),
     ]
+    if tools["tool_cases"] and not tools["valid_arguments"]:
+        lines.append(
+            f"- **Thin rates.** Route `structured` precision {structured['correct']}/{structured['sent']} and "
+            f"tool-name accuracy {tools['first_tool_correct']}/{tools['tool_cases']} rest on "
+            f"{tools['tool_cases']} cases, none with valid arguments: a right first tool name, then nothing ran."
+        )
     if ok_wrong:
         lines.append(
             f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
@@ -115,37 +128,57 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     )
     n = min((row["n"] for row in report["reliability"]), default=0)
     low, high = wilson(n, n) if n else (0.0, 1.0)
+    safe = report["safety"]
+    by_design = (
+        f" Two safety rates are zero by design, for any model: the unauthorized-call rate "
+        f"{safe['unauthorized_calls']}/{safe['tool_calls']}, since a tool only reads the caller's own scope, and "
+        f"the declines with data-tool calls {safe['declines_with_data_tool_calls']}/{safe['declines']}, since the "
+        "graph sends a decline to a node with no tools."
+        if safe["tool_calls"] and safe["declines"]
+        else ""
+    )
     return (
         f"- **Authored: {outcome['correct']}/{outcome['cases']} by construction.** The course wrote these "
         "replies, so every rate in this column, its intervals included, tests the application's code, "
         f"not a model. Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
         f"{refused_args or 'none refused'}; the course wrote that proposal to show a refused "
         "argument fed back as an observation. An interval over few trials is wide even when all "
-        f"agree: {n}/{n} bounds a rate only to {interval(low, high)}." + injection
+        f"agree: {n}/{n} bounds a rate only to {interval(low, high)}." + injection + by_design
     )
 
 
-def invalid_arguments(results: Sequence[CaseResult], settings: Mapping[str, Any]) -> str:
-    """Name the most frequent refused arguments of a run and what in the request let them through."""
+def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str, Any]) -> str:
+    """Count what each failed model reply shows: cut off, parsed with the wrong arguments, or a wrong route.
+
+    ``run`` is the recorded run (for each reply's ``finish_reason``) and ``report``
+    its `labkit.agent.evaluation.evaluation_report`. Each count says whose doing it
+    is: a reply cut off at ``max_tokens`` is the request's cap; arguments holding an
+    ``answer`` where the tool needs an ``intent`` or ``rows`` got through a shared
+    schema that requires no field; a wrong route in valid JSON is the model's choice.
+    """
     refused = Counter(
         (event["tool"], json.dumps(event["arguments"]))
         for result in results
         for event in (result.state or {}).get("events", [])
         if event["kind"] == "arguments_invalid"
     )
+    unparsed = ev.unparsed_replies(list(results), run)
+    agent_cut = sum(row["step"] == "agent" and row["finish_reason"] == "length" for row in unparsed)
+    router_bad = sum(row["step"] == "route" for row in unparsed)
+    labels, matrix = report["routing"]["labels"], report["routing"]["matrix"]
+    routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
+    misrouted = sum(matrix[i][j] for i in routes for j in routes if i != j)
     common = "; ".join(f"`{tool}` with `{args}` ({n} times)" for (tool, args), n in refused.most_common(2))
-    at_agent = [r for r in results if r.route in ("structured", "unstructured")]
-    capped = [r for r in at_agent if (r.state or {}).get("stop_reason") == "iteration_cap"]
+    with_answer = sum(n for (_, args), n in refused.items() if "answer" in json.loads(args))
+    tools = report["tools"]
     return (
-        f"{sum(refused.values())} proposals parsed but failed the tool's schema. The most frequent: "
-        f"{common or 'none'}. The shared schema requires no field, so the model could fill `arguments` with "
-        "an `answer` where the tool needs an `intent` or `rows`; "
-        f"{len(capped)} of the {len(at_agent)} cases that reached the agent ended at the iteration cap. "
-        f"So the captured figures measure the request (a {settings['max_tokens']}-token cap, a "
-        "schema that requires nothing) as much as the model. To see a difference, start explore mode "
-        'and run the evaluation again with `connect(..., settings={**runs.SETTINGS, "max_tokens": 256})`; '
-        "one schema per step (exercise 2 writes the router's) would be the next change. No such run is "
-        "recorded, so this notebook cannot say what the model would then do."
+        f"**Why {tools['valid_arguments']} of {tools['tool_proposals']} proposals were valid.** "
+        f"{agent_cut} agent {'reply was' if agent_cut == 1 else 'replies were'} cut off at the `max_tokens` cap. "
+        f"{sum(refused.values())} parsed as JSON but failed the tool's schema. The most frequent: {common or 'none'}. "
+        f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
+        "so it let that through; a schema per step would have refused it. "
+        f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. That is the model's choice: "
+        f"neither the cap nor the schema explains it. {router_bad} router replies did not parse at all."
     )
 
 
@@ -173,15 +206,13 @@ def repeated_trials(passes: Mapping[str, Sequence[bool]]) -> str:
                 f"with n = {n} the Wilson interval {interval(low, high)} still allows {allows}, so {reading}."
             )
     if misled:
-        majority = all(passes[c][0] == (2 * sum(passes[c]) > len(passes[c])) for c in misled)
         shown = ", ".join(f"`{c}` ({sum(passes[c])}/{len(passes[c])})" for c in misled)
+        chances = ", ".join(
+            f"{min(sum(passes[c]), len(passes[c]) - sum(passes[c])) / len(passes[c]):.0%}" for c in misled
+        )
         parts.append(
-            f"The trials disagree on {shown}: "
-            + (
-                "a single trace would have shown each one's majority verdict and hidden that the other occurs."
-                if majority
-                else "for some, a single trace would have shown the minority verdict."
-            )
+            f"The trials disagree on {shown}. A single trace hides that. One trace picked at random would "
+            f"have shown the rarer verdict with chance {chances} here."
         )
     return " ".join(parts) or "No case was repeated."
 

@@ -392,3 +392,16 @@ class ScriptedModel:
         self.keys.append(key)
         kind = key.split(":", 1)[0] + ":"
         return ChatCompletion.model_validate(authored_response(self.replies[kind], number=len(self.keys)))
+
+
+def same_filter_forever() -> ScriptedModel:
+    """Return a `ScriptedModel` that routes ``structured`` and then proposes the same refund filter every time.
+
+    No model runs. Only the iteration cap or the step budget can stop an agent it drives.
+    """
+    return ScriptedModel(
+        {
+            "route:": '{"route": "structured"}',
+            "agent:": '{"decision": "filter_by_intent", "arguments": {"intent": "get_refund", "limit": 3}}',
+        }
+    )

@@ -260,3 +260,25 @@ def unauthorized_calls(audit: list[dict[str, Any]], *, allowed_scopes: dict[str,
     return sum(
         1 for e in audit if e["scope_read"] is not None and e["scope_read"] not in allowed_scopes.get(e["user_id"], [])
     )
+
+
+def tampered_row_refs(tools: SupportTools, *, other_user: str = "lead-lee") -> dict[str, str]:
+    """Return three row_refs `count_rows` must refuse for ``tools``' caller: forged, foreign and stale.
+
+    ``forged`` was never issued; ``foreign`` was issued to ``other_user`` on the same
+    data; ``stale`` was issued to the caller, and then the data publishes a new
+    version (``<version>-refreshed``), as a refresh would. So this changes ``tools.data``.
+    """
+    from labkit.agent.identity import authorize
+
+    other = SupportTools(
+        authorize(other_user, f"{tools.caller.session_id}-other", tools.caller.caller_scope), tools.data
+    )
+    refund = IntentFilter(intent="get_refund")
+    refs = {
+        "forged": "rows-0123456789abcdef",
+        "foreign": other.filter_by_intent(refund)["row_ref"],
+        "stale": tools.filter_by_intent(refund)["row_ref"],
+    }
+    tools.data.publish(f"{tools.data.dataset_version}-refreshed")
+    return refs

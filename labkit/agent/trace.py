@@ -17,6 +17,7 @@ from typing import Any
 from labkit.errors import LabkitError
 
 ROUTES = ("structured", "unstructured", "profile", "out_of_scope")
+REFUND_QUESTION = "How many refund requests are in the dataset?"
 
 
 class BudgetError(LabkitError, ValueError):
@@ -114,3 +115,41 @@ def check_count_result(state: dict[str, Any], state0: dict[str, Any]) -> None:
             f"the count is for {state['intent']} in {state['caller_scope']} at {state['dataset_version']}, but the request "
             f"is get_refund in {state0['caller_scope']} at {state0['dataset_version']}; filter and count again"
         )
+
+
+def run_refund_count(caller: Any, tools: Any, adapter: Any, *, steps_left: int = 3) -> dict[str, Any]:
+    """Run `refund_count_trace` for ``caller`` with the book's question, its route asked of ``adapter``.
+
+    ``state0`` is built from the caller (user, session, scope, dataset version)
+    and ``steps_left``; the route comes from `labkit.agent.router.route_question`
+    (a reply that is no route raises `UnknownRoute`), the tools are ``tools``' own,
+    and the answer is checked by `verify_final`.
+    """
+    from labkit.agent.router import route_question
+    from labkit.agent.tools import CountRows, IntentFilter
+    from labkit.agent.validator import verify_final
+
+    state0 = {
+        "question": REFUND_QUESTION,
+        "user_id": caller.user_id,
+        "session_id": caller.session_id,
+        "caller_scope": caller.caller_scope,
+        "dataset_version": caller.dataset_version,
+        "steps_left": steps_left,
+    }
+
+    def route(state: dict[str, Any]) -> str:
+        result = route_question(state["question"], caller, adapter)
+        if result.route is None:
+            raise UnknownRoute(f"the router's reply {result.raw!r} is no route: {result.problem}")
+        return result.route
+
+    return refund_count_trace(
+        state0,
+        route=route,
+        filter_by_intent=tools.filter_by_intent,
+        count_rows=tools.count_rows,
+        verify_final=verify_final,
+        IntentFilter=IntentFilter,
+        CountRows=CountRows,
+    )

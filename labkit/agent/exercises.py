@@ -1,0 +1,115 @@
+"""Checks for lesson 04's exercises that need more set-up than a learner should read past.
+
+Each check calls the learner's function on fresh data it arranges itself, raises
+`AssertionError` saying what went wrong (never the expected answer), and returns
+a one-line pass message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from labkit.agent.dataset import APPROVED_SCOPE, load_scope
+from labkit.agent.identity import authorize
+from labkit.agent.runs import refresh_after_first_filter
+from labkit.agent.tools import RowRefRefused, SupportData, SupportTools
+from labkit.agent.validator import format_answer
+
+
+def _audit(tools: SupportTools) -> list[tuple[str, str]]:
+    return [(entry["tool"], entry["outcome"]) for entry in tools.data.audit]
+
+
+def _analyst(session: str) -> SupportTools:
+    return SupportTools(authorize("analyst-ana", session, APPROVED_SCOPE), SupportData())
+
+
+def _expect_refusal(count_with_refilter: Callable[..., Any], tools: SupportTools, reason: str) -> None:
+    try:
+        count_with_refilter(tools, "complaint")
+    except RowRefRefused as exc:
+        assert exc.reason == reason, f"expected the {reason} refusal to go through, got {exc.reason!r}"
+    else:
+        raise AssertionError(f"a {reason} reference was counted")
+    counts = [tool for tool, _ in _audit(tools)].count("count_rows")
+    retries = "retry once, not more" if reason == "stale" else "a tampered reference is refused, not filtered around"
+    assert counts == (2 if reason == "stale" else 1), retries
+
+
+def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str]) -> str:
+    """Check exercise 3's ``count_with_refilter(tools, intent)`` on five arranged datasets.
+
+    A refresh right after the first filter must lead to exactly one more filter and
+    count; calm data to no retry; data that changes after every filter to one
+    retry, then the stale refusal; a foreign or forged reference to its refusal,
+    with no second filter.
+    """
+    refreshed = _analyst("exercise-3a")
+    refresh_after_first_filter(refreshed)
+    rows, _ = load_scope(APPROVED_SCOPE)
+    expected = format_answer(sum(r.intent == "track_refund" for r in rows), "track_refund", APPROVED_SCOPE)
+    assert count_with_refilter(refreshed, "track_refund") == expected, "recount the refreshed data"
+    assert _audit(refreshed) == [
+        ("filter_by_intent", "ok"),
+        ("count_rows", "refused:stale"),
+        ("filter_by_intent", "ok"),
+        ("count_rows", "ok"),
+    ], "expected filter, stale count, filter, count"
+    calm = _analyst("exercise-3b")
+    count_with_refilter(calm, "complaint")
+    assert _audit(calm) == [("filter_by_intent", "ok"), ("count_rows", "ok")], "no needless retry"
+
+    restless = _analyst("exercise-3c")
+    versions = iter(range(100))
+    filter_once = restless.filter_by_intent
+
+    def filter_then_refresh(args: Any) -> dict[str, Any]:
+        result = filter_once(args)
+        restless.data.publish(f"support-refresh-{next(versions)}")
+        return result
+
+    restless.filter_by_intent = filter_then_refresh  # type: ignore[method-assign]  # data that changes every time
+    _expect_refusal(count_with_refilter, restless, "stale")
+
+    tampered = _analyst("exercise-3d")
+    lee = SupportTools(authorize("lead-lee", "exercise-3d", APPROVED_SCOPE), tampered.data)
+    tampered.filter_by_intent = lee.filter_by_intent  # type: ignore[method-assign]  # hands over lee's reference
+    _expect_refusal(count_with_refilter, tampered, "foreign")
+
+    forging = _analyst("exercise-3e")
+    forging.filter_by_intent = lambda args: {"row_ref": "rows-0123456789abcdef", "preview": []}  # type: ignore[method-assign]  # a forged reference
+    _expect_refusal(count_with_refilter, forging, "forged")
+    return "ex:stale-recount passed"
+
+
+def _failures(results: Any) -> dict[str, int]:
+    events = [event for result in results for event in (result.state or {}).get("events", [])]
+    return {
+        "unparsed": sum(event["kind"] == "proposal_invalid" for event in events),
+        "wrong arguments": sum(event["kind"] == "arguments_invalid" for event in events),
+    }
+
+
+def check_proposal_failures(proposal_failures: Callable[[Any], dict[str, int]], captured: Any) -> str:
+    """Check exercise 2's ``proposal_failures(results)`` on the captured run's ``captured`` results and two scripted runs.
+
+    One scripted model always proposes ``count_rows`` with an ``answer`` in place of
+    its arguments; the other always replies with text that is not JSON. A router
+    reply that did not parse is no agent proposal, and must not be counted.
+    """
+    from labkit.agent.graph import ScriptedModel
+    from labkit.agent.runs import make_requests
+
+    route = '{"route": "structured"}'
+    scripted = {
+        "wrong arguments": make_requests(
+            ScriptedModel({"route:": route, "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'})
+        ),
+        "unparsed": make_requests(ScriptedModel({"route:": route, "agent:": "count_rows please"})),
+    }
+    assert proposal_failures(captured) == _failures(captured), "recount the captured run's agent proposals"
+    for kind, results in scripted.items():
+        counted = proposal_failures(results)
+        assert counted == _failures(results), f"a scripted run where every proposal is {kind}: counted wrong"
+    return "proposal_failures counts the captured run and the scripted ones"

@@ -1,0 +1,95 @@
+"""Exercise 3's check passes the worked solution and refuses the tempting wrong ones."""
+
+import pytest
+
+from labkit.agent.exercises import check_stale_recount
+from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused
+from labkit.agent.validator import format_answer
+
+
+def _recount(refilter_on):
+    def count_with_refilter(tools, intent):
+        for attempt in (1, 2):
+            row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
+            try:
+                counted = tools.count_rows(CountRows(rows=row_ref))
+                break
+            except RowRefRefused as exc:
+                if exc.reason not in refilter_on or attempt == 2:
+                    raise
+        return format_answer(counted["count"], intent, counted["caller_scope"])
+
+    return count_with_refilter
+
+
+def test_the_stale_recount_check_passes_a_retry_after_a_stale_reference_only():
+    assert check_stale_recount(_recount({"stale"})) == "ex:stale-recount passed"
+
+
+@pytest.mark.parametrize(
+    ("refilter_on", "message"),
+    [
+        ({"stale", "foreign", "forged"}, "not filtered around"),
+        ({"stale", "forged"}, "not filtered around"),
+        ({"stale", "foreign"}, "not filtered around"),
+    ],
+)
+def test_the_stale_recount_check_refuses_a_retry_on_the_wrong_refusals(refilter_on, message):
+    with pytest.raises(AssertionError, match=message):
+        check_stale_recount(_recount(refilter_on))
+
+
+def test_the_stale_recount_check_refuses_the_plain_path_without_a_retry():
+    with pytest.raises(RowRefRefused, match="filter again"):
+        check_stale_recount(_recount(set()))
+
+
+def test_the_stale_recount_check_refuses_a_retry_loop_without_end():
+    def keeps_trying(tools, intent):
+        while True:
+            row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
+            try:
+                counted = tools.count_rows(CountRows(rows=row_ref))
+                return format_answer(counted["count"], intent, counted["caller_scope"])
+            except RowRefRefused as exc:
+                if exc.reason != "stale" or len(tools.data.audit) > 10:
+                    raise
+
+    with pytest.raises(AssertionError, match="retry once"):
+        check_stale_recount(keeps_trying)
+
+
+@pytest.fixture(scope="module")
+def captured_results():
+    from labkit.agent import runs
+    from labkit.boundary import connect
+
+    return runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+
+
+def _failures_of(kinds):
+    def proposal_failures(results):
+        events = [e for r in results for e in (r.state or {}).get("events", [])]
+        return {name: sum(e["kind"] in which for e in events) for name, which in kinds.items()}
+
+    return proposal_failures
+
+
+def test_the_proposal_failures_check_passes_counting_each_agent_event_kind(captured_results):
+    from labkit.agent.exercises import check_proposal_failures
+
+    right = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})
+    assert "counts the captured run" in check_proposal_failures(right, captured_results)
+
+
+def test_the_proposal_failures_check_refuses_router_replies_counted_and_the_figures_typed_in(captured_results):
+    from labkit.agent.exercises import check_proposal_failures
+
+    with_router = _failures_of(
+        {"unparsed": {"proposal_invalid", "route_invalid"}, "wrong arguments": {"arguments_invalid"}}
+    )
+    with pytest.raises(AssertionError, match="captured"):
+        check_proposal_failures(with_router, captured_results)
+    typed = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})(captured_results)
+    with pytest.raises(AssertionError, match="scripted run"):
+        check_proposal_failures(lambda results: typed, captured_results)
