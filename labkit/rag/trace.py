@@ -379,7 +379,7 @@ def context_branch(traced: TracedRequest, baseline: TracedRequest) -> str | None
     if not selected.data["chunk_ids"]:
         return "app answers"
     sent, base = traced.trace.first("model_request_ready"), baseline.trace.first("model_request_ready")
-    if base is None:
+    if sent is None or base is None:
         raise ValueError("the baseline built no request: trace the same question with the app's own context")
     return "same request" if sent.data["messages"] == base.data["messages"] else "new request"
 
