@@ -693,3 +693,20 @@ def test_the_utf8_sentence_of_the_write_text_summary_ranks_just_below_the_cut(in
 def test_the_candidates_table_of_a_request_stopped_before_search_says_so(index, adapter):
     with pytest.raises(ValueError, match="ended request_rejected before search"):
         rag_trace.candidates_table(trace_request(" ", index, adapter))
+
+
+def test_the_context_branch_tells_no_context_the_same_request_and_a_new_one(index, adapter):
+    baseline = trace_request(ANSWERED, index, adapter)
+    top_only = trace_request(ANSWERED, index, adapter, select=lambda ranked: [ranked[0][0]])
+    reordered = trace_request(ANSWERED, index, adapter, select=lambda ranked: [d for d, _ in reversed(ranked)])
+    none_kept = trace_request(ANSWERED, index, adapter, select=lambda ranked: [])
+    assert rag_trace.context_branch(baseline, baseline) == "same request"
+    assert (
+        rag_trace.context_branch(trace_request(ANSWERED, index, adapter, select=keep_all), baseline) == "same request"
+    )
+    assert rag_trace.context_branch(top_only, baseline) == "new request"
+    assert rag_trace.context_branch(reordered, baseline) == "new request"  # same passages, another order
+    assert rag_trace.context_branch(none_kept, baseline) == "app answers"
+    assert rag_trace.context_branch(trace_request(" ", index, adapter), baseline) is None
+    with pytest.raises(ValueError, match="baseline built no request"):
+        rag_trace.context_branch(top_only, none_kept)

@@ -361,6 +361,29 @@ def model_step(traced: TracedRequest) -> str | None:
     return next((kind for kind in traced.trace.kinds() if kind in MODEL_STEPS), None)
 
 
+#: Where a context selection can send a request: the app answers itself, or a model gets the same or a new request.
+CONTEXT_BRANCHES = ("app answers", "same request", "new request")
+
+
+def context_branch(traced: TracedRequest, baseline: TracedRequest) -> str | None:
+    """Say where this request's context sent it, one of `CONTEXT_BRANCHES`, against ``baseline``.
+
+    ``baseline`` is the same question traced with the app's own context. ``app answers``: no passage was
+    kept, so the app said not_in_docs itself and built no request. ``same request``: the messages equal the
+    baseline's. ``new request``: the messages differ, so a reply recorded for the baseline does not answer
+    them. None: the request stopped before its context was chosen.
+    """
+    selected = traced.trace.first("context_selected")
+    if selected is None:
+        return None
+    if not selected.data["chunk_ids"]:
+        return "app answers"
+    sent, base = traced.trace.first("model_request_ready"), baseline.trace.first("model_request_ready")
+    if sent is None or base is None:
+        raise ValueError("the baseline built no request: trace the same question with the app's own context")
+    return "same request" if sent.data["messages"] == base.data["messages"] else "new request"
+
+
 def keep_all(ranked: list[tuple[Any, float]]) -> list[Any]:
     """The app's context selection: every ranked candidate, in rank order (no reranker, no score threshold)."""
     return [doc for doc, _score in ranked]
