@@ -49,7 +49,7 @@ def test_smuggled_team_is_named_in_the_reason():
 
 
 def test_field_combination_reason_names_the_broken_rule():
-    assert "tool_call needs tool_args only" in demonstrate("field-combination").reason
+    assert "tool_call must leave text empty" in demonstrate("field-combination").reason
 
 
 def test_unsupported_citation_lists_the_evidence_it_was_checked_against():

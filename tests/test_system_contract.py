@@ -26,10 +26,10 @@ VALID = [
     {"kind": "insufficient_evidence"},
 ]
 INVALID = [
-    ({"kind": "answer", "text": "Within 30 days."}, "answer needs text and citations only"),
+    ({"kind": "answer", "text": "Within 30 days."}, "a reply of kind answer needs citation_ids"),
     (
         {"kind": "answer", "text": "  ", "citation_ids": ["refund_policy.pdf#p1"]},
-        "answer needs text and citations only",
+        "a reply of kind answer needs text",
     ),
     (
         {
@@ -38,16 +38,30 @@ INVALID = [
             "citation_ids": ["refund_policy.pdf#p1"],
             "tool_args": {"intent": "get_refund"},
         },
-        "answer needs text and citations only",
+        "a reply of kind answer must leave tool_args empty",
     ),
-    ({"kind": "tool_call"}, "tool_call needs tool_args only"),
-    ({"kind": "tool_call", "text": "2", "tool_args": {"intent": "get_refund"}}, "tool_call needs tool_args only"),
+    ({"kind": "tool_call"}, "a reply of kind tool_call needs tool_args"),
+    (
+        {"kind": "tool_call", "text": "2", "tool_args": {"intent": "get_refund"}},
+        "a reply of kind tool_call must leave text empty",
+    ),
+    (
+        {"kind": "tool_call", "text": " ", "tool_args": {"intent": "get_refund"}},
+        "a reply of kind tool_call must leave text empty",
+    ),
     (
         {"kind": "tool_call", "citation_ids": ["refund_policy.pdf#p1"], "tool_args": {"intent": "get_refund"}},
-        "tool_call needs tool_args only",
+        "a reply of kind tool_call must leave citation_ids empty",
     ),
-    ({"kind": "insufficient_evidence", "text": "I do not know."}, "insufficient_evidence has no answer"),
-    ({"kind": "insufficient_evidence", "tool_args": {"intent": "get_refund"}}, "insufficient_evidence has no answer"),
+    (
+        {"kind": "tool_call", "text": "t", "citation_ids": ["p"]},
+        "tool_call needs tool_args, and must leave text and citation_ids empty",
+    ),
+    ({"kind": "insufficient_evidence", "text": "I do not know."}, "insufficient_evidence must leave text empty"),
+    (
+        {"kind": "insufficient_evidence", "tool_args": {"intent": "get_refund"}},
+        "insufficient_evidence must leave tool_args empty",
+    ),
     ({"kind": "answer", "text": "x", "citation_ids": ["p1"], "confidence": 0.9}, "Extra inputs"),
     ({"kind": "refuse"}, "Input should be"),
 ]

@@ -54,7 +54,9 @@ def test_the_failure_table_gives_the_checks_reason_first_and_the_broken_rule_oth
     system, rows = captured
     table = failure_table(rows, read_trace_lines(system.trace_path))
     assert list(table.index) == [case.question for case, _, _, ok in rows if not ok]
-    assert table.loc[GOLDEN[0].question, "why it failed"] == "Value error, answer needs text and citations only"
+    assert table.loc[GOLDEN[0].question, "why it failed"] == (
+        "Value error, a reply of kind answer needs text and citation_ids, and must leave tool_args empty"
+    )
     assert table.loc[GOLDEN[2].question, "why it failed"] == "status answered, expected insufficient_evidence"
     assert table.loc[GOLDEN[2].question, "tool observation"] == "get_refund: 2 for team-a"
 

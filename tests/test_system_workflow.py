@@ -277,7 +277,7 @@ def test_a_reply_with_a_repeated_key_is_invalid_output_and_the_tool_never_runs(m
             '{"kind": "tool_call", "tool_args": {"intent": "refund_all"}}',
             "tool_args.intent: Input should be 'get_refund', 'track_order' or 'cancel_order'",
         ),
-        ('{"kind": "answer", "text": "t"}', "Value error, answer needs text and citations only"),
+        ('{"kind": "answer", "text": "t"}', "Value error, a reply of kind answer needs citation_ids"),
         (
             '{"kind": "insufficient_evidence", "kind": "insufficient_evidence"}',
             "model reply: repeated JSON key 'kind': keep exactly one value for it",

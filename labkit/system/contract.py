@@ -34,6 +34,14 @@ class UnscriptedRequest(LabkitError, LookupError):
     """A `ScriptedModel` was asked a request it has no scripted reply for."""
 
 
+#: For each reply kind: the fields it must fill, and the fields it may fill at all.
+REPLY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "answer": (frozenset({"text", "citation_ids"}), frozenset({"text", "citation_ids"})),
+    "tool_call": (frozenset({"tool_args"}), frozenset({"tool_args"})),
+    "insufficient_evidence": (frozenset(), frozenset()),
+}
+
+
 class ModelReply(BaseModel):
     """What the model must reply: a kind, and only the fields that kind allows."""
 
@@ -51,15 +59,21 @@ class ModelReply(BaseModel):
 
     @model_validator(mode="after")
     def check_fields(self) -> ModelReply:
-        """Refuse a reply whose fields do not fit its kind."""
-        if self.kind == "answer":
-            if not self.text.strip() or not self.citation_ids or self.tool_args is not None:
-                raise ValueError("answer needs text and citations only")
-        elif self.kind == "tool_call":
-            if self.tool_args is None or self.text or self.citation_ids:
-                raise ValueError("tool_call needs tool_args only")
-        elif self.text or self.citation_ids or self.tool_args is not None:
-            raise ValueError("insufficient_evidence has no answer or tool arguments")
+        """Refuse a reply whose fields do not fit its kind (`REPLY_FIELDS`), naming what is missing or extra."""
+        needed, allowed = REPLY_FIELDS[self.kind]
+        filled = {"text": bool(self.text.strip()), "citation_ids": bool(self.citation_ids)}
+        given = {
+            "text": self.text != "",
+            "citation_ids": bool(self.citation_ids),
+            "tool_args": self.tool_args is not None,
+        }
+        missing = [name for name in given if name in needed and not filled.get(name, given[name])]
+        extra = [name for name in given if given[name] and name not in allowed]
+        if missing or extra:
+            said = ([f"needs {' and '.join(missing)}"] if missing else []) + (
+                [f"must leave {' and '.join(extra)} empty"] if extra else []
+            )
+            raise ValueError(f"a reply of kind {self.kind} {', and '.join(said)}")
         return self
 
 
