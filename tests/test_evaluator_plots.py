@@ -46,11 +46,11 @@ def test_agreement_plot_names_the_human_human_bars_rater_against_rater():
 
     fig = plot_agreement({"authored": evaluate_run("01-evaluator-authored")}, min_kappa=0.6)
     legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
-    assert "rater A vs rater B" in legend
+    assert "rater A vs rater B (authored labels)" in legend
     assert [name for name in legend if "adjudicated" in name] == [
         "judge per criterion vs adjudicated",
         "judge bundled vs adjudicated",
-        "code checks vs adjudicated",
+        "code checks vs adjudicated (authored texts)",
     ]
     assert "adjudicated" not in fig.axes[0].get_ylabel()
     plt.close("all")

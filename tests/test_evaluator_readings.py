@@ -51,7 +51,8 @@ def test_what_the_items_show_states_the_intervals_and_the_vacuous_format_length_
     tone = authored.agreement_for("tone", "per_criterion")
     assert f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]" in text
     fmt = authored.agreement_for("format_length", "programmatic")
-    assert f"in {fmt.kappa_undefined} of the 2000 resamples" in text
+    assert f"undefined in {fmt.kappa_undefined} of the 2000 resamples" in text
+    assert "compared only with rater B" in text and "and the intervals overlap" not in text
     changed = _with_agreement(authored, "format_length", "programmatic", kappa_low=0.5)
     with pytest.raises(ReadingOutdated, match="format_length"):
         readings.what_the_items_show(changed)
@@ -81,26 +82,22 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
         readings.captured_first_look(better)
 
 
-def test_experiments_and_generation_readings_call_ties_ties(runs):
-    _, captured, logged = runs
-    text = readings.experiments_reading(logged)
-    assert text.startswith("All 9 compared measures are ties")
-    assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text
-    assert "per-criterion is *below* bundled on all three" in text and "so the experiment `failed`" in text
-    tie = readings.generation_tie_reading(captured, logged)
-    assert "fell from 22/24 to 18/24, a tie only because the difference interval [-0.38, 0.00]" in tie
-    assert "a failure the course planted (23/24) against a pass the server's grammar enforced (24/24)" in tie
-    with pytest.raises(ReadingOutdated, match="both arrangement experiments"):
-        readings.experiments_reading([logged[0].model_copy(update={"outcome": "succeeded"}), *logged[1:]])
-
-
-def test_experiments_reading_refuses_a_changed_judge_that_qualifies(runs):
+def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):
     _, _, logged = runs
+    text = readings.arrangement_reading(logged[0])
+    assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text and "every measure is a tie" in text
+    with pytest.raises(ReadingOutdated, match="every measure is a tie"):
+        readings.arrangement_reading(logged[0].model_copy(update={"outcome": "succeeded"}))
+
+
+def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
+    _, _, logged = runs
+    assert "so it `failed`" in readings.log_reading(logged)
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
     qualified = judge.model_copy(update={"result": {**judge.result, "scorer": scorer}})
     with pytest.raises(ReadingOutdated, match="qualifies for no criterion"):
-        readings.experiments_reading([*logged[:2], qualified, logged[3]])
+        readings.log_reading([*logged[:2], qualified, logged[3]])
 
 
 def test_what_the_items_show_refuses_a_judge_below_the_raters_on_completeness(runs):

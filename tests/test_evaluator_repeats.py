@@ -99,7 +99,7 @@ def test_the_table_equals_verdicts_read_independently_from_the_recorded_replies(
         row = table.loc[(pid, criterion)]
         human = inputs.labels.label(pid, criterion)
         assert row[SAMPLED] == " · ".join(seen)
-        assert row["agree with human"] == f"{seen.count(human)}/{len(seen)}"
+        assert row["agree with adjudicated"] == f"{seen.count(human)}/{len(seen)}"
         assert row["varies"] == (len(set(seen)) > 1)
         low, high = wilson(seen.count(human), len(seen))
         assert row["Wilson 95%"] == f"[{low:.2f}, {high:.2f}]"
@@ -138,7 +138,7 @@ def test_a_planted_verdict_on_one_later_seed_changes_that_row(replayed, inputs):
     row_before = stability_table(replayed, inputs.labels).loc[(pid, criterion)]
     row_after = stability_table(planted, inputs.labels).loc[(pid, criterion)]
     assert row_before[SAMPLED] != row_after[SAMPLED]
-    assert row_before["agree with human"] != row_after["agree with human"]
+    assert row_before["agree with adjudicated"] != row_after["agree with adjudicated"]
     if len(set(before)) == 1:  # a stable row becomes one that flips
         assert (pid, criterion) not in varies_across_seeds(replayed) and (pid, criterion) in varies_across_seeds(
             planted

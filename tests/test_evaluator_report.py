@@ -41,3 +41,12 @@ def test_flag_descriptions_lists_only_what_the_finder_flags_in_generated_or_labe
     assert report.flag_descriptions(oak, source="labeled") == {"p15": ["oak"]}
     with pytest.raises(ValueError, match="give 'generated' or 'labeled'"):
         report.flag_descriptions(oak, source="judged")
+
+
+def test_agreement_table_names_the_raters_row_as_authored_not_human():
+    from labkit.evaluator.report import RATERS_ROW
+
+    table = evaluate_run("01-evaluator-authored").agreement_table()
+    shown = set(table.data["arrangement"]) if hasattr(table, "data") else set(table["arrangement"])
+    assert RATERS_ROW in shown and "authored" in RATERS_ROW
+    assert not any("human" in name for name in shown)

@@ -17,8 +17,8 @@ _ORDER = ("per_criterion", "bundled", "programmatic", "human-human")
 ARRANGEMENT_LABELS = {
     "per_criterion": "judge per criterion vs adjudicated",
     "bundled": "judge bundled vs adjudicated",
-    "programmatic": "code checks vs adjudicated",
-    "human-human": "rater A vs rater B",
+    "programmatic": "code checks vs adjudicated (authored texts)",
+    "human-human": "rater A vs rater B (authored labels)",
 }
 
 

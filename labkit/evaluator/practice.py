@@ -1,7 +1,7 @@
-"""The unseen label lists that lesson 01's exercise checks run a learner's function on.
+"""The unseen cases that lesson 01's exercise checks run a learner's function on.
 
-Each list is drawn from a fixed seed, so a check is the same on every run, and the
-lists are never printed in the notebook: a learner tests against the definition,
+Each label list is drawn from a fixed seed, so a check is the same on every run, and the
+cases are never printed in the notebook: a learner tests against the definition,
 not against answers copied from the page.
 """
 
@@ -47,3 +47,22 @@ def fix_cases(
         judge = [x if rng.random() < 0.7 else rng.choice(vocabulary) for x in people]
         cases.append((people, judge))
     return cases
+
+
+def material_cases(shelf_text: str) -> list[tuple[str, list[str], list[str]]]:
+    """Return exercise 3's (text, facts' materials, materials the facts lack) cases, first the shelf p15's text.
+
+    The sentences test what the exercise asks: whole words in any case (*pine* is not in
+    *pineapple*), the longer of two names that overlap (*stainless steel*, not *steel*),
+    order of first mention, each material once, and a text that names no material.
+    """
+    return [
+        (shelf_text, ["pine"], ["oak"]),
+        ("A Stainless Steel body.", ["stainless steel"], []),
+        ("A stainless steel lid on a steel frame.", ["steel"], ["stainless steel"]),
+        ("A recycled plastic shell.", ["plastic"], ["recycled plastic"]),
+        ("Pineapple-yellow handles on a spine of beech.", ["plastic"], ["beech"]),
+        ("Oak, oak and more OAK.", ["pine"], ["oak"]),
+        ("Brass and glass, on a copper base.", ["brass"], ["glass", "copper"]),
+        ("Nothing here names a material.", ["cotton"], []),
+    ]

@@ -65,30 +65,29 @@ def what_the_items_show(report: EvaluationReport) -> str:
     judge_c = report.agreement_for("completeness", "per_criterion")
     people_c = report.agreement_for("completeness", "human-human")
     assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
-    _require(
-        judge_c.kappa > people_c.kappa and (judge_c.kappa_low or 0) <= (people_c.kappa_high or 0),
-        "the judge's completeness kappa is above the raters' with overlapping intervals",
-    )
+    _require(judge_c.kappa > people_c.kappa, "the judge's completeness kappa is above the raters'")
     fails = labels.column(labels.held_out, "format_length").count("fail")
     _require(fmt.kappa_low == fmt.kappa_high == 1.0, "format_length's kappa interval is [1.00, 1.00]")
     return (
-        f"**What {tone.items} items can show.** ({len(labels.calibration)} products are for calibration, "
-        f"{len(labels.held_out)} held out; {BOOTSTRAP_RESAMPLES} resamples.) One disagreement moves percent "
-        f"agreement by {100 / tone.items:.0f} points, and the intervals are wide: `tone`'s kappa is "
+        f"**What {tone.items} items can show.** ({len(labels.held_out)} held-out products; "
+        f"{BOOTSTRAP_RESAMPLES} resamples.) One disagreement moves percent agreement by "
+        f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
         f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]. So few items cannot separate a judge "
-        "near chance from one near agreement. Two intervals that overlap settle nothing: whether one side beats "
-        "another is read from the interval of their *difference* (§8). So the authored judge's `completeness` "
-        f"kappa of {judge_c.kappa:.2f}, above the raters' {people_c.kappa:.2f}, does not show a judge better than "
-        f"its raters: its replies are authored, n = {judge_c.items}, and the intervals overlap. "
+        "near chance from one near agreement. A comparison is read from the interval of the *difference* "
+        "between two sides (§8), not from whether their own intervals overlap. "
+        f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
+        f"{people_c.kappa:.2f}. That does not show a judge better than its raters, for two reasons. Its replies "
+        "are authored. And the two kappas compare different pairs: the judge is compared with the adjudicated "
+        "label, which was settled from both raters, while rater A is compared only with rater B. "
         f"A judge that always said `{tone.base_rate_label}` would agree on {tone.base_rate:.0%} of tone's items "
-        "with a kappa of 0, which is why the rule asks for both figures. The raters themselves "
-        f"(human-human: rater A against rater B) reach a tone kappa of {people.kappa:.2f} "
-        f"[{people.kappa_low:.2f}, {people.kappa_high:.2f}]: the reference is uncertain too. An interval ending "
-        "at exactly 0.00 is not rounding: a resample in which one side gives a single label throughout has "
-        "kappa 0. The `format_length` rows compare the code's checks with the raters on the labeled texts, "
-        "which the course wrote, not on any model's descriptions. Their 1.00 [1.00, 1.00] is close to vacuous: "
-        f"{fails} fail among {fmt.items} items, and kappa undefined (left out) in {fmt.kappa_undefined} of the "
-        f"{BOOTSTRAP_RESAMPLES} resamples."
+        "with a kappa of 0, which is why the rule asks for both figures. The two authored raters reach a tone "
+        f"kappa of {people.kappa:.2f} [{people.kappa_low:.2f}, {people.kappa_high:.2f}]: the reference is "
+        "uncertain too. An interval ending at exactly 0.00 is not rounding: a resample in which one side gives a "
+        "single label throughout has kappa 0. The `format_length` rows compare the code's checks with the raters "
+        "on the labeled texts, which the course wrote. Their 1.00 [1.00, 1.00] is close to vacuous: "
+        f"{fails} fail among {fmt.items} items. Kappa is undefined in {fmt.kappa_undefined} of the "
+        f"{BOOTSTRAP_RESAMPLES} resamples, because a resample without that fail holds one label only; "
+        "`bootstrap_interval` leaves those resamples out."
     )
 
 
@@ -175,7 +174,7 @@ def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport)
     n = repeats.TRIALS.n
     varying = repeats.varies_across_seeds(trials)
     refused = sum(t.verdict == repeats.REJECTED for t in trials)
-    agreeing = int(stability.loc[varying[0], "agree with human"].split("/")[0]) if varying else n
+    agreeing = int(stability.loc[varying[0], "agree with adjudicated"].split("/")[0]) if varying else n
     low, high = wilson(agreeing, n)
     names = " and ".join(f"`{c}`" for _, c in varying) or "none"
     return (
@@ -185,76 +184,47 @@ def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport)
         f"**What they cannot show:** how good it is ({agreeing} of {n} agreeing gives [{low:.2f}, {high:.2f}], "
         "which cannot separate a judge that usually agrees from one that usually does not), how often it varies "
         f"on the other {len(report.inputs.labels.held_out) - len(repeats.PRODUCTS)} held-out items, or anything "
-        "about the temperature-0 judge the rule was applied to. To deploy a sampled judge, calibrate that "
-        "configuration on every held-out item."
+        "about the temperature-0 judge the rule was applied to. To deploy a sampled judge, measure that "
+        "configuration's agreement on every held-out item."
     )
 
 
-def experiments_reading(logged: list[Experiment]) -> str:
-    """Say what the experiment log decides: the ties, and how the judge-model experiment is decided instead."""
-    compared = comparisons_table(logged)
-    outcomes = {e.id: e.outcome for e in logged}
-    arrangement = [e for e in logged if e.variable == "judge arrangement"]
-    _require([e.outcome for e in arrangement] == ["tie", "tie"], "both arrangement experiments are ties")
-    authored = compared[compared["experiment"] == arrangement[0].id]
-    pairs = list(zip(authored.baseline, authored.changed_to, strict=True))
-    _require(all(float(c) > float(b) for b, c in pairs), "per-criterion is ahead on every authored point estimate")
-    _require(all(d.startswith("[0.00,") for d in authored["difference_95"]), "each interval starts at 0.00")
-    captured = compared[compared["experiment"] == arrangement[1].id]
+def arrangement_reading(experiment: Experiment) -> str:
+    """Say what one arrangement experiment decides: a point estimate ahead is not a win when the interval holds 0."""
+    compared = comparisons_table([experiment])
+    pairs = list(zip(compared.baseline, compared.changed_to, compared.difference_95, strict=True))
+    _require(experiment.variable == "judge arrangement", "the experiment shown changes the arrangement")
+    _require(experiment.outcome == "tie" and set(compared.verdict) == {"tie"}, "every measure is a tie")
+    _require(all(float(c) > float(b) for b, c, _ in pairs), "per-criterion is ahead on every point estimate")
+    _require(all(d.startswith("[0.00,") for _, _, d in pairs), "each difference interval starts at 0.00")
+    points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c, _ in pairs)
+    return (
+        f"Per-criterion is ahead of bundled on every point estimate ({points}). Each difference interval starts "
+        "at exactly 0.00, so it holds zero, and every measure is a tie. The outcome is `tie`, and the log keeps "
+        "it: the next person may not call either arrangement the better one on these items."
+    )
+
+
+def log_reading(logged: list[Experiment]) -> str:
+    """Say in a few sentences what the rest of the experiment log holds, from its outcomes."""
+    by_variable = {e.variable: e for e in logged}
+    arrangements = [e for e in logged if e.variable == "judge arrangement"]
+    judge, generation = by_variable["judge model"], by_variable["generation model"]
+    _require([e.outcome for e in arrangements] == ["tie", "tie"], "both arrangement experiments are ties")
+    captured = comparisons_table([arrangements[1]])
     below = all(float(c) < float(b) for b, c in zip(captured.baseline, captured.changed_to, strict=True))
     _require(below, "per-criterion is below bundled on every captured point estimate")
-    judge = next(e for e in logged if e.variable == "judge model")
     scorers = judge.result["scorer"]
-    by_baseline = " and ".join(f"`{c}`" for c, s in scorers.items() if s["baseline"] == "judge")
     by_changed = [c for c, s in scorers.items() if s["changed_to"] == "judge"]
-    _require(not by_changed and outcomes[judge.id] == "failed", "the changed judge qualifies for no criterion")
-    ties = int((compared["verdict"] == "tie").sum())
-    points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c in pairs)
+    _require(not by_changed and judge.outcome == "failed", "the changed judge qualifies for no criterion")
+    _require(generation.outcome == "tie", "the generation-model experiment is a tie")
     return (
-        f"{'All' if ties == len(compared) else f'{ties} of the'} {len(compared)} compared measures are ties. "
-        "In the authored run, per-criterion is ahead "
-        f"on every point estimate ({points}), but each difference interval starts at exactly 0.00. In the "
-        "captured run, per-criterion is *below* bundled on all three point estimates, the opposite way, and that "
-        "is a tie too. The judge-model experiment has no rows here, because its hypothesis is about the agreement "
-        f"rule: the rule lets the authored judge score {by_baseline}, and lets SmolLM2 score no criterion, so "
-        f"the experiment `{outcomes[judge.id]}`. Its baseline is replies the course wrote to show the method, so "
-        "this says the small model falls short of those written replies, not of another model. Kept in the log, "
-        "the ties stop the next person from calling either arrangement the better one."
-    )
-
-
-def generation_tie_reading(captured: EvaluationReport, logged: list[Experiment]) -> str:
-    """Show three captured descriptions that pass every check, and what the generation-model tie compares."""
-    products = captured.inputs.products
-    by_product = captured.runs.generation.by_product()
-    texts = {p: _shown(by_product[p].text) for p in ("p01", "p06", "p15")}
-    for pid in texts:
-        statuses = [captured.checks[pid].status(n) for n in ("schema", "length", "numeric_claims")]
-        _require(statuses == ["pass"] * 3, f"{pid} passes every check")
-    _require(all(w in texts["p01"] for w in ("luxury item", "worth every penny", "alumium", "alumina")), "p01")
-    _require("waterproof" in texts["p06"] and "breathable" in texts["p06"], "p06 adds features")
-    _require("pine" not in texts["p15"].lower() and " mm" not in texts["p15"], "p15 omits material and size")
-    compared = comparisons_table(logged)
-    numeric = compared[compared["measure"] == "passes numeric_claims"].iloc[0]
-    schema = compared[compared["measure"] == "passes schema"].iloc[0]
-    done, total = schema.changed_to.split("/")
-    _require(done == total, "every captured description passes the schema check")
-    _require(numeric.verdict == "tie" and numeric.difference_95.endswith(", 0.00]"), "numeric_claims ties at 0.00")
-    quoted = "\n".join(
-        f"> **{pid}** (facts: {products[pid].facts.for_prompt()['materials']}; "
-        f"{products[pid].facts.for_prompt()['dimensions']}): {text}\n>"
-        for pid, text in texts.items()
-    )
-    return (
-        "Three captured descriptions, each passing schema, length and numeric claims:\n\n"
-        f"{quoted}\n\n"
-        "None is a description a shop would publish: p01 calls the lamp *a luxury item* *worth every penny* and "
-        "misspells its material (*alumium*, *alumina*); p06 adds *waterproof* and *breathable*; p15 gives neither a "
-        "material nor its size. So the generation-model `tie` compares only schema, length and numeric pass counts, "
-        "against an authored baseline whose flaws were planted on purpose; it does not say the small model writes "
-        f"about as well. Its schema row pits a failure the course planted ({schema.baseline}) against a pass the "
-        f"server's grammar enforced ({schema.changed_to}). `numeric_claims` fell from {numeric.baseline} to {numeric.changed_to}, a tie only because "
-        f"the difference interval {numeric.difference_95} ends exactly at 0.00."
+        "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on all "
+        "three point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
+        "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
+        "falls short of those written replies, not of another model. The generation-model `tie` counts only "
+        "schema, length and numeric-claim passes. It does not say the small model writes as well: §7 showed its "
+        "lantern text. All four entries, each with its comparisons, are in the log file under `scratch/`."
     )
 
 

@@ -144,8 +144,8 @@ def stability_table(
             row["as at 0"] = f"{sum(v == at_zero for v in seen)}/{len(seen)}"
         row |= {
             sampled: " · ".join(seen),
-            "human label": human,
-            "agree with human": f"{with_human}/{len(seen)}",
+            "adjudicated": human,
+            "agree with adjudicated": f"{with_human}/{len(seen)}",
             "Wilson 95%": interval(*wilson(with_human, len(seen))),
             "varies": len(set(seen)) > 1,
         }

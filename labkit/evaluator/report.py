@@ -19,6 +19,9 @@ from labkit.evaluator.record import EvaluationRecord, build_record
 from labkit.evaluator.rubric import ensure_same_rubric
 from labkit.tables import interval, text_table
 
+#: How the agreement table names the row of rater A against rater B; both raters are the course's.
+RATERS_ROW = "rater A vs B (authored)"
+
 
 @dataclass
 class EvaluationReport:
@@ -87,7 +90,10 @@ class EvaluationReport:
         return text_table(pd.DataFrame(rows).astype({"words": "Int64"}))
 
     def agreement_table(self) -> Any:
-        """Return the agreement evidence: one row per criterion and arrangement, human-human beside it."""
+        """Return the agreement evidence: one row per criterion and arrangement, the two raters' row beside it.
+
+        The raters' row is named `RATERS_ROW`: the course wrote both raters' labels.
+        """
         import pandas as pd
 
         rows = []
@@ -95,7 +101,7 @@ class EvaluationReport:
             rows.append(
                 {
                     "criterion": a.criterion,
-                    "arrangement": a.arrangement,
+                    "arrangement": RATERS_ROW if a.arrangement == "human-human" else a.arrangement,
                     "items": a.items,
                     "rejected": a.rejected,
                     "agreement": round(a.percent_agreement, 2),
