@@ -735,13 +735,13 @@ def test_write_edited_run_changes_only_a_copy_that_load_run_then_refuses(tmp_pat
 
     before = run_path("02-rag-authored").read_bytes()
 
-    def relabel(data):
-        data["origin"] = "captured"
+    def redescribe(data):
+        data["description"] += " Edited."
 
-    copy = write_edited_run("02-rag-authored", tmp_path, relabel)
+    copy = write_edited_run("02-rag-authored", tmp_path, redescribe)
     assert copy == tmp_path / "02-rag-authored" / RUN_FILE
-    assert json.loads(copy.read_text(encoding="utf-8"))["origin"] == "captured"
+    assert json.loads(copy.read_text(encoding="utf-8"))["description"].endswith(" Edited.")
     assert run_path("02-rag-authored").read_bytes() == before
-    with pytest.raises(RecordedRunError):
+    with pytest.raises(RecordedRunError, match="content_sha256"):
         load_run(copy)
     load_run(write_edited_run("02-rag-authored", tmp_path / "same", lambda data: None))
