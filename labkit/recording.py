@@ -27,7 +27,8 @@ signature; forging one needs a listed private key, or a reviewed change to
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -399,6 +400,22 @@ def copy_fixtures(run: RecordedRun, folder: Path, *, replace: dict[str, Path] | 
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(Path(replace.get(rel, project_root() / rel)).read_bytes())
     return folder
+
+
+def write_edited_run(run_id: str, folder: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """Write a copy of a recorded run's file, changed by ``edit``, under ``folder`` and return the copy's path.
+
+    ``edit`` changes the run's parsed JSON in place. The copy sits in a folder
+    named by the run id (``folder/<run_id>/run.json``), as `load_run` expects,
+    so loading it shows which check refuses the edit. The recorded run itself
+    is never touched.
+    """
+    data = json.loads(run_path(run_id).read_text(encoding="utf-8"))
+    edit(data)
+    copy = folder / run_id / RUN_FILE
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    return copy
 
 
 def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:

@@ -143,14 +143,13 @@ def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: R
 
 #: What exercise 3 asks about each change: which identifiers move, and what refuses.
 EFFECTS = ("index id", "request_key", "replay refuses", "load refuses")
-#: Exercise 3's changes, each made alone to the timestamp question's request or to its corpus.
+#: Exercise 3's changes, each made alone to the timestamp question's request, its corpus or its run file.
 CHANGES = (
     "temperature 0.7",
-    "question reworded",
-    "passages swapped",
+    "a space at the end of the question",
     "a link edited in a scratch copy of the corpus",
     "a link edited in the repository's corpus",
-    "asked again",
+    "the run's origin edited in a copy of its file",
 )
 
 
@@ -160,12 +159,15 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     "index id" and "request_key": the logical index id or the question's
     ``request_key`` differs from the unchanged one; "replay refuses": a
     `BoundReplay` of ``run`` refuses the request the change sends; "load
-    refuses": `check_fixtures`, which `load_run` runs, refuses ``run``. An edit
-    to the repository's corpus is made in a copy of the run's fixtures under
-    ``folder`` (`copy_fixtures`), so the repository is never touched.
+    refuses": `load_run` (with the `check_fixtures` it ends with) refuses the
+    run. The question with a space at its end is sent with the passages of the
+    unchanged question. An edit to the repository's corpus is made in a copy
+    of the run's fixtures under ``folder`` (`copy_fixtures`), and the run file
+    is edited in a copy under ``folder``, so the repository is never touched.
     """
+    from labkit.errors import RecordedRunError
     from labkit.rag.trace import QUESTIONS, K, load_docs_index, prompt, request_key, write_edited_corpus
-    from labkit.recording import FixtureChanged, check_fixtures, copy_fixtures
+    from labkit.recording import check_fixtures, copy_fixtures, load_run, write_edited_run
     from labkit.replay import BoundReplay
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,11 +180,16 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     relinked = load_docs_index(corpus_file=relinked_file)
     in_repository = copy_fixtures(run, folder / "checkout", replace={"fixtures/docs/api_summaries.json": relinked_file})
 
+    def relabel(data: dict[str, Any]) -> None:
+        data["origin"] = "captured" if data["origin"] == "authored" else "authored"
+
+    edited_file = write_edited_run(run.run_id, folder, relabel)
+
     def passages(ix: Any, asked: str) -> list[Any]:
         return [doc for doc, _score in ix.store.similarity_search_with_score(asked, k=K)]
 
     def effects(
-        asked: str, ix: Any, messages: list[dict[str, Any]], settings: dict[str, Any], root: Path | None
+        asked: str, ix: Any, messages: list[dict[str, Any]], settings: dict[str, Any], load: Callable[[], Any]
     ) -> set[str]:
         found = set()
         if ix.identity["logical_index_id"] != index.identity["logical_index_id"]:
@@ -195,24 +202,32 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
         except ReplayRequestMismatch:
             found.add("replay refuses")
         try:
-            check_fixtures(run, root=root)
-        except FixtureChanged:
+            load()
+        except RecordedRunError:
             found.add("load refuses")
         return found
 
-    reworded = question.replace("parse", "read")
+    def unchanged_run() -> Any:
+        return check_fixtures(run)
+
+    spaced = question + " "
     sent = passages(index, question)
     return {
-        "temperature 0.7": effects(question, index, prompt(question, sent), {"temperature": 0.7}, None),
-        "question reworded": effects(reworded, index, prompt(reworded, passages(index, reworded)), {}, None),
-        "passages swapped": effects(question, index, prompt(question, [sent[0], sent[2], sent[1]]), {}, None),
+        "temperature 0.7": effects(question, index, prompt(question, sent), {"temperature": 0.7}, unchanged_run),
+        "a space at the end of the question": effects(spaced, index, prompt(spaced, sent), {}, unchanged_run),
         "a link edited in a scratch copy of the corpus": effects(
-            question, relinked, prompt(question, passages(relinked, question)), {}, None
+            question, relinked, prompt(question, passages(relinked, question)), {}, unchanged_run
         ),
         "a link edited in the repository's corpus": effects(
-            question, relinked, prompt(question, passages(relinked, question)), {}, in_repository
+            question,
+            relinked,
+            prompt(question, passages(relinked, question)),
+            {},
+            lambda: check_fixtures(run, root=in_repository),
         ),
-        "asked again": effects(question, index, prompt(question, sent), {}, None),
+        "the run's origin edited in a copy of its file": effects(
+            question, index, prompt(question, sent), {}, lambda: load_run(edited_file)
+        ),
     }
 
 
@@ -222,21 +237,19 @@ def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun,
     The check makes every change (`hash_effects`) and says only how many
     predictions are wrong, never which, so the answer cannot be read off it.
     A ``predict`` that computes the effects with labkit (`hash_effects`,
-    `request_key`, `check_fixtures`) instead of predicting them is refused.
+    `request_key`, `check_fixtures`, `load_run`) instead of predicting them is refused.
     """
     from labkit.rag.trace import request_key
-    from labkit.recording import check_fixtures
+    from labkit.recording import check_fixtures, load_run
 
-    with calls_to(hash_effects, request_key, check_fixtures) as called:
+    with calls_to(hash_effects, request_key, check_fixtures, load_run) as called:
         predicted = {change: predict(change) for change in CHANGES}
     if called:
-        raise AssertionError(f"predict called labkit's {called[0]}: predict from what sections 5 and 6 show")
+        raise AssertionError(f"predict called labkit's {called[0]}: predict from what sections 2 to 5 show")
     for change, said in predicted.items():
         if not isinstance(said, set) or not said <= set(EFFECTS):
             raise AssertionError(f"predict({change!r}): return a set drawn from {list(EFFECTS)} (set() for none)")
     happened = hash_effects(run, folder)
     wrong = sum(predicted[change] != happened[change] for change in CHANGES)
     if wrong:
-        raise AssertionError(
-            f"{wrong} of {len(CHANGES)} predictions do not match what happens: reread sections 5 and 6"
-        )
+        raise AssertionError(f"{wrong} of {len(CHANGES)} predictions do not match what happens: reread sections 2 to 5")

@@ -728,3 +728,20 @@ def test_copy_fixtures_puts_a_replaced_fixture_in_a_copy_and_leaves_the_reposito
     assert sha(tmp_path / "changed" / corpus) == sha(edited)
     with pytest.raises(FixtureChanged, match="names no fixture"):
         copy_fixtures(run, tmp_path / "x", replace={"fixtures/other.json": edited})
+
+
+def test_write_edited_run_changes_only_a_copy_that_load_run_then_refuses(tmp_path):
+    from labkit.recording import RUN_FILE, load_run, run_path, write_edited_run
+
+    before = run_path("02-rag-authored").read_bytes()
+
+    def redescribe(data):
+        data["description"] += " Edited."
+
+    copy = write_edited_run("02-rag-authored", tmp_path, redescribe)
+    assert copy == tmp_path / "02-rag-authored" / RUN_FILE
+    assert json.loads(copy.read_text(encoding="utf-8"))["description"].endswith(" Edited.")
+    assert run_path("02-rag-authored").read_bytes() == before
+    with pytest.raises(RecordedRunError, match="content_sha256"):
+        load_run(copy)
+    load_run(write_edited_run("02-rag-authored", tmp_path / "same", lambda data: None))
