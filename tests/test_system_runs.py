@@ -23,6 +23,7 @@ from labkit.system.runs import (
     model_request,
     reply_table,
     run_table,
+    same_model_request,
     server_of,
     token_latency_table,
     viewer_text,
@@ -220,3 +221,11 @@ def test_the_latency_note_says_no_model_ran_for_a_scripted_reply(index, tmp_path
     system = MinimalSystem(ScriptedModel("{}"), index=index, trace_path=tmp_path / "t.jsonl")
     system.ask(GOLDEN[0].question, "team-a", "s")
     assert latency_note(read_trace_lines(system.trace_path)[0]).endswith("none (no model ran)")
+
+
+def test_same_model_request_compares_the_messages_sent_not_the_team_or_the_result(captured):
+    system, _ = captured
+    lines = read_trace_lines(system.trace_path)
+    other_team = {**lines[1], "team": "team-b", "result": {"status": "answered"}}
+    assert same_model_request(lines[1], other_team)
+    assert not same_model_request(lines[0], lines[1])  # two questions, two requests

@@ -341,6 +341,11 @@ def model_request(line: dict[str, Any]) -> list[dict[str, Any]]:
     return next(step["model_request"] for step in line["trace"] if step["step"] == "generate")
 
 
+def same_model_request(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Return whether two trace lines' ``generate`` steps sent the model the same messages."""
+    return model_request(first) == model_request(second)
+
+
 class GraphDiagram:
     """A compiled graph's Mermaid text: drawn where Markdown renders Mermaid, shown as text elsewhere."""
 
