@@ -166,3 +166,9 @@ def test_an_explore_run_that_no_longer_loads_is_passed_over(monkeypatch, scratch
     assert t.explore_run_for(question) is not None
     saved.write_text(saved.read_text(encoding="utf-8").replace("fake-model", "edited-model"), encoding="utf-8")
     assert t.explore_run_for(question) is None
+
+
+def test_lesson_05s_look_for_names_the_get_refund_bug_and_the_prompt_edit_to_try_next(no_network):
+    look_for = t.try_evidence_k(3).look_for
+    assert "'intent': 'get_refund'" in look_for and "copy get_refund again" in look_for
+    assert "system=prompt_fix.SYSTEM_FIXED" in look_for

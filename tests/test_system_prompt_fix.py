@@ -43,14 +43,29 @@ def test_both_runs_replay_offline_each_with_its_own_prompt_and_the_table_sets_th
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
     table = prompt_fix.comparison_table(asked, tmp_path)
     questions = [q for q, _, _ in asked["unchanged"]]
-    assert list(table.index) == questions == [q for q, _, _ in asked["fixed"]]
+    assert questions == [q for q, _, _ in asked["fixed"]]
+    assert list(table.index) == [(q, name) for q in questions for name in ("unchanged", "fixed")]
     for name, run_id in (("unchanged", prompt_fix.RUN_BASELINE), ("fixed", prompt_fix.RUN_CAPTURED)):
+        rows = table.xs(name, level="prompt")
         replies = [b.response["choices"][0]["message"]["content"] for b in load_run(run_id).bindings]
-        assert list(table[f"{name} prompt: raw reply"]) == replies
-        assert list(table[f"{name}: status"]) == [result["status"] for _, _, result in asked[name]]
-    assert table.loc[runs.EMPTY_COUNT_QUESTION, "fixed: golden"] == "not a golden case"
-    assert table.loc[runs.GOLDEN[1].question, "fixed: golden"] == "pass"  # the count case, with a tool_call
-    assert table.loc[runs.GOLDEN[1].question, "unchanged: golden"] == "fail"
+        assert list(rows["raw reply"]) == replies  # in full: the address reply is over 300 characters
+        assert list(rows["status"]) == [result["status"] for _, _, result in asked[name]]
+    assert table.loc[(runs.EMPTY_COUNT_QUESTION, "fixed"), "golden"] == "not a golden case"
+    assert table.loc[(runs.GOLDEN[1].question, "fixed"), "golden"] == "pass"  # the count case, with a tool_call
+    assert table.loc[(runs.GOLDEN[1].question, "unchanged"), "golden"] == "fail"
+
+
+def test_the_server_change_note_counts_the_replies_that_differ_beyond_whitespace_on_identical_requests():
+    note = prompt_fix.server_change()
+    assert "have the same binding keys" in note and "(llama-cpp-python)" in note and "(xllamacpp)" in note
+    assert "2 of 4 replies differ beyond whitespace" in note
+    assert runs.GOLDEN[1].question in note and runs.GOLDEN[2].question in note
+    assert runs.GOLDEN[0].question not in note  # its replies differ in whitespace only
+
+
+def test_the_server_change_note_refuses_to_compare_runs_of_different_requests():
+    note = prompt_fix.server_change(earlier=prompt_fix.RUN_CAPTURED)  # sent with SYSTEM_FIXED
+    assert "hold different requests" in note and "differ beyond" not in note
 
 
 def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_request(monkeypatch):

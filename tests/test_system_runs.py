@@ -18,9 +18,13 @@ from labkit.system.runs import (
     evidence_share,
     failure_table,
     golden_table,
+    golden_viewer,
+    latency_note,
     model_request,
     reply_table,
     run_table,
+    same_model_request,
+    server_of,
     token_latency_table,
     viewer_text,
 )
@@ -143,6 +147,32 @@ def test_the_run_table_reads_each_runs_origin_and_model_from_its_own_header():
     assert list(table["origin"]) == ["authored", "captured"]
 
 
+def test_the_run_table_tells_the_servers_apart_by_the_shape_of_their_replies():
+    table = run_table([RUN_AUTHORED, RUN_CAPTURED, "05-system-smollm2-xllamacpp"])
+    assert set(table["endpoint"][1:]) == {"local-llama-cpp"}  # the endpoint kind cannot tell them apart
+    assert list(table["server, from the replies"]) == [
+        "none (authored)",
+        "llama-cpp-python (no timings)",
+        "xllamacpp (replies carry timings)",
+    ]
+
+
+def test_server_of_calls_a_run_mixed_when_only_some_replies_carry_timings():
+    run = load_run("05-system-smollm2-xllamacpp")
+    first = run.bindings[0].model_copy(update={"response": {"choices": []}})
+    assert server_of(run.model_copy(update={"bindings": [first, *run.bindings[1:]]})).startswith("mixed")
+
+
+def test_the_golden_viewer_reads_the_rows_own_trace_line_and_gives_its_verdict(captured):
+    system, rows = captured
+    text, viewer = golden_viewer(rows[2], system.trace_path, origin="captured")
+    assert viewer.title == GOLDEN[2].question and len(viewer.trace) == 6
+    assert GOLDEN[2].question in text.splitlines()[0]
+    assert text.splitlines()[-1].endswith("judged wrong: status answered, expected insufficient_evidence")
+    text, _ = golden_viewer(rows[1], system.trace_path, origin="captured")
+    assert GOLDEN[1].question in text.splitlines()[0] and text.endswith("judged right")
+
+
 def test_model_request_reads_the_messages_the_generate_step_sent(captured):
     system, _ = captured
     line = read_trace_lines(system.trace_path)[0]
@@ -176,3 +206,28 @@ def test_the_case_table_leaves_empty_only_the_rules_a_case_does_not_name():
         for rule in ("cites", "text", "count"):
             named = getattr(case, rule)
             assert row[rule] == ("" if named is None else named)
+
+
+def test_the_latency_note_keeps_the_replays_own_time_apart_from_the_recorded_model_call(captured):
+    system, _ = captured
+    line = read_trace_lines(system.trace_path)[0]
+    recorded = load_run(RUN_CAPTURED).bindings[0].latency_s
+    note = latency_note(line)
+    assert f"its model call: {recorded:.0f} s (recorded)" in note
+    assert "whole request, timed now: under 5 s" in note  # a replay takes milliseconds
+    slow = {**line, "latency_ms": 61_000}
+    assert "whole request, timed now: 61 s" in latency_note(slow)
+
+
+def test_the_latency_note_says_no_model_ran_for_a_scripted_reply(index, tmp_path):
+    system = MinimalSystem(ScriptedModel("{}"), index=index, trace_path=tmp_path / "t.jsonl")
+    system.ask(GOLDEN[0].question, "team-a", "s")
+    assert latency_note(read_trace_lines(system.trace_path)[0]).endswith("none (no model ran)")
+
+
+def test_same_model_request_compares_the_messages_sent_not_the_team_or_the_result(captured):
+    system, _ = captured
+    lines = read_trace_lines(system.trace_path)
+    other_team = {**lines[1], "team": "team-b", "result": {"status": "answered"}}
+    assert same_model_request(lines[1], other_team)
+    assert not same_model_request(lines[0], lines[1])  # two questions, two requests

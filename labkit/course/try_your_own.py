@@ -370,7 +370,14 @@ def try_evidence_k(k: int) -> TryYourOwn:
         key=question,
         messages=build_messages(question, evidence),
         judge=judge,
-        look_for="the reply above is the course's authored one, not a model's; SmolLM2's captured reply at K = 3 was invalid_output. K = 1 keeps only the rank-1 chunk, which holds the refund window: does a real model, given the shorter prompt, answer and cite refund_policy.pdf#p1?",
+        look_for=(
+            "the reply above is the course's authored one, not a model's; SmolLM2's captured reply at K = 3 "
+            "was invalid_output, an answer with tool_args {'intent': 'get_refund'}, the value the prompt's "
+            "example writes. K = 1 keeps only the rank-1 chunk, which holds the refund window: does a real model, "
+            "given the shorter prompt, answer and cite refund_policy.pdf#p1, or copy get_refund again? "
+            "If it copies, the next change is the prompt: MinimalSystem(connect(...), "
+            "system=prompt_fix.SYSTEM_FIXED), or a prompt of your own."
+        ),
     )
 
 

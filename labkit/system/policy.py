@@ -12,6 +12,8 @@ index from saved real vectors (`SavedEmbeddings`, embedding set ``system-policy`
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,27 +183,43 @@ def load_policy_pages(path: str | Path | None = None) -> list[Any]:
 
 
 def read_pdf_pages(path: Path) -> list[Any]:
-    """Read a PDF with ``PyPDFLoader``; refuse a missing or unreadable file, a page with no text."""
+    """Read a PDF with ``PyPDFLoader``: one ``Document`` per page, its pages numbered from 0."""
     PyPDFLoader = _community("document_loaders", "PyPDFLoader")
-    again = "write it again with `python -m labkit.system.policy`"
-    if not path.is_file():
-        raise PolicyDocumentError(f"no policy PDF at {relative_to_root(path)}; {again}")
-    try:
+    with pdf_refusals(path):  # a missing, damaged or textless PDF gets a clear error
         pages = PyPDFLoader(str(path)).load()
+        refuse_textless_pages(pages, path)
+    return pages
+
+
+_AGAIN = "write it again with `python -m labkit.system.policy`"
+
+
+@contextmanager
+def pdf_refusals(path: Path) -> Iterator[None]:
+    """Refuse a missing PDF before reading it, and an unreadable one as `PolicyDocumentError`."""
+    if not path.is_file():
+        raise PolicyDocumentError(f"no policy PDF at {relative_to_root(path)}; {_AGAIN}")
+    try:
+        yield
+    except PolicyDocumentError:
+        raise
     except Exception as exc:  # pypdf raises many kinds for a damaged file
         raise PolicyDocumentError(
             f"{relative_to_root(path)} is not a readable PDF ({type(exc).__name__}: {exc}); "
-            f"restore it from git or {again}"
+            f"restore it from git or {_AGAIN}"
         ) from None
+
+
+def refuse_textless_pages(pages: list[Any], path: Path) -> None:
+    """Refuse a PDF with no pages, or a page with no text: a citation to it could not be checked."""
     if not pages:
-        raise PolicyDocumentError(f"{relative_to_root(path)} has no pages; {again}")
+        raise PolicyDocumentError(f"{relative_to_root(path)} has no pages; {_AGAIN}")
     for page in pages:
         if not page.page_content.strip():
             raise PolicyDocumentError(
                 f"page {page.metadata.get('page')} of {relative_to_root(path)} has no extractable "
-                f"text, so a citation to it could never be checked; {again}"
+                f"text, so a citation to it could never be checked; {_AGAIN}"
             )
-    return pages
 
 
 def split_policy(

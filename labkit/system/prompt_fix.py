@@ -89,9 +89,10 @@ def replay_both(*, trace_dir: str | Path) -> dict[str, list[tuple[str, str, dict
 def comparison_table(
     asked: dict[str, list[tuple[str, str, dict[str, Any]]]], trace_dir: str | Path
 ) -> Any:
-    """Return one row per request: under each prompt, the raw reply, the status and the golden verdict.
+    """Return one row per request and prompt: the raw reply in full, the status, the golden verdict.
 
-    A request that is no golden case (the empty count) has no verdict: its cell says so.
+    Rows are indexed by ``(question, prompt)``, the unchanged prompt first. A request
+    that is no golden case (the empty count) has no verdict: its cell says so.
     """
     import pandas as pd
 
@@ -101,19 +102,64 @@ def comparison_table(
     from labkit.tables import text_table
 
     cases = {case.question: case for case in GOLDEN}
-    columns = {}
-    for name, run_id in (("unchanged", RUN_BASELINE), ("fixed", RUN_CAPTURED)):
-        replies = reply_table(
-            read_trace_lines(Path(trace_dir) / f"{run_id}.jsonl")[-len(asked[name]) :]
+    replies = {
+        name: list(
+            reply_table(read_trace_lines(Path(trace_dir) / f"{run_id}.jsonl")[-len(asked[name]) :])[
+                "raw reply"
+            ]
         )
-        columns[f"{name} prompt: raw reply"] = list(replies["raw reply"])
-        columns[f"{name}: status"] = [result["status"] for _, _, result in asked[name]]
-        columns[f"{name}: golden"] = [
-            ("pass" if passed(result, cases[q]) else "fail") if q in cases else "not a golden case"
-            for q, _, result in asked[name]
-        ]
-    table = pd.DataFrame({"question": [q for q, _, _ in asked["unchanged"]], **columns})
-    return text_table(table.set_index("question"))
+        for name, run_id in (("unchanged", RUN_BASELINE), ("fixed", RUN_CAPTURED))
+    }
+    rows = [
+        {
+            "question": question,
+            "prompt": name,
+            "raw reply": replies[name][n],
+            "status": result["status"],
+            "golden": (
+                ("pass" if passed(result, cases[question]) else "fail")
+                if question in cases
+                else "not a golden case"
+            ),
+        }
+        for n in range(len(asked["unchanged"]))
+        for name in ("unchanged", "fixed")
+        for question, _, result in [asked[name][n]]
+    ]
+    return text_table(pd.DataFrame(rows).set_index(["question", "prompt"]))
+
+
+def server_change(*, earlier: str = "05-system-smollm2") -> str:
+    """Return, in Markdown, what a change of server alone did to the lesson's requests.
+
+    ``earlier`` (the lesson's run on llama-cpp-python) and `RUN_BASELINE` (xllamacpp)
+    are compared: whether their binding keys, the hashes of the exact requests, are
+    equal, and how many replies differ once whitespace is removed.
+    """
+    from labkit.recording import load_run
+    from labkit.system.runs import server_of
+
+    before, after = load_run(earlier), load_run(RUN_BASELINE)
+    keys_before = [b.key for b in before.bindings]
+    keys_after = {b.key: b for b in after.bindings}
+    if sorted(keys_before) != sorted(keys_after):
+        return (
+            f"`{earlier}` and `{RUN_BASELINE}` hold different requests: "
+            "their replies cannot be compared."
+        )
+
+    def bare(binding: Any) -> str:
+        return "".join(binding.response["choices"][0]["message"]["content"].split())
+
+    changed = [b.question for b in before.bindings if bare(b) != bare(keys_after[b.key])]
+    named = ", ".join(f"*{q}*" for q in changed) or "none"
+    return (
+        f"The {len(keys_before)} requests of `{earlier}` ({server_of(before).split(' (')[0]}) "
+        f"and `{RUN_BASELINE}` ({server_of(after).split(' (')[0]}) have the same binding keys, the hashes of each exact request: "
+        f"the requests were identical. {len(changed)} of {len(keys_before)} replies differ "
+        f"beyond whitespace: {named}. Each is one request at temperature 0, so this shows "
+        "that a change of server alone can change replies, not how often it does."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,8 +79,29 @@ def make_requests(
 # --- what notebook 05 shows ----------------------------------------------------------------
 
 
+def server_of(run: Any) -> str:
+    """Return which local server a run's replies came from, read from the replies' shape.
+
+    A run's endpoint kind says only ``local-llama-cpp``, whichever runtime served it.
+    The llama.cpp server that xllamacpp runs adds ``timings`` to every reply;
+    llama-cpp-python's replies carry none. An authored run had no server.
+    """
+    if run.origin != "captured":
+        return "none (authored)"
+    shapes = {"timings" in (binding.response or {}) for binding in run.bindings}
+    if shapes == {True}:
+        return "xllamacpp (replies carry timings)"
+    if shapes == {False}:
+        return "llama-cpp-python (no timings)"
+    return "mixed: some replies carry timings"
+
+
 def run_table(run_ids: list[str]) -> Any:
-    """Return one row per recorded run, read from its own header: origin, model, endpoint, date, requests."""
+    """Return one row per recorded run, read from its own header and replies.
+
+    Columns: origin, model, endpoint kind, the server the replies' shape shows
+    (`server_of`), the date recorded and the number of requests.
+    """
     import pandas as pd
 
     from labkit.recording import load_run
@@ -94,6 +115,7 @@ def run_table(run_ids: list[str]) -> Any:
                 "origin": run.origin,
                 "model": run.model.id,
                 "endpoint": run.model.endpoint_kind,
+                "server, from the replies": server_of(run),
                 "recorded": run.created_at[:10],
                 "requests": len(run.bindings),
             }
@@ -214,6 +236,25 @@ def failure_table(
     return text_table(frame.set_index("question"))
 
 
+def golden_viewer(
+    row: tuple[Any, str, dict[str, Any], bool], trace_path: str | Path, *, origin: str
+) -> tuple[str, Any]:
+    """Return a golden case's trace as text and as a `TraceViewer`, both with the case's verdict.
+
+    ``row`` is one row of `golden.run_golden`; its trace line is read from ``trace_path``
+    by the row's session id. The verdict's reason names the golden rules the result broke.
+    """
+    from labkit.system.workflow import read_trace_lines, request_trace
+    from labkit.widgets import TraceViewer
+
+    case, session_id, result, ok = row
+    line = next(line for line in read_trace_lines(trace_path) if line["session_id"] == session_id)
+    trace = request_trace(line)
+    reason = "; ".join(unmet(result, case))
+    viewer = TraceViewer(trace, title=case.question, passed=ok, reason=reason, origin=origin)
+    return viewer_text(trace, passed=ok, reason=reason), viewer
+
+
 def viewer_text(trace: Any, *, passed: bool | None = None, reason: str | None = None) -> str:
     """Return in text what `TraceViewer` shows: each event's status and summary, then the verdict.
 
@@ -271,9 +312,38 @@ def token_latency_table(run: Any) -> Any:
     return text_table(pd.DataFrame(rows).set_index("question"))
 
 
+#: Below this, a replayed request's own time is reported as "under" it: the exact figure varies.
+REPLAY_BOUND_MS = 5000
+
+
+def latency_note(line: dict[str, Any]) -> str:
+    """Return one request's two latencies: the whole request's, and its model call's.
+
+    The trace line's ``latency_ms`` times the whole request as it ran now: retrieval,
+    model call, checks and tool. In replay that is the replay's time, not a model's,
+    so it is given only as under `REPLAY_BOUND_MS`. The ``generate`` step's latency is
+    the model call's, with where it comes from (recorded at capture, in replay).
+    """
+    generate = next(step for step in line["trace"] if step["step"] == "generate")
+    whole = line["latency_ms"]
+    now = (
+        f"under {REPLAY_BOUND_MS // 1000} s" if whole < REPLAY_BOUND_MS else f"{whole / 1000:.0f} s"
+    )
+    if generate["latency_ms"] is None:
+        call = "none (no model ran)"
+    else:
+        call = f"{generate['latency_ms'] / 1000:.0f} s ({generate['latency_source']})"
+    return f"{line['question']}\n  whole request, timed now: {now}\n  its model call: {call}"
+
+
 def model_request(line: dict[str, Any]) -> list[dict[str, Any]]:
     """Return the messages one trace line's ``generate`` step sent to the model."""
     return next(step["model_request"] for step in line["trace"] if step["step"] == "generate")
+
+
+def same_model_request(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Return whether two trace lines' ``generate`` steps sent the model the same messages."""
+    return model_request(first) == model_request(second)
 
 
 class GraphDiagram:
