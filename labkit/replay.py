@@ -366,8 +366,8 @@ class BindingStore:
         fix = (
             "Call without stream=True: streaming is never recorded, so no binding can answer it."
             if any(d.path == "stream" for d in diff)
-            else "Restore the original request. If the lesson's own requests changed, record its run again with "
-            f"`labkit record {lesson}`; a request typed in a notebook is recorded only under LABKIT_MODE=record."
+            else "Restore the original request, or send it to a model with LABKIT_MODE=record, which saves the reply "
+            f"in a new run of lesson {lesson}."
         )
         return (
             f"no reply is recorded for this exact request in {where}: no binding key is the SHA-256 of its request "

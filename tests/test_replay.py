@@ -93,7 +93,7 @@ def test_changed_question_is_refused_with_a_field_diff(store):
     assert [(d.path, d.recorded, d.actual) for d in caught.value.diff] == [
         ("messages[1].content.question", QUESTIONS[0], "How long is the return window?")
     ]
-    assert "labkit record 03" in str(caught.value)
+    assert "a new run of lesson 03" in str(caught.value)
 
 
 def test_changed_generation_setting_is_a_different_request(store):
@@ -382,7 +382,7 @@ def test_streaming_in_replay_is_the_binding_refusal_whose_diff_names_stream(stor
     message = str(caught.value)
     assert "  stream: '(absent)' -> 'true'" in message
     assert "Call without stream=True: streaming is never recorded, so no binding can answer it." in message
-    assert "labkit record" not in message  # recording it again would not help
+    assert "LABKIT_MODE=record" not in message  # recording it again would not help
 
 
 def test_a_dict_request_is_bound_in_the_order_the_client_sends_it():
@@ -555,9 +555,8 @@ def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
         f"request ({request_key(request)[:12]}…); the nearest recorded request (binding key {bindings[1].key[:12]}…) "
         "differs in 1 field(s):\n"
         "  temperature: '0' -> '1'\n"
-        "Restore the original request. If the lesson's own requests changed, record its run again with "
-        "`labkit record 03`; a request typed in a notebook is recorded only under LABKIT_MODE=record. "
-        "An old reply is never returned for a request that was not made."
+        "Restore the original request, or send it to a model with LABKIT_MODE=record, which saves the reply "
+        "in a new run of lesson 03. An old reply is never returned for a request that was not made."
         f"\n{EXPLORE_HINT}"
     )
 
@@ -579,7 +578,7 @@ def test_a_store_without_run_or_lesson_says_so_in_its_refusal():
     with pytest.raises(ReplayRequestMismatch) as caught:
         store.lookup(as_sent(_request(QUESTIONS[1])))
     message = str(caught.value)
-    assert "in this store:" in message and "`labkit record LESSON`" in message and SAME_JSON not in message
+    assert "in this store:" in message and "a new run of lesson LESSON" in message and SAME_JSON not in message
     with pytest.raises(ReplayRequestMismatch) as caught:
         BindingStore([]).lookup(as_sent(_request(QUESTIONS[0])))
     assert (caught.value.diff, caught.value.nearest_key, caught.value.run_id) == ([], None, None)
