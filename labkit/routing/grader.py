@@ -527,7 +527,7 @@ def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) 
 
 
 def constant_run(suite: Any, suite_sha256: str, route: str) -> dict[str, Any]:
-    """Return the trivial run that sends every case of ``suite`` to one ``route`` (origin ``simulated``).
+    """Return the constant run that sends every case of ``suite`` to one ``route`` (origin ``simulated``).
 
     A constant run reads no ticket at all: any router worth the name should do better.
     """
