@@ -84,10 +84,10 @@ def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
 
 @pytest.mark.parametrize(
     ("reply", "problem"),
-    [('{"id": "./t9", "route": "sales"}', "id changed"), ("sales", "not JSON")],
+    [('{"id": "t9", "route": "sales"}', "not an object with exactly route"), ("sales", "not JSON")],
 )
 def test_a_malformed_lesson_06_reply_is_one_the_gate_refuses_to_grade_not_a_miss(reply, problem):
-    verdict = t.ticket_reply_verdict("t9", "support", reply)
+    verdict = t.route_reply_verdict("support", reply)
     assert verdict.startswith(f"malformed ({problem}")
     assert verdict.endswith("the gate refuses to grade a run that holds it (exit code 1)")
     assert "miss" not in verdict

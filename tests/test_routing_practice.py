@@ -95,3 +95,74 @@ def test_a_call_into_the_grader_is_refused(shipped):
 
     with pytest.raises(AssertionError, match=r"calls labkit's labkit\.routing\.grader\.regressions"):
         check_smallest_repair(borrowed, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
+
+
+def _release_trials(suite, baseline, candidate):
+    return {
+        "same": (suite, baseline, baseline),
+        "outage": (suite, baseline, candidate),
+    }
+
+
+def test_release_predictions_pass_when_right_and_say_only_how_many_are_wrong(shipped):
+    from labkit.routing.practice import check_release_predictions
+
+    suite, sha, baseline, candidate = shipped
+    trials = _release_trials(suite, baseline, candidate)
+    check_release_predictions({"same": True, "outage": False}, trials, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="1 of your 2 predictions are wrong") as refused:
+        check_release_predictions({"same": True, "outage": True}, trials, suite_sha256=sha)
+    assert "penalty" not in str(refused.value) and "urgent" not in str(refused.value)  # no reasons given away
+    with pytest.raises(NotImplementedError):
+        check_release_predictions({"same": True, "outage": None}, trials, suite_sha256=sha)
+
+
+def _reply_check(parse, **changes):
+    from labkit.routing.practice import check_reply_parser
+    from labkit.routing.runs import Malformed
+
+    sha = "0" * 64
+    captured = [("t1", '{"id": "t1", "route": "sales"}'), ("t9", '{"id": "./t9", "route": "sales"}')]
+    arguments = {
+        "good": {("t2", '{"id": "t2", "route": "refunds"}'): "refunds"},
+        "bad": [("t3", '{"id": "t3", "id": "t3", "route": "billing"}'), ("t5", '{"id": "t5", "route": NaN}')],
+        "captured": captured,
+        "malformed": [Malformed("t9", captured[1][1], "id changed")],
+        "suite_sha256": sha,
+        "watch": calls_to,
+        **changes,
+    }
+    return check_reply_parser(parse, **arguments)
+
+
+def test_reply_parser_check_passes_a_strict_parser_and_counts_its_malformed_replies():
+    from labkit.canonical import loads_strict
+
+    def strict(ticket_id, raw):
+        try:
+            data = loads_strict(raw)
+        except ValueError:
+            return None, "not strict JSON"
+        if not isinstance(data, dict) or set(data) != {"id", "route"} or data["id"] != ticket_id:
+            return None, "wrong shape or id"
+        return (data["route"], None) if isinstance(data["route"], str) else (None, "route is not text")
+
+    assert _reply_check(strict) == 1
+
+
+def test_reply_parser_check_refuses_a_lenient_parser_and_labkits_own():
+    import json
+
+    from labkit.routing.runs import parse_route_reply
+
+    def lenient(ticket_id, raw):
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None, "not JSON"
+        return (data.get("route"), None) if data.get("id") == ticket_id else (None, "wrong id")
+
+    with pytest.raises(AssertionError, match="is malformed: yours routes it 'billing'"):
+        _reply_check(lenient)
+    with pytest.raises(AssertionError, match="calls labkit's"):
+        _reply_check(lambda cid, raw: parse_route_reply(cid, raw))

@@ -77,7 +77,7 @@ def test_recording_summary_names_the_model_the_pinned_server_and_counts_errors_a
     recorded = load_run(RUN_CAPTURED)
     lines = recording_summary().splitlines()
     assert lines[0] == f"{RUN_CAPTURED}: origin=captured, model={recorded.model.id}"
-    assert lines[1] == "served by: local-llama-cpp (llama-cpp-python==0.3.36 in constraints.txt)"
+    assert lines[1] == "endpoint kind recorded: local-llama-cpp; constraints.txt pins llama-cpp-python 0.3.36"
     assert "response_format" not in lines[2] and "'max_tokens': 40" in lines[2]
     assert lines[-1] == f"calls: {len(recorded.bindings)}, transport errors: 0, retries: 0"
     assert "system prompt" not in recording_summary(instruction=None)

@@ -136,6 +136,7 @@ def test_module_runs_with_python_dash_m(tmp_path):
 EXPECTED_MESSAGES = {
     "repeated key": "repeated JSON key 'label'",
     "NaN weight": "non-finite number NaN",
+    "overflowing weight": "number 1e999 overflows to infinity",
     "over 1 MB": "over the 1,000,000-byte limit",
     "unexpected field": 'unexpected field(s) "confidence"',
     "missing field": 'missing field(s) "suite_sha256"',

@@ -384,36 +384,39 @@ def try_evidence_k(k: int) -> TryYourOwn:
 # --- lesson 06: one ticket's text -------------------------------------------------------------------------
 
 
-def try_ticket_message(message: str, *, ticket: str = "t1") -> TryYourOwn:
-    """Lesson 06: route ``ticket`` with ``message`` as its text; the suite's expected route judges the reply."""
+def try_ticket_message(message: str, *, ticket: str = "t1", prompt: str = "candidate") -> TryYourOwn:
+    """Lesson 06: route ``ticket`` with ``message`` as its text, as section 11 sends it; the suite's route judges the reply.
+
+    The request is section 11's ``prompt`` version (`labkit.routing.prompts`): the system prompt, the
+    text alone as the user message, and a reply schema that allows only a route.
+    """
     from labkit.canonical import load_strict
     from labkit.paths import fixtures_dir
-    from labkit.routing.runs import RUN_CAPTURED, SETTINGS, routing_messages
+    from labkit.routing.prompts import RUN_CAPTURED, SETTINGS, prompt_messages
 
     suite, _ = load_strict(fixtures_dir() / "routing" / "suite.json")
     expected = next(case["expected"] for case in suite["cases"] if case["id"] == ticket)
-    messages = routing_messages({"id": ticket, "message": message})
 
     def judge(text: str) -> str:
-        return ticket_reply_verdict(ticket, expected, text)
+        return route_reply_verdict(expected, text)
 
     return ask(
         change=f"TICKET_MESSAGE = {message!r}",
         run_id=RUN_CAPTURED,
         lesson="06",
         settings=SETTINGS,
-        key=messages[-1]["content"],
-        messages=messages,
+        key=f"{prompt}: {ticket}",
+        messages=prompt_messages(prompt, message),
         judge=judge,
         look_for="whether a reworded outage still routes urgent_support, the queue a miss costs 20 points in",
     )
 
 
-def ticket_reply_verdict(ticket: str, expected: str, text: str) -> str:
-    """Lesson 06's check of one reply: its route against the suite's, or why the gate could not grade it."""
-    from labkit.routing.runs import parse_route_reply
+def route_reply_verdict(expected: str, text: str) -> str:
+    """Lesson 06's check of one route-only reply: its route against the suite's, or why the gate could not grade it."""
+    from labkit.routing.prompts import parse_route
 
-    route, problem = parse_route_reply(ticket, text)
+    route, problem = parse_route(text)
     if problem is not None:
         return f"malformed ({problem}): the gate refuses to grade a run that holds it (exit code 1)"
     return f"route {route}; the suite expects {expected}: {'correct' if route == expected else 'a miss'}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from labkit.routing.grader import ROUTES, URGENT, route_slices, sign_test_sentence, ticket_changes
+from labkit.routing.grader import ROUTES, URGENT, route_slices, ticket_changes
 
 
 def _listed(ids: Iterable[str]) -> str:
@@ -18,7 +18,7 @@ def _listed(ids: Iterable[str]) -> str:
 
 
 def accuracy_hides_the_outage(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """Say how the candidate's correct routes and penalty points moved, which tickets changed, and the sign test.
+    """Say how the candidate's correct routes and penalty points moved, and which tickets changed.
 
     ``old`` and ``new`` are the baseline's and the candidate's `score` summaries.
     """
@@ -29,7 +29,7 @@ def accuracy_hides_the_outage(old: Mapping[str, Any], new: Mapping[str, Any]) ->
         f"The candidate gets {new['correct']} of {new['cases']} right against the baseline's {old['correct']}, "
         f"yet its penalty points go from {old['penalty_points']} to {new['penalty_points']}{outage}. "
         f"Ticket by ticket, the runs differ only on {_listed(changes['fixed'])} (fixed by the candidate) and "
-        f"{_listed(changes['broke'])} (broken). The candidate has {sign_test_sentence(changes)}"
+        f"{_listed(changes['broke'])} (broken)."
     )
 
 
@@ -75,13 +75,26 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> 
     )
 
 
+def _split(changes: Mapping[str, Any]) -> str:
+    fixed, broke = len(changes["fixed"]), len(changes["broke"])
+    reading = "which the sign test cannot tell from chance" if changes["tie"] else "beyond what chance explains"
+    return (
+        f"a {fixed}-{broke} split on the {fixed + broke} ticket{'s' * (fixed + broke != 1)} they disagree on, "
+        f"{reading} (p = {changes['p_value']:.2f})"
+    )
+
+
 def prompt_change_verdict(
-    report: Mapping[str, Any], runs: Iterable[Mapping[str, Any]], *, floor: Mapping[str, Any] | None = None
+    report: Mapping[str, Any],
+    runs: Iterable[Mapping[str, Any]],
+    *,
+    constants: Iterable[Mapping[str, Any]] = (),
 ) -> str:
-    """Read a gated prompt change: what failed, whether anything regressed, and the routes the model ever chose.
+    """Read a gated prompt change: what failed, whether anything regressed, the routes the model ever chose.
 
     ``runs`` are every captured run whose routes count towards "the routes the model chose".
-    ``floor`` is the `score` of a trivial run (`constant_run`); each prompt is then set against it.
+    ``constants`` are `compare` reports of a `constant_run` (the candidate) against the same
+    baseline prompt: each is set beside the candidate prompt, and its own verdict is told.
     """
     old, new = report["baseline"], report["candidate"]
     changes = ticket_changes(old, new)
@@ -98,18 +111,31 @@ def prompt_change_verdict(
             f"absolute condition, no urgent miss at all, which the baseline prompt fails too "
             f"({old['urgent_misses']} urgent misses)."
         )
-    never = [route for route in ROUTES if route not in chosen]
-    text += (
-        f" In all {len(chosen)} well-formed replies captured from this model it chose only "
-        f"{' or '.join(sorted(set(chosen)))}" + (f", never {' or '.join(never)}." if never else ".")
-    )
-    if floor is not None:
-        for name, run in (("baseline", old), ("candidate", new)):
-            beats = run["correct"] > floor["correct"] and run["penalty_points"] < floor["penalty_points"]
+    text += f" Its gain over the baseline prompt is {_split(changes)}."
+    used = sorted(set(chosen))
+    if len(used) <= 2:
+        text += (
+            f" Neither prompt routes in any real sense: in all {len(chosen)} well-formed replies captured from "
+            f"this model it chose only {' or '.join(used)}."
+        )
+    passing = []
+    for gated in constants:
+        const = gated["candidate"]
+        text += (
+            f" The constant run {const['label']!r} gets {const['correct']} right with "
+            f"{const['penalty_points']} points and {const['urgent_misses']} urgent misses."
+        )
+        if const["correct"] < new["correct"] and const["penalty_points"] >= new["penalty_points"]:
+            ahead = new["correct"] - const["correct"]
             text += (
-                f" The {name} prompt ({run['correct']} right, {run['penalty_points']} points) "
-                + ("beats" if beats else "does not beat")
-                + f" the trivial run {floor['label']!r} ({floor['correct']} right, {floor['penalty_points']} points)"
-                + (" on both counts." if beats else ", which reads no ticket.")
+                f" The candidate prompt is ahead of it by {ahead} right route{'s' * (ahead != 1)}: "
+                f"{_split(ticket_changes(const, new))}."
             )
-    return text + f" The candidate prompt has {sign_test_sentence(changes)}"
+        if gated["pass"]:
+            passing.append(const["label"])
+    if passing:
+        text += (
+            f" Put in as the candidate against the baseline prompt, {_listed(repr(p) for p in passing)} "
+            "passes the gate: a rule that only asks for no worse than the baseline is only as good as the baseline."
+        )
+    return text

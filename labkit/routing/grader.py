@@ -527,9 +527,9 @@ def apply_changes(run: Mapping[str, Any], changes: Iterable[Mapping[str, str]]) 
 
 
 def constant_run(suite: Any, suite_sha256: str, route: str) -> dict[str, Any]:
-    """Return the trivial run that sends every case of ``suite`` to one ``route`` (origin ``simulated``).
+    """Return the constant run that sends every case of ``suite`` to one ``route`` (origin ``simulated``).
 
-    It is the floor a router must beat: a run that reads no ticket at all.
+    A constant run reads no ticket at all: any router worth the name should do better.
     """
     _check_route(route, "constant run route")
     predictions = [{"id": case["id"], "route": route} for case in suite["cases"]]

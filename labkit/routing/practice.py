@@ -3,17 +3,20 @@
 `with_routes` and `with_penalties` build in-memory variants of a run or a suite. They keep the
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
-`check_smallest_repair` grades a learner's ``smallest_repair`` on a set of trials.
+`check_release_predictions`, `check_smallest_repair` and `check_reply_parser` grade a learner's
+answers to exercises 1, 2 and 4; none of them prints the answer before it passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from labkit.errors import RouteGradeError
 from labkit.routing.grader import apply_changes, compare, own_functions
+from labkit.routing.prompts import parse_route
+from labkit.routing.runs import Malformed, parse_route_reply, routing_run
 
 #: The summary fields a learner's ``smallest_repair`` receives.
 REPAIR_KEYS = ("correct", "penalty_points", "urgent_misses", "failures")
@@ -32,6 +35,22 @@ def with_penalties(suite: Mapping[str, Any], **weights: int) -> dict[str, Any]:
     if unknown:
         raise RouteGradeError(f"no route {', '.join(sorted(unknown))} in the suite; change the weight of a known route")
     return {**suite, "penalties": {**suite["penalties"], **weights}}
+
+
+def check_release_predictions(predicted: Mapping[str, bool | None], trials: Trials, *, suite_sha256: str) -> None:
+    """Grade the predicted verdicts ``name: True/False`` against the gate's on each trial ``name: (suite, baseline, candidate)``.
+
+    Raises `NotImplementedError` while a prediction is still ``None``, and `AssertionError` saying
+    only how many predictions are wrong: the gate's reasons would give the answers away.
+    """
+    if None in predicted.values() or set(predicted) != set(trials):
+        raise NotImplementedError("hint: apply the three conditions; what does a tie do?")
+    wrong = [
+        name
+        for name, (suite, base, run) in trials.items()
+        if compare(suite, suite_sha256, base, run)["pass"] != predicted[name]
+    ]
+    assert not wrong, f"{len(wrong)} of your {len(trials)} predictions are wrong: apply each condition again"
 
 
 def check_smallest_repair(
@@ -62,3 +81,39 @@ def check_smallest_repair(
         assert after["pass"], f"{name}: with {mine} routed right it still fails: {after['reasons']}"
         fewest = 0 if result["pass"] else len(result["explanation"]["smallest_flip"])
         assert len(mine) <= fewest, f"{name}: your repair changes {len(mine)} predictions; fewer are enough"
+
+
+#: labkit's own reply parsers, which a learner's ``parse_reply`` may not call.
+OWN_PARSERS = (parse_route_reply, parse_route)
+
+
+def check_reply_parser(
+    parse_reply: Callable[[str, str], tuple[str | None, str | None]],
+    good: Mapping[tuple[str, str], str],
+    bad: Sequence[tuple[str, str]],
+    *,
+    captured: list[tuple[str, str]],
+    malformed: Sequence[Malformed],
+    suite_sha256: str,
+    watch: Callable[..., AbstractContextManager[list[str]]],
+) -> int:
+    """Grade ``parse_reply(ticket id, raw)`` on authored replies, then on the ``captured`` ones; return its malformed count.
+
+    Each ``good`` reply must give ``(its route, None)``, each ``bad`` one ``(None, a problem in
+    words)``. On the captured replies it must find the same malformed tickets as labkit's parser
+    (``malformed``). It may not call `OWN_PARSERS`: ``watch`` (the course's `calls_to`) lists them.
+    """
+    with watch(*OWN_PARSERS) as called:
+        answers = {(cid, raw): parse_reply(cid, raw) for cid, raw in [*good, *bad]}
+    assert not called, f"parse_reply calls labkit's {called[0]}: write the rules yourself"
+    for (cid, raw), route in good.items():
+        assert answers[cid, raw] == (route, None), f"{raw!r} is well formed: yours {answers[cid, raw]}"
+    for cid, raw in bad:
+        got, problem = answers[cid, raw]
+        assert got is None, f"{raw!r} for {cid} is malformed: yours routes it {got!r}, a guess"
+        assert isinstance(problem, str) and problem.strip(), f"{raw!r}: say what is wrong"
+    _, mine = routing_run(captured, label="mine", suite_sha256=suite_sha256, parse=parse_reply)
+    assert [bad.id for bad in mine] == [bad.id for bad in malformed], (
+        "your parser and labkit's disagree on the captured replies"
+    )
+    return len(mine)

@@ -145,8 +145,8 @@ def recording_summary(
 ) -> str:
     """Describe a recorded run in a few lines: its origin and model, the server, the settings, the prompt's end.
 
-    The server line names the package version the course pins in ``constraints.txt``; the run
-    itself records only the kind of endpoint. The last line counts the calls' transport errors
+    The second line holds two facts from two sources: the kind of endpoint the run recorded, and
+    the llama-cpp-python version the course pins in ``constraints.txt`` (the run records no version). The last line counts the calls' transport errors
     and retries, as the recording kept them. ``instruction=None`` leaves out the system prompt.
     """
     from labkit.paths import project_root
@@ -154,7 +154,8 @@ def recording_summary(
 
     recorded = load_run(run)
     pins = (project_root() / "constraints.txt").read_text(encoding="utf-8").splitlines()
-    pinned = next((line for line in pins if line.startswith("llama-cpp-python==")), "no pin found")
+    pinned = next((line.partition("==")[2] for line in pins if line.startswith("llama-cpp-python==")), None)
+    pin = f"constraints.txt pins llama-cpp-python {pinned}" if pinned else "constraints.txt pins no llama-cpp-python"
     shown = {key: value for key, value in settings.items() if key != "response_format"}
     errors = sum(len(binding.transport_errors) for binding in recorded.bindings)
     retries = sum(binding.retries for binding in recorded.bindings)
@@ -162,7 +163,7 @@ def recording_summary(
     return "\n".join(
         [
             f"{recorded.run_id}: origin={recorded.origin}, model={recorded.model.id}",
-            f"served by: {recorded.model.endpoint_kind} ({pinned} in constraints.txt)",
+            f"endpoint kind recorded: {recorded.model.endpoint_kind}; {pin}",
             f"settings: {shown} + the reply schema",
             *prompt,
             f"calls: {len(recorded.bindings)}, transport errors: {errors}, retries: {retries}",

@@ -196,6 +196,12 @@ def write_bad_inputs(folder: str | Path) -> list[BadInput]:
             pretty_json(good_suite).replace('"urgent_support": 20', '"urgent_support": NaN', 1),
         ),
         (
+            "overflowing weight",
+            "suite",
+            "the urgent_support penalty is 1e999, too large for a float",
+            pretty_json(good_suite).replace('"urgent_support": 20', '"urgent_support": 1e999', 1),
+        ),
+        (
             "over 1 MB",
             "candidate",
             "a label padded past the 1 MB limit",
