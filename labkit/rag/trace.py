@@ -389,6 +389,18 @@ def keep_all(ranked: list[tuple[Any, float]]) -> list[Any]:
     return [doc for doc, _score in ranked]
 
 
+def only_candidates(selected: list[Any], ranked: list[tuple[Any, float]], select: Select) -> list[Any]:
+    """Return ``selected`` if every item is one of the ranked passages; else raise `ContextSelectionError`."""
+    foreign = [repr(d)[:60] for d in selected if not any(d is doc for doc, _ in ranked)]
+    if foreign:
+        name = getattr(select, "__name__", repr(select))
+        raise ContextSelectionError(
+            f"{name} returned {len(foreign)} item(s) that are not this request's candidates "
+            f"({', '.join(foreign)}): return passages from the ranked (passage, score) pairs it was given."
+        )
+    return selected
+
+
 def retrieve_context(
     question: str, index: DocsIndex, trace: Trace, *, k: int = K, select: Select | None = None
 ) -> list[Any]:
@@ -407,14 +419,7 @@ def retrieve_context(
     ]
     trace.emit("retrieval_completed", candidates=candidates, score_kind="cosine similarity (InMemoryVectorStore)")
     select = select or keep_all
-    selected = list(select(ranked))
-    foreign = [repr(d)[:60] for d in selected if not any(d is doc for doc, _ in ranked)]
-    if foreign:
-        name = getattr(select, "__name__", repr(select))
-        raise ContextSelectionError(
-            f"{name} returned {len(foreign)} item(s) that are not this request's candidates "
-            f"({', '.join(foreign)}): return passages from the ranked (passage, score) pairs it was given."
-        )
+    selected = only_candidates(list(select(ranked)), ranked, select)
     trace.emit(
         "context_selected", chunk_ids=[chunk_id(d) for d in selected], source_ids=[d.metadata["id"] for d in selected]
     )

@@ -1,0 +1,148 @@
+"""The checks of lesson 02a's three exercises, kept here so the notebook's check cells are one call each.
+
+Each check runs the learner's function on requests traced for real (probes,
+replayed runs, other indexes and context rules) and raises `AssertionError`
+with what to fix. A check prints nothing and never shows the expected answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from labkit.course.shortcuts import calls_to
+from labkit.rag.trace import (
+    QUESTIONS,
+    RANKING_QUESTION,
+    DocsIndex,
+    K,
+    Select,
+    TracedRequest,
+    branch_table,
+    chunk_id,
+    context_branch,
+    load_docs_index,
+    model_step,
+    probe,
+    trace_request,
+)
+
+ANSWERED, UNSUPPORTED = QUESTIONS["answered"], QUESTIONS["not_in_docs"]
+
+
+def check_cited_rank(cited_rank: Callable[[TracedRequest], int | None], index: DocsIndex, adapter: Any) -> None:
+    """Check exercise A: ``cited_rank(traced)`` returns the best rank among the candidates the reply cites.
+
+    The cases are probes that cite other passages, drop candidates from the
+    context or are rejected, and replayed requests from ``adapter`` (the
+    authored run) that end without a cited source.
+    """
+    cases: dict[str, tuple[TracedRequest, int | None]] = {
+        "ranking question, cites read-text": (probe(RANKING_QUESTION, index, ["path-read-text"]), 1),
+        "ranking question, cites both": (probe(RANKING_QUESTION, index, ["path-write-text", "path-read-text"]), 1),
+        "timestamp question, cites zoneinfo": (probe(ANSWERED, index, ["zoneinfo"]), 3),
+        "timestamp question, cites both": (probe(ANSWERED, index, ["zoneinfo", "datetime-fromisoformat"]), 1),
+        "backup question, cites datetime": (probe(UNSUPPORTED, index, ["datetime-fromisoformat"]), 2),
+        "ranking question, top passage dropped": (
+            probe(RANKING_QUESTION, index, ["path-write-text"], select=lambda r: [d for d, _ in r[1:]]),
+            3,
+        ),
+        "rejected: not_in_docs citing shutil-copy2": (
+            probe(UNSUPPORTED, index, ["shutil-copy2"], status="not_in_docs"),
+            None,
+        ),
+        "cites zoneinfo, a candidate the context dropped": (
+            probe(ANSWERED, index, ["zoneinfo"], select=lambda r: [r[0][0]]),
+            None,
+        ),
+        "backup question, not_in_docs": (trace_request(UNSUPPORTED, index, adapter), None),
+        "blank question": (trace_request(" ", index, adapter), None),
+    }
+    for name, (traced, expected) in cases.items():
+        if cited_rank(traced) != expected:
+            raise AssertionError(f"cited_rank is wrong for: {name}")
+
+
+def check_score_floor(
+    score_floor: Callable[[float], Select],
+    predicted: dict[str, tuple[int, str]],
+    floor: float,
+    index: DocsIndex,
+    adapters: dict[str, Any],
+) -> dict[str, TracedRequest]:
+    """Check exercise B; return the three requests traced at ``floor``, for `branch_table`.
+
+    ``score_floor(min_score)`` must keep exactly the ranked passages scoring at
+    least ``min_score``, at several floors (one equal to a passage's score).
+    ``predicted`` maps "timestamp", "backup" and "ranking" to (passages kept,
+    branch) at ``floor``; the check says how many predictions are wrong, never
+    which. ``adapters`` maps the same names to the adapter that answers each.
+    """
+    if floor != 0.5:
+        raise AssertionError("keep the floor as given: FLOOR = 0.5")
+    questions = {"timestamp": ANSWERED, "backup": UNSUPPORTED, "ranking": RANKING_QUESTION}
+    for name, question in questions.items():
+        pairs = index.store.similarity_search_with_score(question, k=K)
+        for min_score in (0.0, 0.25, 0.5, 0.6, 1.0, pairs[-1][1]):
+            floored = trace_request(question, index, adapters[name], select=score_floor(min_score))
+            expected = [chunk_id(doc) for doc, score in pairs if score >= min_score]
+            if _kept(floored) != expected:
+                raise AssertionError(f"score_floor({min_score}) keeps the wrong passages for {name}")
+    at_floor = {
+        name: trace_request(q, index, adapters[name], select=score_floor(floor)) for name, q in questions.items()
+    }
+    wrong = 0
+    for name, question in questions.items():
+        kept = len(_kept(at_floor[name]))
+        actual = (kept, context_branch(at_floor[name], trace_request(question, index, adapters[name])))
+        wrong += tuple(predicted.get(name, ())) != actual
+    if wrong:
+        raise AssertionError(f"{wrong} of 3 predictions do not match what happens")
+    return at_floor
+
+
+def _kept(traced: TracedRequest) -> list[str]:
+    selected = traced.trace.first("context_selected")
+    return list(selected.data["chunk_ids"]) if selected else []
+
+
+def check_not_in_docs_cause(
+    not_in_docs_cause: Callable[[TracedRequest], str | None], index: DocsIndex, authored: Any, captured: Any
+) -> None:
+    """Check exercise C: ``not_in_docs_cause(traced)`` names why a request ended ``not_in_docs``.
+
+    The cases include questions the notebook never traced, an empty index, context
+    rules that keep nothing, probes (one in the app's own words), and the
+    ``captured`` run's replies. A function that calls labkit's `model_step` or
+    `branch_table` instead of reading the events is refused.
+    """
+    from labkit.replay import OrderedReplay
+
+    reworded = ANSWERED.replace("parse", "read")  # has a saved vector; the notebook never traces it
+    nothing = load_docs_index(empty=True)
+    app_words = (trace_request(ANSWERED, nothing, OrderedReplay([])).result or {})["answer"]
+    cases: dict[str, tuple[TracedRequest, str | None]] = {
+        "empty index, backups": (trace_request(UNSUPPORTED, nothing, OrderedReplay([])), "no_candidates"),
+        "empty index, reworded": (trace_request(reworded, nothing, OrderedReplay([])), "no_candidates"),
+        "a rule that keeps nothing": (trace_request(UNSUPPORTED, index, authored, select=lambda r: []), "all_dropped"),
+        "a floor of 0.9, reworded": (
+            trace_request(reworded, index, authored, select=lambda r: [d for d, s in r if s >= 0.9]),
+            "all_dropped",
+        ),
+        "probe says not_in_docs": (probe(ANSWERED, index, status="not_in_docs"), "model_reply"),
+        "probe in the app's words": (
+            probe(UNSUPPORTED, index, status="not_in_docs", answer=app_words),
+            "model_reply",
+        ),
+        "captured model, timestamp": (trace_request(ANSWERED, index, captured), "model_reply"),
+        "answered": (trace_request(ANSWERED, index, authored), None),
+        "changed question, refused": (trace_request(reworded, index, authored), None),
+        "blank": (trace_request("", index, authored), None),
+        "captured model, backups": (trace_request(UNSUPPORTED, index, captured), None),
+    }
+    with calls_to(model_step, branch_table) as called:
+        wrong = [name for name, (traced, expected) in cases.items() if not_in_docs_cause(traced) != expected]
+    if called:
+        raise AssertionError(f"not_in_docs_cause called labkit's {called[0]}: read the events yourself")
+    if wrong:
+        raise AssertionError(f"not_in_docs_cause is wrong for: {wrong[0]}")

@@ -1,0 +1,120 @@
+"""Lesson 02a's exercise checks: each passes a correct answer and refuses a wrong one and a shortcut."""
+
+import pytest
+
+from labkit.boundary import connect
+from labkit.rag.ranking import RUN_AUTHORED as RUN_RANKING
+from labkit.rag.trace import RUN_AUTHORED, RUN_CAPTURED, SETTINGS, load_docs_index, model_step
+from labkit.rag.trace_exercises import check_cited_rank, check_not_in_docs_cause, check_score_floor
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_docs_index()
+
+
+@pytest.fixture(scope="module")
+def authored():
+    return connect(RUN_AUTHORED, lesson="02", settings=SETTINGS, mode="replay")
+
+
+@pytest.fixture(scope="module")
+def captured():
+    return connect(RUN_CAPTURED, lesson="02", settings=SETTINGS, mode="replay")
+
+
+@pytest.fixture(scope="module")
+def adapters(authored):
+    ranking = connect(RUN_RANKING, lesson="02", settings=SETTINGS, mode="replay")
+    return {"timestamp": authored, "backup": authored, "ranking": ranking}
+
+
+def cited_rank(traced):
+    checked = traced.trace.first("reply_checked")
+    if checked is None or traced.trace.first("request_completed") is None:
+        return None
+    cited = set(checked.data["source_ids"])
+    ranks = [c["rank"] for c in traced.trace.first("retrieval_completed").data["candidates"] if c["source_id"] in cited]
+    return min(ranks) if ranks else None
+
+
+def test_cited_rank_check_passes_the_best_rank_and_refuses_the_last_one(index, authored):
+    check_cited_rank(cited_rank, index, authored)
+
+    def last_rank(traced):
+        best = cited_rank(traced)
+        if best is None:
+            return None
+        cited = set(traced.trace.first("reply_checked").data["source_ids"])
+        candidates = traced.trace.first("retrieval_completed").data["candidates"]
+        return max(c["rank"] for c in candidates if c["source_id"] in cited)
+
+    with pytest.raises(AssertionError, match="cited_rank is wrong for"):
+        check_cited_rank(last_rank, index, authored)
+
+
+def test_cited_rank_check_refuses_always_rank_one(index, authored):
+    with pytest.raises(AssertionError, match="cited_rank is wrong for"):
+        check_cited_rank(lambda t: 1 if t.outcome == "completed" and t.result["source_ids"] else None, index, authored)
+
+
+def floor_at_least(min_score):
+    return lambda ranked: [doc for doc, score in ranked if score >= min_score]
+
+
+RIGHT = {"timestamp": (1, "new request"), "backup": (0, "app answers"), "ranking": (3, "same request")}
+
+
+def test_score_floor_check_passes_at_least_and_returns_the_requests_at_the_floor(index, adapters):
+    at_floor = check_score_floor(floor_at_least, RIGHT, 0.5, index, adapters)
+    assert sorted(at_floor) == ["backup", "ranking", "timestamp"]
+    assert at_floor["backup"].trace.first("model_skipped") is not None
+
+
+def test_score_floor_check_refuses_strictly_above_and_a_hard_coded_floor(index, adapters):
+    with pytest.raises(AssertionError, match=r"score_floor\(.*\) keeps the wrong passages"):
+        check_score_floor(lambda m: lambda r: [d for d, s in r if s > m], RIGHT, 0.5, index, adapters)
+    with pytest.raises(AssertionError, match="keeps the wrong passages"):
+        check_score_floor(lambda m: floor_at_least(0.5), RIGHT, 0.5, index, adapters)
+
+
+def test_score_floor_check_counts_wrong_predictions_without_naming_them(index, adapters):
+    wrong = {**RIGHT, "timestamp": (1, "same request")}
+    with pytest.raises(AssertionError, match=r"^1 of 3 predictions do not match what happens$"):
+        check_score_floor(floor_at_least, wrong, 0.5, index, adapters)
+    with pytest.raises(AssertionError, match="keep the floor as given"):
+        check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+
+
+def not_in_docs_cause(traced):
+    done = traced.trace.first("request_completed")
+    if done is None or done.data["status"] != "not_in_docs":
+        return None
+    if traced.trace.first("model_skipped") is None:
+        return "model_reply"
+    found = traced.trace.first("retrieval_completed").data["candidates"]
+    return "all_dropped" if found else "no_candidates"
+
+
+def test_not_in_docs_cause_check_passes_reading_the_events(index, authored, captured):
+    check_not_in_docs_cause(not_in_docs_cause, index, authored, captured)
+
+
+def test_not_in_docs_cause_check_refuses_reading_the_context_instead_of_the_candidates(index, authored, captured):
+    def from_context(traced):
+        cause = not_in_docs_cause(traced)
+        if cause in ("all_dropped", "no_candidates"):
+            return "all_dropped" if traced.trace.first("context_selected").data["chunk_ids"] else "no_candidates"
+        return cause
+
+    with pytest.raises(AssertionError, match="not_in_docs_cause is wrong for"):
+        check_not_in_docs_cause(from_context, index, authored, captured)
+
+
+def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, captured):
+    def via_model_step(traced):
+        model_step(traced)
+        return not_in_docs_cause(traced)
+
+    with pytest.raises(AssertionError, match=r"called labkit.s labkit\.rag\.trace\.model_step"):
+        check_not_in_docs_cause(via_model_step, index, authored, captured)
