@@ -34,11 +34,11 @@ class UnscriptedRequest(LabkitError, LookupError):
     """A `ScriptedModel` was asked a request it has no scripted reply for."""
 
 
-#: For each reply kind: the fields it must fill, and the fields it may fill at all.
-REPLY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "answer": (frozenset({"text", "citation_ids"}), frozenset({"text", "citation_ids"})),
-    "tool_call": (frozenset({"tool_args"}), frozenset({"tool_args"})),
-    "insufficient_evidence": (frozenset(), frozenset()),
+#: The fields each kind of reply fills; a reply leaves every other field empty.
+REPLY_FIELDS: dict[str, tuple[str, ...]] = {
+    "answer": ("text", "citation_ids"),
+    "tool_call": ("tool_args",),
+    "insufficient_evidence": (),
 }
 
 
@@ -59,20 +59,20 @@ class ModelReply(BaseModel):
 
     @model_validator(mode="after")
     def check_fields(self) -> ModelReply:
-        """Refuse a reply whose fields do not fit its kind (`REPLY_FIELDS`), naming what is missing or extra."""
-        needed, allowed = REPLY_FIELDS[self.kind]
-        filled = {"text": bool(self.text.strip()), "citation_ids": bool(self.citation_ids)}
-        given = {
+        """Refuse a reply that leaves a field of its kind empty, or fills a field its kind has no use for."""
+        own = REPLY_FIELDS[self.kind]
+        filled = {
             "text": self.text != "",
             "citation_ids": bool(self.citation_ids),
             "tool_args": self.tool_args is not None,
         }
-        missing = [name for name in given if name in needed and not filled.get(name, given[name])]
-        extra = [name for name in given if given[name] and name not in allowed]
+        missing = [
+            name for name in own if not filled[name] or (name == "text" and not self.text.strip())
+        ]
+        extra = [name for name in filled if filled[name] and name not in own]
         if missing or extra:
-            said = ([f"needs {' and '.join(missing)}"] if missing else []) + (
-                [f"must leave {' and '.join(extra)} empty"] if extra else []
-            )
+            said = [f"needs {' and '.join(missing)}"] if missing else []
+            said += [f"must leave {' and '.join(extra)} empty"] if extra else []
             raise ValueError(f"a reply of kind {self.kind} {', and '.join(said)}")
         return self
 
