@@ -111,7 +111,7 @@ def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
     text = captured_summary(questions, run).data
     assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a vacuous tie" in text
-    assert "20 of 30 baseline and 9 of 29 RAG trials failed" in text
+    assert "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 failed the reply contract." in text
     assert "generation failed" not in text  # page-hit cannot tell generation from context assembly
 
 
@@ -167,13 +167,15 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     assert list(table["characters"]) == [3, 1, 2]
 
 
-def test_exercise_b_conclusion_counts_the_misses_no_reranker_could_fix():
+def test_exercise_b_conclusion_counts_each_stage_where_evidence_was_lost():
     from labkit.rag.findings import where_lost_summary
 
-    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "selected"}
+    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "figure sent"}
+    stages |= {"e": "sent without the figure", "f": "sent without the figure", "g": "sent without the figure"}
     text = where_lost_summary(stages).data
-    assert text.startswith("2 of the 3 misses never reached the twelve candidates.")
-    assert "The other 1 were candidates ranked below k" in text
+    assert text.startswith("Of 7 answerable questions, 1 reached the model with the figure. 3 had a labelled page")
+    assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
+    assert "2 never reached the twelve candidates." in text
 
 
 def test_the_paired_reading_says_when_the_questions_do_not_establish_a_difference():

@@ -123,19 +123,34 @@ def test_the_question_mix_is_counted_from_the_questions_not_copied_from_the_stat
 
 def _where_lost(rag, question, *, k):
     candidates, selected = rag.retrieve(question.question, k=k)
-    if any(s["citation_id"] in question.evidence_pages for s in selected):
-        return "selected"
-    if any(c["citation_id"] in question.evidence_pages for c in candidates):
-        return "ranked below k"
-    return "not a candidate"
+    held = {e.citation_id: e.evidence_text for e in question.evidence}
+    sent = [s for s in selected if s["citation_id"] in held]
+    if sent:
+        holds = any(held[s["citation_id"]] in s["chunk_text"] for s in sent)
+        return "figure sent" if holds else "sent without the figure"
+    if not any(c["citation_id"] in held for c in candidates):
+        return "not a candidate"
+    _, kept = rag.retrieve(question.question, k=12)
+    return "ranked below k" if any(s["citation_id"] in held for s in kept) else "dropped by the rerank"
 
 
 def _selection_only(rag, question, *, k):
     _, selected = rag.retrieve(question.question, k=k)
-    return "selected" if any(s["citation_id"] in question.evidence_pages for s in selected) else "not a candidate"
+    sent = any(s["citation_id"] in question.evidence_pages for s in selected)
+    return "figure sent" if sent else "not a candidate"
 
 
-def test_exercise_bs_check_passes_the_worked_answer_and_refuses_one_that_blames_every_miss_on_search():
+def _page_is_enough(rag, question, *, k):
+    stage = _where_lost(rag, question, k=k)
+    return "figure sent" if stage == "sent without the figure" else stage
+
+
+def _never_dropped(rag, question, *, k):
+    stage = _where_lost(rag, question, k=k)
+    return "ranked below k" if stage == "dropped by the rerank" else stage
+
+
+def test_exercise_bs_check_passes_the_worked_answer_and_refuses_each_stage_merged_into_another():
     from labkit.rag.index import saved_vectors
     from labkit.rag.lesson import check_where_lost, experiment_grid, open_indexes
 
@@ -145,3 +160,7 @@ def test_exercise_bs_check_passes_the_worked_answer_and_refuses_one_that_blames_
     check_where_lost(_where_lost, questions, indexes, experiments)
     with pytest.raises(AssertionError, match="'not a candidate' is wrong"):
         check_where_lost(_selection_only, questions, indexes, experiments)
+    with pytest.raises(AssertionError, match="gets the wrong stage"):
+        check_where_lost(_page_is_enough, questions, indexes, experiments)
+    with pytest.raises(AssertionError, match="the rerank dropped is not 'ranked below k'"):
+        check_where_lost(_never_dropped, questions, indexes, experiments)
