@@ -164,3 +164,44 @@ def test_exercise_bs_check_passes_the_worked_answer_and_refuses_each_stage_merge
         check_where_lost(_page_is_enough, questions, indexes, experiments)
     with pytest.raises(AssertionError, match="the rerank dropped is not 'ranked below k'"):
         check_where_lost(_never_dropped, questions, indexes, experiments)
+
+
+def test_the_raw_question_keeps_the_files_zero_based_page_and_an_unknown_id_is_refused():
+    from labkit.rag.lesson import raw_question
+
+    assert raw_question("004")["evidence"][0]["evidence_page_num"] == 22
+    with pytest.raises(KeyError, match="no question '999'"):
+        raw_question("999")
+
+
+def test_the_chunk_lengths_count_short_chunks_and_footer_only_chunks_apart():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import chunk_lengths
+
+    def chunk(text, page):
+        return SimpleNamespace(page_content=text, metadata={"doc_name": "D", "source_page": page})
+
+    footer = "Acme Industrial Tools, Inc. | ACME_2024_10K | page 3"
+    index = SimpleNamespace(chunks=[chunk("x" * 700, 1), chunk("y" * 150, 1), chunk(footer, 3)])
+    assert chunk_lengths(index) == (
+        "3 chunks over 2 pages; median length 150 characters, shortest 52; 2 chunks under 200 characters,"
+        " 1 of them only a page footer"
+    )
+
+
+def test_versus_counts_calls_a_rate_inside_the_interval_a_tie_and_names_the_side_outside_it():
+    from labkit.rag.lesson import versus_counts
+
+    assert versus_counts((4, 26), (7, 26)) == "tie"
+    assert versus_counts((2, 26), (11, 26)) == "lower"
+    assert versus_counts((11, 26), (2, 26)) == "higher"
+
+
+def test_a_refusal_is_shown_with_its_class_and_a_relative_path():
+    from labkit.paths import scratch_dir
+    from labkit.rag.lesson import refusal
+
+    text = refusal(ValueError(f"bad file {scratch_dir() / 'x.json'}"))
+    assert text.startswith("ValueError: bad file ")
+    assert str(scratch_dir()) not in text

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from statistics import median
 from typing import Any
 
-from labkit.rag.metrics import Experiment, paired_p, rate_verdicts, unsupported_figures, wilson_interval
+from labkit.rag.metrics import Experiment, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
 
@@ -165,118 +164,6 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
         f" {'; '.join(apart) or 'none'}. With the unconverted zero-based labels, the baseline would score"
         f" {trap['unconverted']}/{trap['n']} instead of {trap['converted']}/{trap['n']}."
     )
-
-
-def paired_reading(wins: int, losses: int) -> str:
-    """Say what an exact paired test (`labkit.rag.metrics.paired_p`) gives on the questions two settings disagree on."""
-    p = paired_p(wins, losses)
-    return f"they disagree on {wins + losses} questions, split {wins} to {losses}; exact paired test p = {p:.3f}" + (
-        " (below 0.05, one of several comparisons here)" if p < 0.05 else ", so these questions do not establish it"
-    )
-
-
-def _hits(questions: list[FilingQuestion], results: Any) -> dict[str, dict[str, bool]]:
-    from labkit.rag.retrievers import question_rows
-
-    per: dict[str, dict[str, bool]] = {}
-    for r in question_rows(questions, results, ks=(5,)):
-        per.setdefault(r["retriever"], {})[r["id"]] = bool(r["page_hit@5"])
-    return per
-
-
-def _split(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, int]:
-    return sum(a[q] and not b[q] for q in a), sum(b[q] and not a[q] for q in a)
-
-
-def retriever_summary(questions: list[FilingQuestion], shared: Any, own: Any) -> Any:
-    """Render the three retrievers' page-hit@5 on both stores with the interval rule's verdicts, the rerank's
-    ceiling, and shared against single-document store. Where the rule puts a rate outside an interval, the
-    exact paired test on the same questions is printed beside it (`paired_reading`).
-
-    ``shared`` and ``own`` are `labkit.rag.retrievers.retrieve_all`'s results for the two scopes.
-    """
-    from labkit.rag.retrievers import question_rows
-
-    in_shared, in_own = _hits(questions, shared), _hits(questions, own)
-    n = len(next(iter(in_shared.values())))
-
-    def line(store: str, per: Mapping[str, Mapping[str, bool]]) -> str:
-        counts = {name: (sum(h.values()), len(h)) for name, h in per.items()}
-        v = rate_verdicts(counts)
-        text = f"- **{store}**: " + "; ".join(f"`{name}` {hits}/{m} `{v[name]}`" for name, (hits, m) in counts.items())
-        top = [name for name in v if v[name] == "best"]
-        for name in (name for name in v if v[name] == "below"):
-            wins, losses = _split(per[top[0]], per[name])
-            text += (
-                f". `{name}` is outside the interval of `{top[0]}` (a screening rule, not a test):"
-                f" {paired_reading(wins, losses)}"
-            )
-        return text + "."
-
-    staged = [r["candidate_hit"] for r in question_rows(questions, shared, ks=(5,)) if r["candidate_hit"] is not None]
-    lines = [
-        line("Shared store", in_shared),
-        line("Single-document store", in_own),
-        f"- The rerank's ceiling on the shared store, its candidate recall@12: {sum(staged)}/{len(staged)}.",
-    ]
-    for name in in_shared:
-        a, b = (sum(in_shared[name].values()), n), (sum(in_own[name].values()), n)
-        verdict = tie_or_difference(a, b)
-        text = f"- `{name}`, shared {a[0]} against single-document {b[0]}: {verdict}"
-        if verdict != "a tie":
-            wins, losses = _split(in_own[name], in_shared[name])
-            text += f"; {paired_reading(wins, losses)}"
-        lines.append(text + ".")
-    return _markdown("\n".join(lines))
-
-
-def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any) -> Any:
-    """Render the FinanceBench sample beside the fictional filings: retriever verdicts within each set, the
-    retrievers that differ between the sets, and what else differs (question mix, context line, length).
-
-    ``sample`` is `labkit.rag.financebench.results.load_results`'s; ``own`` the single-document results.
-    """
-    from pypdf import PdfReader
-
-    from labkit.rag.financebench.results import rows as financebench_rows
-    from labkit.rag.financebench.results import side_by_side
-    from labkit.rag.index import filings_folder, load_manifest
-    from labkit.rag.retrievers import question_rows
-
-    sets = {
-        "fictional filings": question_rows(questions, own, ks=(5,)),
-        "FinanceBench sample": financebench_rows(sample),
-    }
-    lines = []
-    for name, rows in sets.items():
-        part = {
-            r: (sum(x["page_hit@5"] for x in rows if x["retriever"] == r), sum(x["retriever"] == r for x in rows))
-            for r in dict.fromkeys(x["retriever"] for x in rows)
-        }
-        v = rate_verdicts(part)
-        lines.append(f"- **{name}**: " + "; ".join(f"`{r}` {_rate(*c)} `{v[r]}`" for r, c in part.items()) + ".")
-    both = side_by_side(sets, k=5)
-    apart = [
-        f"`{r}` is {both.loc[r, ('difference', '')]}" for r in both.index if both.loc[r, ("difference", "")] != "tie"
-    ]
-    lines.append(
-        "- **Between the sets**: "
-        + ("; ".join(apart) + ", outside the interval; the others tie." if apart else "every retriever ties.")
-        + " Such a difference mixes the corpus with three other changes, below."
-    )
-    n = {name: len({x["id"] for x in rows}) for name, rows in sets.items()}
-    novel = {name: len({x["id"] for x in rows if x["kind"] == "novel-generated"}) for name, rows in sets.items()}
-    pages = [d["pages"] for d in sample.documents.values()]
-    folder = filings_folder()
-    ours = {len(PdfReader(folder / e.file).pages) for e in load_manifest(folder).values()}
-    here = f"{min(ours)}" if len(ours) == 1 else f"{min(ours)} to {max(ours)}"
-    lines.append(
-        f"- Novel-generated questions: {novel['FinanceBench sample']} of"
-        f" {n['FinanceBench sample']} there, {novel['fictional filings']} of {n['fictional filings']} here."
-        f" Document length: {min(pages)} to {max(pages)} pages there (median {median(pages):g}), {here} here."
-        " Chunks there carry a line naming company, kind and period; chunks here do not."
-    )
-    return _markdown("\n".join(lines))
 
 
 def where_lost_summary(stages: Mapping[str, str]) -> Any:
