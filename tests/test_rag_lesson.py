@@ -205,3 +205,18 @@ def test_a_refusal_is_shown_with_its_class_and_a_relative_path():
     text = refusal(ValueError(f"bad file {scratch_dir() / 'x.json'}"))
     assert text.startswith("ValueError: bad file ")
     assert str(scratch_dir()) not in text
+
+
+def test_a_figure_on_a_selected_page_can_be_missing_from_the_chunk_sent():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import figure_on_page
+
+    meta = {"doc_name": "D", "source_page": 4}
+    index = SimpleNamespace(chunks=[SimpleNamespace(page_content=t, metadata=meta) for t in ("intro text", "Q4 660.7")])
+    record = {"retrieved": [{"citation_id": "D#p4", "chunk_text": "intro text"}]}
+    assert figure_on_page(index, record, "D#p4", "660.7") == (
+        "D#p4: 2 chunks; 660.7 printed in a chunk sent: False | in a chunk of the page: True"
+    )
+    record["retrieved"][0]["chunk_text"] = "Q4 660.7"
+    assert "printed in a chunk sent: True" in figure_on_page(index, record, "D#p4", "660.7")

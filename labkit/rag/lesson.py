@@ -563,3 +563,19 @@ def bench_table(questions: list[FilingQuestion], shared: Any, own: Any, sample: 
     frame = pd.DataFrame(lines).set_index("retriever")
     frame.columns = pd.MultiIndex.from_tuples(list(frame.columns))
     return text_table(frame)
+
+
+def figure_on_page(index: FilingsIndex, record: dict[str, Any], page: str, figure: str) -> str:
+    """Say whether ``figure`` (as printed) is in the chunk of ``page`` that a record sent, or only in another chunk.
+
+    This is how a page-hit can still starve the model: the labelled page was selected, but the chunk of it
+    that was sent does not hold the figure.
+    """
+    from labkit.rag.index import citation_id
+
+    chunks = [c.page_content for c in index.chunks if citation_id(c.metadata) == page]
+    sent = [r["chunk_text"] for r in record["retrieved"] if r["citation_id"] == page]
+    return (
+        f"{page}: {len(chunks)} chunks; {figure} printed in a chunk sent: {any(figure in t for t in sent)}"
+        f" | in a chunk of the page: {any(figure in t for t in chunks)}"
+    )
