@@ -7,11 +7,10 @@ import pytest
 from labkit.boundary import connect
 from labkit.rag.answer import SETTINGS
 from labkit.rag.findings import (
+    bench_reading,
     captured_summary,
     experiments_summary,
-    financebench_summary,
     graded_examples,
-    retriever_summary,
     separable,
     tie_or_difference,
 )
@@ -104,6 +103,7 @@ def test_question_018_is_called_unfaithful_for_its_computed_ratio_and_the_unsent
     line = next(line for line in text.splitlines() if line.startswith("- **018**"))
     assert "The figure no cited passage prints is 0.36, a ratio" in line
     assert "The labelled page not sent: BRIGHTWAVE_2025_10K#p16." in line
+    assert "Its authored reply: *Long-term debt" in line
     assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 
 
@@ -111,7 +111,8 @@ def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
     text = captured_summary(questions, run).data
     assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a vacuous tie" in text
-    assert "20 of 30 baseline and 9 of 29 RAG trials failed" in text
+    assert "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 failed the reply contract." in text
+    assert "this notebook cannot show that retrieval helps a model answer" in text
     assert "generation failed" not in text  # page-hit cannot tell generation from context assembly
 
 
@@ -122,24 +123,42 @@ def stores(questions, index):
     return retrieve_all(questions, index, scope="shared"), retrieve_all(questions, index, scope="single-document")
 
 
-def test_a_rate_outside_the_interval_is_read_with_the_paired_test_beside_it(questions, stores):
-    text = retriever_summary(questions, *stores).data
-    assert "`faiss` 7/26 `below`; `faiss+bm25` 13/26 `best`" in text
-    assert "split 7 to 1; exact paired test p = 0.070, so these questions do not establish it" in text
-    assert "`faiss`, shared 5 against single-document 7: a tie." in text
-    assert "**Shared store**: `faiss` 5/26 `tie`; `faiss+bm25` 6/26 `tie`; `hybrid` 4/26 `tie`." in text
-    assert "separate" not in text
-
-
-def test_the_financebench_comparison_names_what_is_not_like_with_like(questions, stores):
+def test_the_bench_compares_each_retriever_with_faiss_bm25_in_one_vocabulary(questions, stores):
     from labkit.rag.financebench.results import load_results
+    from labkit.rag.lesson import bench_table
 
-    text = financebench_summary(load_results(), questions, stores[1]).data
-    assert "Novel-generated questions: 26 of 40 there, 6 of 26 here." in text
-    assert "4 to 260 pages there (median 21.5), 25 here." in text
-    assert "`faiss` 26/40 [0.49, 0.78] `tie`" in text  # the top rate, tied with the others, is not `best`
-    assert "`hybrid` 13/26 [0.32, 0.68] `best`." in text
-    assert "`faiss` is higher on FinanceBench sample, outside the interval; the others tie." in text
+    table = bench_table(questions, *stores, load_results())
+    verdicts = {v for column in table.columns if column[1].startswith("vs ") for v in table[column]}
+    assert verdicts <= {"tie", "higher", "lower", "(reference)"}
+    assert table.loc["faiss", ("single-document store", "vs faiss+bm25")] == "lower"
+    assert table.loc["faiss", ("single-document store", "page-hit@5")] == "7/26 [0.14, 0.46]"
+    assert table.loc["hybrid", ("FinanceBench sample", "page-hit@5")] == "24/40 [0.45, 0.74]"
+
+
+def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentative_sample(questions, index, stores):
+    from labkit.rag.financebench.results import load_results
+    from labkit.rag.index import saved_vectors
+    from labkit.rag.lesson import experiment_grid, open_indexes
+
+    experiments = experiment_grid(questions, open_indexes(questions, saved_vectors()))
+    text = bench_reading(questions, *stores, load_results(), experiments).data
+    assert "- **shared store**: every retriever ties with `faiss+bm25`." in text
+    assert "- **single-document store**: `faiss` is lower than `faiss+bm25`." in text
+    assert "finds 6/26 and the experiments' baseline 6/26. They are different retrievers: the equal count" in text
+    assert "FAISS alone finds 5/26 here against 4/26 with the rerank off above" in text
+    assert "40 of FinanceBench's 150 questions" in text and "26 of the 40 are novel-generated" in text
+    assert "not representative" in text
+    assert "best" not in text and "below" not in text
+    base = (5, 800, True)
+    changed = [
+        Experiment(e.name, e.settings, dict.fromkeys(e.hits, False))
+        if (e.settings["k"], e.settings["chunk_size"], e.settings["rerank"]) == base
+        else e
+        for e in experiments
+    ]
+    other = bench_reading(questions, *stores, load_results(), changed).data
+    assert "the experiments' baseline 0/26. They are different retrievers." in other
+    assert "coincidence" not in other
 
 
 def test_the_answers_shown_as_returned_skip_failed_trials_and_the_apps_own_refusals(questions, index):
@@ -167,17 +186,12 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     assert list(table["characters"]) == [3, 1, 2]
 
 
-def test_exercise_b_conclusion_counts_the_misses_no_reranker_could_fix():
+def test_exercise_b_conclusion_counts_each_stage_where_evidence_was_lost():
     from labkit.rag.findings import where_lost_summary
 
-    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "selected"}
+    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "figure sent"}
+    stages |= {"e": "sent without the figure", "f": "sent without the figure", "g": "sent without the figure"}
     text = where_lost_summary(stages).data
-    assert text.startswith("2 of the 3 misses never reached the twelve candidates.")
-    assert "The other 1 were candidates ranked below k" in text
-
-
-def test_the_paired_reading_says_when_the_questions_do_not_establish_a_difference():
-    from labkit.rag.findings import paired_reading
-
-    assert paired_reading(7, 1).endswith("p = 0.070, so these questions do not establish it")
-    assert "p = 0.016 (below 0.05" in paired_reading(7, 0)
+    assert text.startswith("Of 7 answerable questions, 1 reached the model with the figure. 3 had a labelled page")
+    assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
+    assert "2 never reached the twelve candidates." in text

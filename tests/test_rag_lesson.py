@@ -123,19 +123,34 @@ def test_the_question_mix_is_counted_from_the_questions_not_copied_from_the_stat
 
 def _where_lost(rag, question, *, k):
     candidates, selected = rag.retrieve(question.question, k=k)
-    if any(s["citation_id"] in question.evidence_pages for s in selected):
-        return "selected"
-    if any(c["citation_id"] in question.evidence_pages for c in candidates):
-        return "ranked below k"
-    return "not a candidate"
+    held = {e.citation_id: e.evidence_text for e in question.evidence}
+    sent = [s for s in selected if s["citation_id"] in held]
+    if sent:
+        holds = any(held[s["citation_id"]] in s["chunk_text"] for s in sent)
+        return "figure sent" if holds else "sent without the figure"
+    if not any(c["citation_id"] in held for c in candidates):
+        return "not a candidate"
+    _, kept = rag.retrieve(question.question, k=12)
+    return "ranked below k" if any(s["citation_id"] in held for s in kept) else "dropped by the rerank"
 
 
 def _selection_only(rag, question, *, k):
     _, selected = rag.retrieve(question.question, k=k)
-    return "selected" if any(s["citation_id"] in question.evidence_pages for s in selected) else "not a candidate"
+    sent = any(s["citation_id"] in question.evidence_pages for s in selected)
+    return "figure sent" if sent else "not a candidate"
 
 
-def test_exercise_bs_check_passes_the_worked_answer_and_refuses_one_that_blames_every_miss_on_search():
+def _page_is_enough(rag, question, *, k):
+    stage = _where_lost(rag, question, k=k)
+    return "figure sent" if stage == "sent without the figure" else stage
+
+
+def _never_dropped(rag, question, *, k):
+    stage = _where_lost(rag, question, k=k)
+    return "ranked below k" if stage == "dropped by the rerank" else stage
+
+
+def test_exercise_bs_check_passes_the_worked_answer_and_refuses_each_stage_merged_into_another():
     from labkit.rag.index import saved_vectors
     from labkit.rag.lesson import check_where_lost, experiment_grid, open_indexes
 
@@ -145,3 +160,63 @@ def test_exercise_bs_check_passes_the_worked_answer_and_refuses_one_that_blames_
     check_where_lost(_where_lost, questions, indexes, experiments)
     with pytest.raises(AssertionError, match="'not a candidate' is wrong"):
         check_where_lost(_selection_only, questions, indexes, experiments)
+    with pytest.raises(AssertionError, match="gets the wrong stage"):
+        check_where_lost(_page_is_enough, questions, indexes, experiments)
+    with pytest.raises(AssertionError, match="the rerank dropped is not 'ranked below k'"):
+        check_where_lost(_never_dropped, questions, indexes, experiments)
+
+
+def test_the_raw_question_keeps_the_files_zero_based_page_and_an_unknown_id_is_refused():
+    from labkit.rag.lesson import raw_question
+
+    assert raw_question("004")["evidence"][0]["evidence_page_num"] == 22
+    with pytest.raises(KeyError, match="no question '999'"):
+        raw_question("999")
+
+
+def test_the_chunk_lengths_count_short_chunks_and_footer_only_chunks_apart():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import chunk_lengths
+
+    def chunk(text, page):
+        return SimpleNamespace(page_content=text, metadata={"doc_name": "D", "source_page": page})
+
+    footer = "Acme Industrial Tools, Inc. | ACME_2024_10K | page 3"
+    index = SimpleNamespace(chunks=[chunk("x" * 700, 1), chunk("y" * 150, 1), chunk(footer, 3)])
+    assert chunk_lengths(index) == (
+        "3 chunks over 2 pages; median length 150 characters, shortest 52; 2 chunks under 200 characters,"
+        " 1 of them only a page footer"
+    )
+
+
+def test_versus_counts_calls_a_rate_inside_the_interval_a_tie_and_names_the_side_outside_it():
+    from labkit.rag.lesson import versus_counts
+
+    assert versus_counts((4, 26), (7, 26)) == "tie"
+    assert versus_counts((2, 26), (11, 26)) == "lower"
+    assert versus_counts((11, 26), (2, 26)) == "higher"
+
+
+def test_a_refusal_is_shown_with_its_class_and_a_relative_path():
+    from labkit.paths import scratch_dir
+    from labkit.rag.lesson import refusal
+
+    text = refusal(ValueError(f"bad file {scratch_dir() / 'x.json'}"))
+    assert text.startswith("ValueError: bad file ")
+    assert str(scratch_dir()) not in text
+
+
+def test_a_figure_on_a_selected_page_can_be_missing_from_the_chunk_sent():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import figure_on_page
+
+    meta = {"doc_name": "D", "source_page": 4}
+    index = SimpleNamespace(chunks=[SimpleNamespace(page_content=t, metadata=meta) for t in ("intro text", "Q4 660.7")])
+    record = {"retrieved": [{"citation_id": "D#p4", "chunk_text": "intro text"}]}
+    assert figure_on_page(index, record, "D#p4", "660.7") == (
+        "D#p4: 2 chunks; 660.7 printed in a chunk sent: False | in a chunk of the page: True"
+    )
+    record["retrieved"][0]["chunk_text"] = "Q4 660.7"
+    assert "printed in a chunk sent: True" in figure_on_page(index, record, "D#p4", "660.7")

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from statistics import median
 from typing import Any
 
-from labkit.rag.metrics import Experiment, paired_p, rate_verdicts, unsupported_figures, wilson_interval
+from labkit.rag.metrics import Experiment, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
 
@@ -39,9 +38,11 @@ def tie_or_difference(a: tuple[int, int], b: tuple[int, int]) -> str:
     return "a tie" if "below" not in verdicts.values() else "a difference outside the 95% interval"
 
 
-def graded_examples(questions: list[FilingQuestion], run: Any) -> Any:
-    """Render four graded rows of a run (017 where the measures agree, 018, 030 and 005 where they do not) and
-    the split of each path's correct count into right refusals and right answers.
+def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = "authored") -> Any:
+    """Render four graded rows of a run (017 where the measures agree, 018 and 030 where they disagree, 005
+    unanswerable) and the split of each path's correct count into right refusals and right answers.
+
+    Each quoted reply is labelled with the run's ``origin`` (``authored`` or ``captured``).
 
     ``run`` is a replayed run (`labkit.rag.runs.make_requests`), graded here by `compare_paths`. Question 018's line
     names the figure the faithfulness check found in no cited passage, and the labelled pages that were not sent.
@@ -62,10 +63,11 @@ def graded_examples(questions: list[FilingQuestion], run: Any) -> Any:
         f"- **017**: `{table.loc['017', 'rag']}`, faithful `{table.loc['017', 'faithful']}`, page hit"
         f" `{table.loc['017', 'page_hit@5']}`. The three measures agree.",
         f"- **018**: `{table.loc['018', 'rag']}` but faithful `{table.loc['018', 'faithful']}`."
-        f" *{r018.get('answer')}* The figure no cited passage prints is {missing}, a ratio the reply computed."
+        f" Its {origin} reply: *{r018.get('answer')}* The figure no cited passage prints is {missing}, a ratio the reply computed."
         f" The labelled page not sent: {not_sent}.",
         f"- **030**: `{table.loc['030', 'rag']}` but faithful `{table.loc['030', 'faithful']}`. It asks about"
-        f" {by_id['030'].doc_name}; the reply quotes another company's page, {', '.join(r030.get('cited_pages', []))}:"
+        f" {by_id['030'].doc_name}; its {origin} reply quotes another company's page,"
+        f" {', '.join(r030.get('cited_pages', []))}:"
         f" *{r030.get('answer')}*",
         f"- **005**: `{table.loc['005', 'kind']}`, answered anyway: `{table.loc['005', 'rag']}`.",
     ]
@@ -111,12 +113,13 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
     return _markdown(
         f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
         " the model gets no credit for that."
-        f" Of the trials the model answered, {totals.loc['naive', 'failed']} of {asked['naive']} baseline and"
-        f" {totals.loc['rag', 'failed']} of {asked['rag']} RAG trials failed the reply contract."
+        f" Of the {asked['naive']} baseline and {asked['rag']} RAG trials sent to the model,"
+        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract."
         f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
         + (
             " It is a vacuous tie: with no correct answer on either path, this run cannot show what retrieval"
-            " adds for this model."
+            " adds for this model. The authored run is written by the course, so it is no evidence either: this"
+            " notebook cannot show that retrieval helps a model answer."
             if vacuous
             else ""
         )
@@ -163,128 +166,83 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     )
 
 
-def paired_reading(wins: int, losses: int) -> str:
-    """Say what an exact paired test (`labkit.rag.metrics.paired_p`) gives on the questions two settings disagree on."""
-    p = paired_p(wins, losses)
-    return f"they disagree on {wins + losses} questions, split {wins} to {losses}; exact paired test p = {p:.3f}" + (
-        " (below 0.05, one of several comparisons here)" if p < 0.05 else ", so these questions do not establish it"
-    )
-
-
-def _hits(questions: list[FilingQuestion], results: Any) -> dict[str, dict[str, bool]]:
-    from labkit.rag.retrievers import question_rows
-
-    per: dict[str, dict[str, bool]] = {}
-    for r in question_rows(questions, results, ks=(5,)):
-        per.setdefault(r["retriever"], {})[r["id"]] = bool(r["page_hit@5"])
-    return per
-
-
-def _split(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, int]:
-    return sum(a[q] and not b[q] for q in a), sum(b[q] and not a[q] for q in a)
-
-
-def retriever_summary(questions: list[FilingQuestion], shared: Any, own: Any) -> Any:
-    """Render the three retrievers' page-hit@5 on both stores with the interval rule's verdicts, the rerank's
-    ceiling, and shared against single-document store. Where the rule puts a rate outside an interval, the
-    exact paired test on the same questions is printed beside it (`paired_reading`).
-
-    ``shared`` and ``own`` are `labkit.rag.retrievers.retrieve_all`'s results for the two scopes.
-    """
-    from labkit.rag.retrievers import question_rows
-
-    in_shared, in_own = _hits(questions, shared), _hits(questions, own)
-    n = len(next(iter(in_shared.values())))
-
-    def line(store: str, per: Mapping[str, Mapping[str, bool]]) -> str:
-        counts = {name: (sum(h.values()), len(h)) for name, h in per.items()}
-        v = rate_verdicts(counts)
-        text = f"- **{store}**: " + "; ".join(f"`{name}` {hits}/{m} `{v[name]}`" for name, (hits, m) in counts.items())
-        top = [name for name in v if v[name] == "best"]
-        for name in (name for name in v if v[name] == "below"):
-            wins, losses = _split(per[top[0]], per[name])
-            text += (
-                f". `{name}` is outside the interval of `{top[0]}` (a screening rule, not a test):"
-                f" {paired_reading(wins, losses)}"
-            )
-        return text + "."
-
-    staged = [r["candidate_hit"] for r in question_rows(questions, shared, ks=(5,)) if r["candidate_hit"] is not None]
-    lines = [
-        line("Shared store", in_shared),
-        line("Single-document store", in_own),
-        f"- The rerank's ceiling on the shared store, its candidate recall@12: {sum(staged)}/{len(staged)}.",
-    ]
-    for name in in_shared:
-        a, b = (sum(in_shared[name].values()), n), (sum(in_own[name].values()), n)
-        verdict = tie_or_difference(a, b)
-        text = f"- `{name}`, shared {a[0]} against single-document {b[0]}: {verdict}"
-        if verdict != "a tie":
-            wins, losses = _split(in_own[name], in_shared[name])
-            text += f"; {paired_reading(wins, losses)}"
-        lines.append(text + ".")
-    return _markdown("\n".join(lines))
-
-
-def financebench_summary(sample: Any, questions: list[FilingQuestion], own: Any) -> Any:
-    """Render the FinanceBench sample beside the fictional filings: retriever verdicts within each set, the
-    retrievers that differ between the sets, and what else differs (question mix, context line, length).
-
-    ``sample`` is `labkit.rag.financebench.results.load_results`'s; ``own`` the single-document results.
-    """
-    from pypdf import PdfReader
-
-    from labkit.rag.financebench.results import rows as financebench_rows
-    from labkit.rag.financebench.results import side_by_side
-    from labkit.rag.index import filings_folder, load_manifest
-    from labkit.rag.retrievers import question_rows
-
-    sets = {
-        "fictional filings": question_rows(questions, own, ks=(5,)),
-        "FinanceBench sample": financebench_rows(sample),
-    }
-    lines = []
-    for name, rows in sets.items():
-        part = {
-            r: (sum(x["page_hit@5"] for x in rows if x["retriever"] == r), sum(x["retriever"] == r for x in rows))
-            for r in dict.fromkeys(x["retriever"] for x in rows)
-        }
-        v = rate_verdicts(part)
-        lines.append(f"- **{name}**: " + "; ".join(f"`{r}` {_rate(*c)} `{v[r]}`" for r, c in part.items()) + ".")
-    both = side_by_side(sets, k=5)
-    apart = [
-        f"`{r}` is {both.loc[r, ('difference', '')]}" for r in both.index if both.loc[r, ("difference", "")] != "tie"
-    ]
-    lines.append(
-        "- **Between the sets**: "
-        + ("; ".join(apart) + ", outside the interval; the others tie." if apart else "every retriever ties.")
-        + " Such a difference mixes the corpus with three other changes, below."
-    )
-    n = {name: len({x["id"] for x in rows}) for name, rows in sets.items()}
-    novel = {name: len({x["id"] for x in rows if x["kind"] == "novel-generated"}) for name, rows in sets.items()}
-    pages = [d["pages"] for d in sample.documents.values()]
-    folder = filings_folder()
-    ours = {len(PdfReader(folder / e.file).pages) for e in load_manifest(folder).values()}
-    here = f"{min(ours)}" if len(ours) == 1 else f"{min(ours)} to {max(ours)}"
-    lines.append(
-        f"- Novel-generated questions: {novel['FinanceBench sample']} of"
-        f" {n['FinanceBench sample']} there, {novel['fictional filings']} of {n['fictional filings']} here."
-        f" Document length: {min(pages)} to {max(pages)} pages there (median {median(pages):g}), {here} here."
-        " Chunks there carry a line naming company, kind and period; chunks here do not."
-    )
-    return _markdown("\n".join(lines))
-
-
 def where_lost_summary(stages: Mapping[str, str]) -> Any:
-    """Render exercise B's conclusion from its stages (question id -> ``selected``, ``ranked below k`` or
-    ``not a candidate``): how many misses no reranker of the twelve candidates could have fixed.
+    """Render exercise B's conclusion from its stages (question id -> one of `labkit.rag.lesson.STAGES`): where
+    each question's evidence was lost, and which fix each loss asks for.
     """
     values = list(stages.values())
-    misses = len(values) - values.count("selected")
-    never = values.count("not a candidate")
+    count = {stage: values.count(stage) for stage in dict.fromkeys(values)}
+
+    def n(stage: str) -> int:
+        return count.get(stage, 0)
+
     return _markdown(
-        f"{never} of the {misses} misses never reached the twelve candidates. No reranker of those candidates"
-        " could fix them, not even the book's cross-encoder. Only a better first search can."
-        f" The other {values.count('ranked below k')} were candidates ranked below k: a better rerank could reach"
-        " those."
+        f"Of {len(values)} answerable questions, {n('figure sent')} reached the model with the figure."
+        f" {n('sent without the figure')} had a labelled page sent, but not the chunk holding the figure:"
+        " a context-assembly loss, fixed in how pages are cut into chunks or by sending whole pages."
+        f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
+        " the rerank: a better rerank could reach those."
+        f" {n('not a candidate')} never reached the twelve candidates. No reranker of those candidates could fix"
+        " them, not even the book's cross-encoder. Only a better first search can."
     )
+
+
+def bench_reading(
+    questions: list[FilingQuestion], shared: Any, own: Any, sample: Any, experiments: list[Experiment]
+) -> Any:
+    """Render the one reading of the retriever bench (`labkit.rag.lesson.bench_table`): the verdicts per store
+    against the reference retriever, the rerank's ceiling, how the bench's figures relate to the experiments'
+    (two different retrievers that can land on the same count), and why neither other store generalizes.
+    """
+    from labkit.rag.lesson import REFERENCE_RETRIEVER, bench_counts, versus_counts
+    from labkit.rag.retrievers import question_rows
+
+    counts = bench_counts(questions, shared, own, sample)
+    lines = []
+    for store, per in counts.items():
+        apart = [
+            f"`{r}` is {versus_counts(c, per[REFERENCE_RETRIEVER])}"
+            for r, c in per.items()
+            if r != REFERENCE_RETRIEVER and versus_counts(c, per[REFERENCE_RETRIEVER]) != "tie"
+        ]
+        lines.append(
+            f"- **{store}**: "
+            + (
+                f"{'; '.join(apart)} than `{REFERENCE_RETRIEVER}`."
+                if apart
+                else f"every retriever ties with `{REFERENCE_RETRIEVER}`."
+            )
+        )
+    staged = [r["candidate_hit"] for r in question_rows(questions, shared, ks=(5,)) if r["candidate_hit"] is not None]
+    setting = {(e.settings["k"], e.settings["chunk_size"], e.settings["rerank"]): e for e in experiments}
+    on, off = setting[(5, 800, True)], setting[(5, 800, False)]
+    bench = counts["shared store"]
+    lines.append(
+        f"- The rerank's ceiling on the shared store, its candidate recall@12, is {sum(staged)}/{len(staged)}."
+        f" The bench's `{REFERENCE_RETRIEVER}` finds {bench[REFERENCE_RETRIEVER][0]}/{bench[REFERENCE_RETRIEVER][1]}"
+        f" and the experiments' baseline {sum(on.hits.values())}/{len(on.hits)}. They are different retrievers"
+        + (": the equal count is a coincidence." if sum(on.hits.values()) == bench[REFERENCE_RETRIEVER][0] else ".")
+        + f" FAISS alone finds {bench['faiss'][0]}/{bench['faiss'][1]} here against"
+        f" {sum(off.hits.values())}/{len(off.hits)} with the rerank off above, where one page can fill several places."
+    )
+    lines.append(
+        "- The single-document store is told each question's filing. A deployment must first find that filing,"
+        " so its rates bound a pipeline that searches for the filing first. They are no reason to build one store per"
+        " filing."
+    )
+    n = sample.counts
+    novel = len({r["id"] for r in _sample_rows(sample) if r["kind"] == "novel-generated"})
+    lines.append(
+        f"- The FinanceBench sample holds {n['measured']} of FinanceBench's {n['questions']} questions (those whose"
+        f" PDF the sample has), over {n['documents_measured']} filings; {novel} of the {n['measured']} are novel-generated."
+        " It is not"
+        " representative of FinanceBench, and its chunks carry a line naming company, kind and period, which"
+        " these lack."
+    )
+    return _markdown("\n".join(lines))
+
+
+def _sample_rows(sample: Any) -> list[dict[str, Any]]:
+    from labkit.rag.financebench.results import rows
+
+    return rows(sample)

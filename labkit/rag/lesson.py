@@ -11,6 +11,7 @@ from typing import Any
 
 from labkit.canonical import pretty_json
 from labkit.paths import scratch_dir
+from labkit.rag.answer import CANDIDATES
 from labkit.rag.index import (
     ALT_CHUNKING,
     CHUNKING,
@@ -173,15 +174,11 @@ def versus(experiment: Experiment, baseline: Experiment) -> str:
     A tie is a difference the data cannot show: the lower rate lies inside the higher one's 95% Wilson
     interval (`rate_verdicts`). Only a rate outside that interval is called higher or lower.
     """
-    from labkit.rag.metrics import rate_verdicts
-
     if experiment is baseline:
         return "baseline"
-    counts = {name: (sum(e.hits.values()), len(e.hits)) for name, e in (("exp", experiment), ("base", baseline))}
-    verdicts = rate_verdicts(counts)
-    if "below" not in verdicts.values():
-        return "tie"
-    return "higher" if verdicts["exp"] == "best" else "lower"
+    return versus_counts(
+        (sum(experiment.hits.values()), len(experiment.hits)), (sum(baseline.hits.values()), len(baseline.hits))
+    )
 
 
 def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int = CHUNKING[0]) -> Any:
@@ -207,20 +204,53 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
     return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
 
 
+#: Exercise B's stages, from the best outcome to the earliest loss.
+STAGES = ("figure sent", "sent without the figure", "ranked below k", "dropped by the rerank", "not a candidate")
+
+
+class DroppingRerank:
+    """A retriever whose rerank drops the given pages: exercise B's check uses it to plant a page the rerank drops.
+
+    ``retrieve`` returns the wrapped retriever's candidates unchanged and its selection without ``dropped``, the
+    way `labkit.rag.answer.bm25_rerank` drops a candidate that shares no word with the question.
+    """
+
+    def __init__(self, rag: Any, dropped: set[str]) -> None:
+        self.rag, self.dropped = rag, dropped
+
+    def retrieve(self, question: str, *, k: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Return ``(candidates, selected)`` as the wrapped retriever does, the dropped pages left out of the selection."""
+        candidates, selected = self.rag.retrieve(question, k=CANDIDATES)
+        return candidates, [s for s in selected if s["citation_id"] not in self.dropped][:k]
+
+
+def _stage(rag: Any, question: FilingQuestion, k: int) -> str:
+    candidates, selected = rag.retrieve(question.question, k=k)
+    held = {e.citation_id: e.evidence_text for e in question.evidence}
+    sent = [s for s in selected if s["citation_id"] in held]
+    if sent:
+        return STAGES[0] if any(held[s["citation_id"]] in s["chunk_text"] for s in sent) else STAGES[1]
+    if not any(c["citation_id"] in held for c in candidates):
+        return STAGES[4]
+    _, kept = rag.retrieve(question.question, k=CANDIDATES)
+    return STAGES[2] if any(s["citation_id"] in held for s in kept) else STAGES[3]
+
+
 def check_where_lost(
     where_lost: Any, questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], experiments: list[Experiment]
 ) -> None:
     """Check exercise B's ``where_lost(rag, question, *, k)``; raise AssertionError at the first wrong answer.
 
-    For both chunk sizes, reranking on and off, and every k in `KS`, the questions it calls ``selected`` must be
-    exactly that experiment's hits. The questions it calls ``not a candidate`` must be exactly those with no
-    labelled page among FAISS's 12 candidates, as the retriever bench (`labkit.rag.retrievers`) finds them on
-    the shared 800-character index, at every k and with reranking on or off.
+    For both chunk sizes, reranking on and off, and every k in `KS`, every answerable question must get its stage
+    (`STAGES`). The two ``sent`` stages together must be exactly that experiment's hits. ``not a candidate`` must
+    be exactly the questions with no labelled page among FAISS's 12 candidates, as the retriever bench
+    (`labkit.rag.retrievers`) finds them on the shared 800-character index. Last, a `DroppingRerank` plants a
+    labelled candidate the rerank drops, which must come back as ``dropped by the rerank``, not ``ranked below k``.
+    No expected stage is printed.
     """
     from labkit.rag.answer import FilingsRAG
     from labkit.rag.retrievers import question_rows, retrieve_all
 
-    stages = {"selected", "ranked below k", "not a candidate"}
     labelled = [q for q in questions if q.answerable]
     base = {(e.settings["k"], e.settings["chunk_size"], e.settings["rerank"]): e for e in experiments}
     rows = question_rows(labelled, retrieve_all(labelled, indexes[CHUNKING[0]], scope="shared"), ks=(5,))
@@ -230,12 +260,24 @@ def check_where_lost(
             rag = FilingsRAG(index, model=None, rerank=rerank)
             for k in KS:
                 got = {q.financebench_id: where_lost(rag, q, k=k) for q in labelled}
-                assert set(got.values()) <= stages, f"where_lost returns one of {sorted(stages)}"
-                hits = {qid: stage == "selected" for qid, stage in got.items()}
-                assert hits == base[(k, size, rerank)].hits, f"'selected' is wrong at k={k}, chunk={size}"
+                assert set(got.values()) <= set(STAGES), f"where_lost returns one of {list(STAGES)}"
+                hits = {qid: stage in STAGES[:2] for qid, stage in got.items()}
+                assert hits == base[(k, size, rerank)].hits, f"a 'sent' stage is wrong at k={k}, chunk={size}"
                 if size == CHUNKING[0]:
                     out = {qid for qid, stage in got.items() if stage == "not a candidate"}
                     assert out == never, f"'not a candidate' is wrong at k={k}, rerank={rerank}"
+                for q in labelled:
+                    assert got[q.financebench_id] == _stage(rag, q, k), (
+                        f"question {q.financebench_id[-3:]} gets the wrong stage at k={k}, chunk={size},"
+                        f" rerank={'on' if rerank else 'off'}"
+                    )
+    rag = FilingsRAG(indexes[CHUNKING[0]], model=None)
+    planted = [q for q in labelled if _stage(rag, q, 5) != "not a candidate"]
+    for q in planted:
+        dropping = DroppingRerank(rag, set(q.evidence_pages))
+        assert where_lost(dropping, q, k=5) == "dropped by the rerank", (
+            f"question {q.financebench_id[-3:]}: a labelled candidate the rerank dropped is not 'ranked below k'"
+        )
 
 
 def save_experiments(experiments: list[Experiment], path: Path | None = None) -> Path:
@@ -382,3 +424,158 @@ def passages_sent(model_request: list[dict[str, str]]) -> Any:
     passages = json.loads(model_request[-1]["content"])["passages"]
     rows = [{"citation_id": p["citation_id"], "characters": len(p["text"]), "text": p["text"]} for p in passages]
     return text_table(pd.DataFrame(rows, columns=["citation_id", "characters", "text"]))
+
+
+def replay(run_id: str) -> Any:
+    """Return the model boundary of lesson 02's run ``run_id`` with the filings pipeline's settings (`connect`).
+
+    In replay mode (the default) each request is answered from the recorded run; explore and live modes are
+    the boundary's, as in every lesson.
+    """
+    from labkit.boundary import connect
+    from labkit.rag.answer import SETTINGS
+
+    return connect(run_id, lesson="02", settings=SETTINGS)
+
+
+def question_examples(questions: list[FilingQuestion], ids: list[str]) -> Any:
+    """Return the questions with these ids (the last three digits) as a table: type, question, answer, evidence pages."""
+    import pandas as pd
+
+    by_id = {q.financebench_id[-3:]: q for q in questions}
+    rows = [
+        {
+            "id": i,
+            "question_type": by_id[i].question_type,
+            "question": by_id[i].question,
+            "answer": by_id[i].answer,
+            "evidence pages": ", ".join(sorted(by_id[i].evidence_pages)) or "none",
+        }
+        for i in ids
+    ]
+    return text_table(pd.DataFrame(rows).set_index("id"))
+
+
+def raw_question(question_id: str) -> dict[str, Any]:
+    """Return one question as the question file stores it (zero-based ``evidence_page_num``), before the adapter."""
+    import json
+
+    from labkit.rag.questions import questions_path
+
+    for line in questions_path().read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["financebench_id"].endswith(question_id):
+            return dict(record)
+    raise KeyError(f"no question {question_id!r} in {questions_path().name}")
+
+
+def descriptor_table(index: FilingsIndex) -> Any:
+    """Return an index's descriptor as a one-column table, its PDFs counted (each has a SHA-256 fingerprint)."""
+    import pandas as pd
+
+    d = index.descriptor
+    fields = d.model_dump(exclude={"documents"}) | {"PDFs fingerprinted": len(d.documents)}
+    return pd.Series(fields, name="value").to_frame()
+
+
+def refusal(error: BaseException) -> str:
+    """Return an error as a learner reads it: its class and message, paths written relative (`portable_text`)."""
+    from labkit.paths import portable_text
+
+    return f"{type(error).__name__}: {portable_text(str(error))}"
+
+
+def chunk_lengths(index: FilingsIndex) -> str:
+    """Say how the splitter cut the filings: chunks, pages, median and shortest length, short and footer-only chunks.
+
+    A chunk under `labkit.rag.findings.SHORT_PASSAGE` characters is a page's short remainder; a footer-only
+    chunk holds nothing but the page footer (`labkit.rag.findings.FOOTER_ONLY`).
+    """
+    from statistics import median
+
+    from labkit.rag.findings import FOOTER_ONLY, SHORT_PASSAGE
+
+    lengths = [len(c.page_content) for c in index.chunks]
+    pages = {(c.metadata["doc_name"], c.metadata["source_page"]) for c in index.chunks}
+    footers = sum(bool(FOOTER_ONLY.fullmatch(c.page_content)) for c in index.chunks)
+    return (
+        f"{len(lengths)} chunks over {len(pages)} pages; median length {median(lengths):.0f} characters,"
+        f" shortest {min(lengths)}; {sum(n < SHORT_PASSAGE for n in lengths)} chunks under {SHORT_PASSAGE}"
+        f" characters, {footers} of them only a page footer"
+    )
+
+
+def versus_counts(a: tuple[int, int], b: tuple[int, int]) -> str:
+    """Say how rate ``a`` (hits, n) compares with rate ``b``: ``tie`` inside the 95% interval, else ``higher``/``lower``."""
+    from labkit.rag.metrics import rate_verdicts
+
+    verdicts = rate_verdicts({"a": a, "b": b})
+    if "below" not in verdicts.values():
+        return "tie"
+    return "higher" if verdicts["a"] == "best" else "lower"
+
+
+#: The retriever the bench compares the others with: the one `answer_with_rag` uses.
+REFERENCE_RETRIEVER = "faiss+bm25"
+
+
+def bench_counts(questions: list[FilingQuestion], shared: Any, own: Any, sample: Any) -> dict[str, dict[str, Any]]:
+    """Return store -> retriever -> (hits, n) of page-hit@5 for the shared store, the single-document store and the
+    FinanceBench sample (``shared``/``own``: `labkit.rag.retrievers.retrieve_all`'s; ``sample``: `load_results`')."""
+    from labkit.rag.financebench.results import rows as financebench_rows
+    from labkit.rag.retrievers import question_rows
+
+    sets = {
+        "shared store": question_rows(questions, shared, ks=(5,)),
+        "single-document store": question_rows(questions, own, ks=(5,)),
+        "FinanceBench sample": financebench_rows(sample),
+    }
+    return {
+        store: {
+            r: (sum(bool(x["page_hit@5"]) for x in rows if x["retriever"] == r), sum(x["retriever"] == r for x in rows))
+            for r in dict.fromkeys(x["retriever"] for x in rows)
+        }
+        for store, rows in sets.items()
+    }
+
+
+def bench_table(questions: list[FilingQuestion], shared: Any, own: Any, sample: Any) -> Any:
+    """Return the retriever bench as one table: per store, each retriever's page-hit@5 with its 95% interval and its
+    verdict against `REFERENCE_RETRIEVER` (`versus_counts`: ``tie``, ``higher`` or ``lower``)."""
+    import pandas as pd
+
+    from labkit.rag.metrics import wilson_interval
+    from labkit.tables import interval
+
+    counts = bench_counts(questions, shared, own, sample)
+    lines = []
+    for retriever in counts["shared store"]:
+        line: dict[Any, Any] = {"retriever": retriever}
+        for store, per in counts.items():
+            hits, n = per[retriever]
+            line[(store, "page-hit@5")] = f"{hits}/{n} {interval(*wilson_interval(hits, n))}"
+            line[(store, f"vs {REFERENCE_RETRIEVER}")] = (
+                "(reference)"
+                if retriever == REFERENCE_RETRIEVER
+                else versus_counts((hits, n), per[REFERENCE_RETRIEVER])
+            )
+        lines.append(line)
+    frame = pd.DataFrame(lines).set_index("retriever")
+    frame.columns = pd.MultiIndex.from_tuples(list(frame.columns))
+    return text_table(frame)
+
+
+def figure_on_page(index: FilingsIndex, record: dict[str, Any], page: str, figure: str) -> str:
+    """Say whether ``figure`` (as printed) is in the chunk of ``page`` that a record sent, or only in another chunk.
+
+    This is how a page-hit can still starve the model: the labelled page was selected, but the chunk of it
+    that was sent does not hold the figure.
+    """
+    from labkit.rag.index import citation_id
+
+    chunks = [c.page_content for c in index.chunks if citation_id(c.metadata) == page]
+    sent = [r["chunk_text"] for r in record["retrieved"] if r["citation_id"] == page]
+    return (
+        f"{page}: {len(chunks)} chunks; {figure} printed in a chunk sent: {any(figure in t for t in sent)}"
+        f" | in a chunk of the page: {any(figure in t for t in chunks)}"
+    )
