@@ -453,8 +453,8 @@ def as_sent(request: dict[str, Any]) -> dict[str, Any]:
     """Return the body the `openai` client sends for ``chat.completions.create(**request)``, in its key order.
 
     The client orders the top-level keys itself (``model``, ``messages``, then
-    the settings) and keeps the order inside each value, so a request kept as a
-    Python dict can be bound exactly as a model would receive it.
+    the settings), so a request kept as a Python dict is bound exactly as a
+    model would receive it.
     """
     try:
         _capturing_client().chat.completions.create(**create_arguments(copy.deepcopy(request)))

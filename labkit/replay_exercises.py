@@ -86,7 +86,12 @@ def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]],
 
 
 def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return changed copies of a recorded RAG request: settings and prompt, most one or two fields each."""
+    """Return changed copies of a recorded RAG request: settings and prompt, most one or two fields each.
+
+    The last copy sends one passage fewer: the refusal's diff names a list
+    whose length changed as ``path (length)``, then compares the items both
+    lists have.
+    """
     policy = request["messages"][0]["content"] + " Be brief."
     return [
         {**request, "temperature": 0.3},
@@ -101,6 +106,7 @@ def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
         {**request, "messages": [{"role": "system", "content": policy}, request["messages"][1]]},
         _with_user_content(request, lambda c: c.update(question="How long are backups kept?")),
         _with_user_content(request, lambda c: c["passages"].reverse()),
+        _with_user_content(request, lambda c: c["passages"].pop()),
     ]
 
 

@@ -73,7 +73,7 @@ def _json_text_equal(recorded, actual):
     return json.dumps(recorded) == json.dumps(actual)
 
 
-def _own_walk(recorded, actual, path="", same=_json_text_equal):
+def _own_walk(recorded, actual, path="", same=_json_text_equal, lengths=True):
 
     def inside(value):
         if isinstance(value, str) and value[:1] in "{[":
@@ -89,15 +89,19 @@ def _own_walk(recorded, actual, path="", same=_json_text_equal):
         for key in set(recorded) | set(actual):
             where = f"{path}.{key}" if path else key
             if key in recorded and key in actual:
-                found += _own_walk(recorded[key], actual[key], where, same)
+                found += _own_walk(recorded[key], actual[key], where, same, lengths)
             else:
                 found.append(where)
         return sorted(found)
-    if isinstance(recorded, list) and isinstance(actual, list):
+    if isinstance(recorded, list) and isinstance(actual, list) and (lengths or len(recorded) == len(actual)):
+        length = [f"{path} (length)"] if len(recorded) != len(actual) else []
         return sorted(
-            p
-            for i, (r, a) in enumerate(zip(recorded, actual, strict=True))
-            for p in _own_walk(r, a, f"{path}[{i}]", same)
+            length
+            + [
+                p
+                for i, (r, a) in enumerate(zip(recorded, actual, strict=False))
+                for p in _own_walk(r, a, f"{path}[{i}]", same, lengths)
+            ]
         )
     return [] if same(recorded, actual) else [path]
 
@@ -117,6 +121,14 @@ def test_comparing_leaves_with_python_equality_is_refused(run):
 
     with pytest.raises(AssertionError, match="yours \\[\\], the refusal's diff names \\['temperature'\\]"):
         check_changed_fields(python_equal, run)
+
+
+def test_a_list_of_another_length_named_as_one_changed_value_is_refused(run):
+    def whole_list(recorded, actual):
+        return _own_walk(recorded, actual, lengths=False)
+
+    with pytest.raises(AssertionError, match="passages \\(length\\)"):
+        check_changed_fields(whole_list, run)
 
 
 def test_unsorted_paths_are_refused(run):
