@@ -61,8 +61,8 @@ def verify_final(answer: str, *, result: dict, expected_intent: str | None = Non
     if match is None:
         raise AnswerRejected(
             "unsupported",
-            f"{text!r} is not the checkable claim '<count> <intent> requests in <scope>'; "
-            "an explanation the tools did not observe cannot be verified",
+            f"{text!r} is not the one form verify_final accepts, '<count> <intent> requests in <scope>'; "
+            "any other wording, an added explanation or a true rewording, cannot be checked",
         )
     count = int(match["count"])
     if count != result["count"]:
