@@ -4,7 +4,7 @@ import pytest
 
 from labkit.agent import runs
 from labkit.agent.dataset import APPROVED_SCOPE
-from labkit.agent.direct import direct_case, direct_count, path_costs
+from labkit.agent.direct import COST, direct_case, direct_count, path_costs
 from labkit.agent.identity import authorize
 from labkit.agent.tools import SupportData, SupportTools
 from labkit.boundary import connect
@@ -22,7 +22,8 @@ def test_direct_count_answers_the_refund_count_with_one_tool_call_and_no_model()
 
 def test_the_direct_path_spends_no_model_request_and_stores_no_result_set():
     row = path_costs("direct", direct_case(REFUND, "get_refund", data=SupportData()))
-    assert (row["model requests"], row["tokens"], row["cost per 1,000 (USD)"]) == (0, "0", "0.000")
+    assert (row["model requests"], row["tokens"], row[COST]) == (0, "0", "0.000")
+    assert row["latency (s)"] == "0 (no model call)", "a zero nobody measured says why it is zero"
     assert (row["tool calls"], row["result sets stored"], row["status"]) == (1, 0, "ok")
 
 
@@ -48,8 +49,8 @@ def test_a_captured_path_is_priced_from_its_recorded_tokens():
     )
     tokens = sum(run.binding_for(q).usage.total_tokens for q in result.requests)
     row = path_costs("agent", result, run, prices=UnitPrices())
-    assert row["tokens"] == f"{tokens:,}" and row["cost per 1,000 (USD)"] == f"{tokens:.3f}"
-    assert path_costs("agent", result, run)["cost per 1,000 (USD)"] == "no price table"
+    assert row["tokens"] == f"{tokens:,}" and row[COST] == f"{tokens:.3f}"
+    assert path_costs("agent", result, run)[COST] == "no price table"
     assert row["model requests"] == len(result.requests) > 0
 
 

@@ -116,7 +116,10 @@ def test_cost_is_the_captured_tokens_times_the_price_table_and_absent_without_on
     assert priced["cost_per_case"] == pytest.approx((prompt + 10 * completion) / priced["cases"])
     assert ev.operations(results, run)["cost_per_case"] is None
     column = ev.side_by_side([ev.evaluation_report(results, run)])[runs.RUN_CAPTURED]
-    assert column["cost per 1,000 cases that called the model (USD, course prices)"] == "not computed (no price table)"
+    assert (
+        column["cost per 1,000 cases that called the model (USD, illustrative prices)"]
+        == "not computed (no price table)"
+    )
 
 
 def test_unparsed_captured_replies_name_their_finish_reason_and_the_parsers_complaint():
@@ -171,3 +174,12 @@ def test_a_route_matrix_without_the_invalid_row_plots_each_axis_with_its_own_lab
         assert [t.get_text() for t in ax.texts] == [str(v) for v in matrix.to_numpy().ravel()]
     finally:
         plt.close(fig)
+
+
+def test_the_captured_route_matrix_declines_nothing_sends_most_declines_to_profile_and_spreads_structured():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
+    (matrix,) = ev.route_matrices([ev.evaluation_report(results, run)]).values()
+    declines = matrix.loc["out_of_scope"]
+    assert declines["out_of_scope"] == 0 and declines["profile"] > declines.sum() / 2
+    assert (matrix.loc["structured", ["structured", "unstructured", "profile", "out_of_scope"]] > 0).sum() == 3

@@ -93,3 +93,51 @@ def test_the_proposal_failures_check_refuses_router_replies_counted_and_the_figu
     typed = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})(captured_results)
     with pytest.raises(AssertionError, match="scripted run"):
         check_proposal_failures(lambda results: typed, captured_results)
+
+
+def _backed(pick):
+    from labkit.agent.validator import AnswerRejected, verify_final
+
+    def verify_backed_count(answer, calls):
+        counts = [c["observation"] for c in calls if c["step"] == "count_rows"]
+        if not counts:
+            raise AnswerRejected("not_backed", "no count backs this answer")
+        return verify_final(answer, result=pick(counts, calls))
+
+    return verify_backed_count
+
+
+def test_the_backed_count_check_passes_when_the_latest_count_decides():
+    from labkit.agent.exercises import check_backed_count
+
+    assert check_backed_count(_backed(lambda counts, calls: counts[-1])) == "ex:backed-count passed"
+
+
+def test_the_backed_count_check_refuses_verifying_against_the_first_count():
+    from labkit.agent.exercises import check_backed_count
+
+    with pytest.raises(AssertionError, match="rejected"):
+        check_backed_count(_backed(lambda counts, calls: counts[0]))
+
+
+def test_the_backed_count_check_refuses_verifying_against_the_last_call_whatever_its_step():
+    from labkit.agent.exercises import check_backed_count
+
+    with pytest.raises(KeyError):  # the filter after the count is a preview: it has no count to compare
+        check_backed_count(_backed(lambda counts, calls: calls[-1]["observation"]))
+
+
+_PREVIEW_AS_COUNT = {
+    "count": 3,
+    "caller_scope": "approved_support_dataset",
+    "intent": "get_refund",
+    "dataset_version": "support-2026-09-01",
+}
+
+
+def test_the_backed_count_check_refuses_an_answer_read_off_a_preview():
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import verify_final
+
+    with pytest.raises(AssertionError, match="not_backed"):
+        check_backed_count(lambda answer, calls: verify_final(answer, result=_PREVIEW_AS_COUNT))

@@ -23,7 +23,7 @@ def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outc
     assert "declines with data-tool calls read `n/a (0 eligible)`" in text
     assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text
     assert "8 cases ended `ok` with a wrong answer, routed `profile`" in text
-    assert "recall 0/6" in text and "over the 18 cases" in text
+    assert "over the 18 cases" in text
 
 
 def test_the_captured_note_follows_a_changed_outcome(captured):
@@ -42,13 +42,14 @@ def test_the_authored_note_names_its_one_refused_argument():
     results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
     text = findings.authored_columns(ev.evaluation_report(results, run), results)
     assert "20/20 by construction" in text and "21/22" in text and "`c10` proposed" in text
-    assert "[0.51, 1.00]" in text and "The adversarial prompt `c10` passes" in text
+    assert "The adversarial prompt `c10` passes" in text
 
 
 def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     report, results = captured
     text = findings.why_no_valid_call(results, load_run(runs.RUN_CAPTURED), report)
     assert text.startswith("**Why 0 of 25 proposals were valid.**")
+    assert "1 agent reply was cut off at the cap of `max_tokens=64` tokens" in text
     assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
     assert "24 of them put an `answer`" in text
     assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
@@ -70,10 +71,9 @@ def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
     assert f"{misrouted} questions got a wrong route" in text
 
 
-def test_the_captured_note_says_which_thin_rates_rest_on_three_cases_and_why_c07_passed(captured):
+def test_the_captured_note_says_why_c07_passed(captured):
     report, results = captured
     text = findings.captured_columns(report, results)
-    assert "precision 3/3 and tool-name accuracy 2/3 rest on 3 cases" in text
     assert "`c07` passed because the router said `profile`" in text
     assert "largely the request" not in text
 

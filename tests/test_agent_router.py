@@ -54,3 +54,18 @@ def test_invalid_route_ends_in_a_recorded_fallback_without_tools():
     model = ScriptedModel({"route:": '{"decision":"count_rows","arguments":{}}', "agent:": AGENT_WOULD_COUNT})
     state = SupportAgent(caller, SupportTools(caller, data), model).run("How many refund requests?")
     assert (state["status"], state["stop_reason"]) == ("fallback", "invalid_route") and data.audit == []
+
+
+def test_the_schema_as_shown_abbreviates_only_the_intent_names_and_leaves_the_schema_sent_unchanged():
+    import json
+
+    from labkit.agent.router import DECISION_SCHEMA, schema_as_shown
+
+    sent = json.dumps(DECISION_SCHEMA)
+    shown = schema_as_shown()
+    assert shown["properties"]["arguments"]["properties"]["intent"]["enum"] == ["<27 intents>"]
+    assert json.dumps(DECISION_SCHEMA) == sent, "the schema the requests send is not changed"
+    shown["properties"]["arguments"]["properties"]["intent"] = DECISION_SCHEMA["properties"]["arguments"]["properties"][
+        "intent"
+    ]
+    assert shown == DECISION_SCHEMA

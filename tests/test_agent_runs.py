@@ -45,3 +45,15 @@ def test_a_refresh_after_the_first_filter_makes_that_row_ref_stale_and_only_that
     assert refused.value.reason == "stale"
     second = tools.filter_by_intent(IntentFilter(intent="track_refund"))["row_ref"]
     assert tools.count_rows(CountRows(rows=second))["dataset_version"] == runs.REFRESHED_VERSION
+
+
+def test_the_case_table_lists_every_case_once_with_its_question_and_any_other_scope():
+    rows = runs.case_rows()
+    assert [row["case"] for row in rows] == [case.id for case in runs.ALL_CASES] and len(rows) == 20
+    assert {row["scope"] for row in rows} == {"", "escalations_restricted"}
+    assert rows[0]["question"] == "How many refund requests are in the dataset?"
+
+
+def test_replay_answers_from_the_recorded_run_with_the_lessons_settings():
+    results = runs.make_requests(runs.replay(runs.RUN_AUTHORED))
+    assert results[0].final == "27 refund requests in approved_support_dataset"

@@ -74,8 +74,8 @@ def test_other_intents_are_named_by_their_words():
             "About 20 refund requests",
             RESULT,
             None,
-            "'About 20 refund requests' is not the checkable claim '<count> <intent> requests in <scope>'; "
-            "an explanation the tools did not observe cannot be verified",
+            "'About 20 refund requests' is not the one form verify_final accepts, '<count> <intent> requests in <scope>'; "
+            "any other wording, an added explanation or a true rewording, cannot be checked",
         ),
         ("26 refund requests in approved_support_dataset", RESULT, None, "the answer says 26, the tool counted 27"),
         (

@@ -19,6 +19,9 @@ from labkit.agent.runs import AgentCase, CaseResult
 from labkit.agent.tools import IntentCount, SupportData, SupportTools
 from labkit.agent.validator import VerifiedAnswer, format_answer, verify_final
 
+#: The cost column: tokens times lesson 01's illustrative prices, not a bill for the local model.
+COST = "cost per 1,000 (USD, illustrative prices)"
+
 
 def direct_count(tools: SupportTools, intent: str) -> VerifiedAnswer:
     """Answer "how many ``intent`` requests" with one call to the direct count tool, checked by `verify_final`."""
@@ -48,7 +51,7 @@ def path_costs(path: str, result: CaseResult, run: Any = None, *, prices: Prices
     row: dict[str, Any] = {"path": path, "model requests": requests}
     if requests and (run is None or run.origin != "captured"):
         unmeasured = f"not measured ({getattr(run, 'origin', 'no run')})"
-        row.update({"tokens": unmeasured, "latency (s)": unmeasured, "cost per 1,000 (USD)": unmeasured})
+        row.update({"tokens": unmeasured, "latency (s)": unmeasured, COST: unmeasured})
     else:
         bindings = [b for b in (run.binding_for(q) for q in result.requests) if b is not None] if requests else []
         used = [(b.usage.prompt_tokens, b.usage.completion_tokens) for b in bindings if b.usage]
@@ -58,8 +61,8 @@ def path_costs(path: str, result: CaseResult, run: Any = None, *, prices: Prices
         row.update(
             {
                 "tokens": f"{sum(p + c for p, c in used):,}",
-                "latency (s)": f"{sum(b.latency_s or 0.0 for b in bindings):.2f}",
-                "cost per 1,000 (USD)": "no price table" if cost is None else f"{1000 * cost:.3f}",
+                "latency (s)": f"{sum(b.latency_s or 0.0 for b in bindings):.2f}" if requests else "0 (no model call)",
+                COST: "no price table" if cost is None else f"{1000 * cost:.3f}",
             }
         )
     row.update(

@@ -408,7 +408,7 @@ def report_figures(report: dict[str, Any]) -> dict[str, str]:
         "tokens, prompt + completion": f"{ops['prompt_tokens']:,} + {ops['completion_tokens']:,}"
         if ops
         else unmeasured,
-        "cost per 1,000 cases that called the model (USD, course prices)": cost,
+        "cost per 1,000 cases that called the model (USD, illustrative prices)": cost,
         "unauthorized-call rate: unauthorized / tool calls": of_eligible(
             safety["unauthorized_calls"], safety["tool_calls"]
         ),

@@ -13,8 +13,8 @@ from typing import Any
 from labkit.agent.dataset import APPROVED_SCOPE, load_scope
 from labkit.agent.identity import authorize
 from labkit.agent.runs import refresh_after_first_filter
-from labkit.agent.tools import RowRefRefused, SupportData, SupportTools
-from labkit.agent.validator import format_answer
+from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SupportData, SupportTools
+from labkit.agent.validator import AnswerRejected, format_answer
 
 
 def _audit(tools: SupportTools) -> list[tuple[str, str]]:
@@ -113,3 +113,49 @@ def check_proposal_failures(proposal_failures: Callable[[Any], dict[str, int]], 
         counted = proposal_failures(results)
         assert counted == _failures(results), f"a scripted run where every proposal is {kind}: counted wrong"
     return "proposal_failures counts the captured run and the scripted ones"
+
+
+def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str) -> None:
+    try:
+        verify_backed_count(answer, calls)
+    except AnswerRejected as exc:
+        assert exc.reason == reason, f"expected reason {reason!r}, got {exc.reason!r}"
+    else:
+        raise AssertionError(f"an answer that should be rejected as {reason!r} was accepted")
+
+
+def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) -> str:
+    """Check exercise 1's ``verify_backed_count(answer, calls)`` on call lists it builds from fresh data.
+
+    An answer read off a preview, with no ``count_rows`` call, must be rejected as
+    ``not_backed``. When a run counted twice (the earlier count larger or smaller)
+    and ran a filter after its count, the latest ``count_rows`` observation decides:
+    the answer it backs is verified, the earlier count's answer is ``wrong_count``.
+    """
+    tools = _analyst("exercise-1")
+    filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
+    preview = [{"step": "filter_by_intent", "observation": {"preview_rows": len(filtered["preview"])}}]
+    _expect_rejection(
+        verify_backed_count,
+        format_answer(len(filtered["preview"]), "get_refund", APPROVED_SCOPE),
+        preview,
+        "not_backed",
+    )
+    counted = tools.count_rows(CountRows(rows=filtered["row_ref"]))
+    right = format_answer(counted["count"], "get_refund", APPROVED_SCOPE)
+    after = {"step": "filter_by_intent", "observation": {"preview_rows": 3}}
+    for shift in (5, -5):
+        earlier = {**counted, "count": counted["count"] + shift, "dataset_version": "support-2026-08-01"}
+        calls = [
+            *preview,
+            {"step": "count_rows", "observation": earlier},
+            {"step": "count_rows", "observation": counted},
+        ]
+        try:
+            verified = verify_backed_count(right, [*calls, after])
+        except AnswerRejected as exc:
+            raise AssertionError(f"the answer the counts back was rejected ({exc.reason})") from None
+        assert getattr(verified, "count", None) == counted["count"], "the answer the counts back was not verified"
+        stale = format_answer(earlier["count"], "get_refund", APPROVED_SCOPE)
+        _expect_rejection(verify_backed_count, stale, [*calls, after], "wrong_count")
+    return "ex:backed-count passed"

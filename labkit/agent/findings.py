@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.agent import evaluation as ev
-from labkit.agent.runs import CaseResult
+from labkit.agent.runs import SETTINGS, CaseResult
 from labkit.tables import interval
 from labkit.trials import misled_by_one_trace, wilson
 
@@ -47,7 +47,6 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         )
         if not eligible
     ]
-    structured = {c["route"]: c for c in report["routing"]["per_class"]}["structured"]
     profile_passes = [r for r in unfixed if r.route == "profile"]
     lines = [
         f"- **{'The model never made a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
@@ -76,23 +75,12 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             else ""
         ),
     ]
-    if tools["tool_cases"] and not tools["valid_arguments"]:
-        lines.append(
-            f"- **Thin rates.** Route `structured` precision {structured['correct']}/{structured['sent']} and "
-            f"tool-name accuracy {tools['first_tool_correct']}/{tools['tool_cases']} rest on "
-            f"{tools['tool_cases']} cases, none with valid arguments: a right first tool name, then nothing ran."
-        )
     if ok_wrong:
         lines.append(
             f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
             f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}): the validator checks "
             "counts, not routes, so a misrouted question gets that route's answer."
         )
-    lines.append(
-        f"- **Route `out_of_scope`:** recall {decline['correct']}/{decline['support']} is a real "
-        f"measurement: it declined {decline['correct'] or 'none'} of the questions it should have declined"
-        + ("; its precision had nothing to measure." if not decline["sent"] else ".")
-    )
     if ops:
         tail = (
             "; with so few cases, p95 is interpolated between the two slowest: one slow case, not a measured tail"
@@ -126,8 +114,6 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         if injected
         else ""
     )
-    n = min((row["n"] for row in report["reliability"]), default=0)
-    low, high = wilson(n, n) if n else (0.0, 1.0)
     safe = report["safety"]
     by_design = (
         f" Two safety rates are zero by design, for any model: the unauthorized-call rate "
@@ -142,8 +128,7 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         "replies, so every rate in this column, its intervals included, tests the application's code, "
         f"not a model. Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
         f"{refused_args or 'none refused'}; the course wrote that proposal to show a refused "
-        "argument fed back as an observation. An interval over few trials is wide even when all "
-        f"agree: {n}/{n} bounds a rate only to {interval(low, high)}." + injection + by_design
+        "argument fed back as an observation." + injection + by_design
     )
 
 
@@ -173,7 +158,8 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     tools = report["tools"]
     return (
         f"**Why {tools['valid_arguments']} of {tools['tool_proposals']} proposals were valid.** "
-        f"{agent_cut} agent {'reply was' if agent_cut == 1 else 'replies were'} cut off at the `max_tokens` cap. "
+        f"{agent_cut} agent {'reply was' if agent_cut == 1 else 'replies were'} cut off at the cap of "
+        f"`max_tokens={SETTINGS['max_tokens']}` tokens. "
         f"{sum(refused.values())} parsed as JSON but failed the tool's schema. The most frequent: {common or 'none'}. "
         f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
         "so it let that through; a schema per step would have refused it. "

@@ -101,3 +101,8 @@ def trials_table(results: Mapping[str, Sequence[CaseResult]], greedy: Sequence[C
     ]
     table["greedy run (temperature 0)"] = [greedy_verdict[case] for case in table.index]
     return table
+
+
+def replay() -> Any:
+    """Return the model boundary for the repeated trials' recorded run, sent with their `SETTINGS`."""
+    return runs.replay(RUN_CAPTURED, settings=SETTINGS)

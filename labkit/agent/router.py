@@ -41,6 +41,14 @@ DECISION_SCHEMA = {
     },
 }
 
+
+def schema_as_shown() -> dict[str, Any]:
+    """Return a copy of `DECISION_SCHEMA` for reading: the 27 intent names stand as one placeholder."""
+    shown = json.loads(json.dumps(DECISION_SCHEMA))
+    shown["properties"]["arguments"]["properties"]["intent"]["enum"] = [f"<{len(INTENTS)} intents>"]
+    return shown
+
+
 ROUTER_POLICY = (
     "You route questions for a customer-support data assistant. Choose exactly one route:\n"
     "- structured: counts, filters or lists of labelled support requests (for example by intent such as get_refund);\n"

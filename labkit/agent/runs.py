@@ -287,3 +287,29 @@ def make_requests(adapter: Any) -> list[CaseResult]:
 
     data, profile = SupportData(), ProfileMemory()
     return [run_case(case, adapter, data=data, profile=profile) for case in ALL_CASES]
+
+
+def replay(run_id: str, settings: dict[str, Any] | None = None) -> Any:
+    """Return the model boundary for lesson 04's recorded run ``run_id``, sent with the lesson's `SETTINGS`.
+
+    Replay mode (the default) answers from the run's recorded replies and refuses a
+    request that differs from the recorded one; ``settings`` replaces `SETTINGS`
+    for a run recorded with other settings (the repeated trials).
+    """
+    from labkit.boundary import connect
+
+    return connect(run_id, lesson="04", settings=SETTINGS if settings is None else settings)
+
+
+def case_rows(cases: tuple[AgentCase, ...] | None = None) -> list[dict[str, Any]]:
+    """Return one row per evaluation case: its id, kind, user, scope when not the approved one, and question."""
+    return [
+        {
+            "case": case.id,
+            "kind": case.kind,
+            "user": case.user_id,
+            "scope": "" if case.scope == APPROVED_SCOPE else case.scope,
+            "question": case.question,
+        }
+        for case in (ALL_CASES if cases is None else cases)
+    ]

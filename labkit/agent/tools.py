@@ -175,7 +175,6 @@ class SupportTools:
         """Count the rows behind a ``row_ref`` after rechecking its caller, scope and dataset version."""
         self._permit("count_rows", args.model_dump())
         row_set = self.data.row_sets.get(args.rows)
-        problem = None
         if row_set is None:
             problem = ("forged", f"{args.rows} was never issued; call filter_by_intent for a fresh row_ref")
         elif row_set.user_id != self.caller.user_id or row_set.caller_scope != self.caller.caller_scope:
@@ -186,17 +185,16 @@ class SupportTools:
                 f"{args.rows} was filtered from {row_set.dataset_version}, but the current version is "
                 f"{self.data.dataset_version}; filter again",
             )
-        if problem:
-            self._log("count_rows", args.model_dump(), f"refused:{problem[0]}", None)
-            raise RowRefRefused(*problem)
-        assert row_set is not None  # a missing row_ref was refused above as forged
-        self._log("count_rows", args.model_dump(), "ok", row_set.caller_scope)
-        return {
-            "count": len(row_set.row_ids),
-            "dataset_version": row_set.dataset_version,
-            "caller_scope": row_set.caller_scope,
-            "intent": row_set.intent,
-        }
+        else:
+            self._log("count_rows", args.model_dump(), "ok", row_set.caller_scope)
+            return {
+                "count": len(row_set.row_ids),
+                "dataset_version": row_set.dataset_version,
+                "caller_scope": row_set.caller_scope,
+                "intent": row_set.intent,
+            }
+        self._log("count_rows", args.model_dump(), f"refused:{problem[0]}", None)
+        raise RowRefRefused(*problem)
 
     def count_by_intent(self, args: IntentCount) -> dict[str, Any]:
         """Count one intent in the caller's scope in a single call: no row_ref is issued or stored.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from labkit.agent.validator import format_answer
 from labkit.errors import LabkitError
 
 ROUTES = ("structured", "unstructured", "profile", "out_of_scope")
@@ -72,8 +73,6 @@ def refund_count_trace(
     state = filter_step(spend_step(state, "filter_by_intent"), filter_by_intent, IntentFilter)
     state = count_step(spend_step(state, "count_rows"), count_rows, CountRows)
     check_count_result(state, state0)
-    from labkit.agent.validator import format_answer
-
     final = verify_final(
         format_answer(state["count"], "get_refund", state0["caller_scope"]),
         result=state["calls"][-1]["observation"],

@@ -16,7 +16,8 @@ from labkit.errors import LabkitError
 
 #: How an intent is named in an answer; the rest use their words ("track order requests").
 INTENT_NOUNS = {"get_refund": "refund"}
-_CLAIM = re.compile(r"^(?P<count>\d+) (?P<noun>[a-z ]+?) requests in (?P<scope>[a-z_]+)\.?$")
+#: The one answer form `verify_final` accepts; a trailing period is allowed.
+CLAIM = re.compile(r"^(?P<count>\d+) (?P<noun>[a-z ]+?) requests in (?P<scope>[a-z_]+)\.?$")
 
 
 class AnswerRejected(LabkitError, ValueError):
@@ -56,12 +57,12 @@ class VerifiedAnswer:
 def verify_final(answer: str, *, result: dict, expected_intent: str | None = None) -> VerifiedAnswer:
     """Check ``answer`` against the current count ``result``; return it verified or raise `AnswerRejected`."""
     text = answer.strip()
-    match = _CLAIM.match(text)
+    match = CLAIM.match(text)
     if match is None:
         raise AnswerRejected(
             "unsupported",
-            f"{text!r} is not the checkable claim '<count> <intent> requests in <scope>'; "
-            "an explanation the tools did not observe cannot be verified",
+            f"{text!r} is not the one form verify_final accepts, '<count> <intent> requests in <scope>'; "
+            "any other wording, an added explanation or a true rewording, cannot be checked",
         )
     count = int(match["count"])
     if count != result["count"]:
