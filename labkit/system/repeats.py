@@ -31,7 +31,8 @@ TRIALS = Trials(n=5, temperature=0.4, first_seed=500)
 #: How the temperature was chosen, said wherever the repeats are read.
 PILOT = (
     "The temperature 0.4 was chosen after a pilot at 0.7 got no reply the contract accepts "
-    "(0 of 6 requests, not kept)."
+    "(0 of 6 requests). That pilot is the course's note, not a kept measurement: its replies "
+    "were not recorded."
 )
 RUN_CAPTURED = "05-system-smollm2-repeats"
 #: The lesson's settings at the plan's temperature with the first trial's seed (each sends its own).
