@@ -154,8 +154,8 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
     changed = [b.question for b in before.bindings if bare(b) != bare(keys_after[b.key])]
     named = ", ".join(f"*{q}*" for q in changed) or "none"
     return (
-        f"The {len(keys_before)} requests of `{earlier}` ({server_of(before).split(' (')[0]}) "
-        f"and `{RUN_BASELINE}` ({server_of(after).split(' (')[0]}) have the same binding keys, the hashes of each exact request: "
+        f"The {len(keys_before)} requests of `{earlier}` ({server_of(before)}) "
+        f"and `{RUN_BASELINE}` ({server_of(after)}) have the same binding keys, the hashes of each exact request: "
         f"the requests were identical. {len(changed)} of {len(keys_before)} replies differ "
         f"beyond whitespace: {named}. Each is one request at temperature 0, so this shows "
         "that a change of server alone can change replies, not how often it does."

@@ -31,7 +31,8 @@ TRIALS = Trials(n=5, temperature=0.4, first_seed=500)
 #: How the temperature was chosen, said wherever the repeats are read.
 PILOT = (
     "The temperature 0.4 was chosen after a pilot at 0.7 got no reply the contract accepts "
-    "(0 of 6 requests, not kept)."
+    "(0 of 6 requests). That pilot is the course's note, not a kept measurement: its replies "
+    "were not recorded."
 )
 RUN_CAPTURED = "05-system-smollm2-repeats"
 #: The lesson's settings at the plan's temperature with the first trial's seed (each sends its own).
@@ -237,9 +238,10 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
 
 
 def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, how to read `repeat_summary` and what it shows: the plan, the Wilson
-    interval's width at this n, the tie rule's verdict (`tie_note`), the pooled pass rate,
-    and what one trace per case would have shown (`one_trace_note`)."""
+    """Return the figures of `repeat_summary`'s reading, in words: the plan and its pilot, the
+    Wilson interval's width at this n, the tie rule's verdict (`tie_note`), the pooled pass
+    rate, and what one trace per case would have shown (`one_trace_note`). What they mean
+    beyond these figures is the notebook's prose, not this function's."""
     from labkit.tables import interval
     from labkit.trials import wilson
 
@@ -248,14 +250,9 @@ def reading_note(trials: list[GoldenTrial]) -> str:
     _, high_none = wilson(0, n)
     pooled = sum(t.passed for t in trials)
     return (
-        f"{TRIALS.describe()} {PILOT} The first column is the temperature-0 run's verdict, "
-        "another configuration, set beside for comparison. The next shows each trial in seed "
-        f"order (✓ pass, ✗ fail). With n = {n} trials per case the Wilson interval is wide "
+        f"{TRIALS.describe()} {PILOT} With n = {n} trials per case the Wilson interval is wide "
         f"whatever happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} "
         f"to 1, no pass anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, that is with "
         f"all trials counted together, the three cases passed {pooled} of {len(trials)} trials, "
-        f"{interval(*wilson(pooled, len(trials)))}. That interval treats every trial as "
-        "independent, but trials of one case share their request and tend to end alike, so it "
-        "is narrower than the data justify. It speaks of these three cases at this temperature, "
-        "not of questions in general. " + one_trace_note(trials)
+        f"{interval(*wilson(pooled, len(trials)))}. " + one_trace_note(trials)
     )

@@ -79,28 +79,45 @@ def make_requests(
 # --- what notebook 05 shows ----------------------------------------------------------------
 
 
+def lesson_folder() -> Path:
+    """Return notebook 05's scratch folder, created, with the trace files of earlier runs removed.
+
+    Every trace file the lesson writes starts empty, so each run of the notebook reads
+    only its own trace lines. Other files in the folder are left alone.
+    """
+    from labkit.paths import scratch_dir
+
+    folder = scratch_dir() / "05_minimal_system"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.jsonl"):
+        old.unlink()
+    return folder
+
+
 def server_of(run: Any) -> str:
     """Return which local server a run's replies came from, read from the replies' shape.
 
     A run's endpoint kind says only ``local-llama-cpp``, whichever runtime served it.
     The llama.cpp server that xllamacpp runs adds ``timings`` to every reply;
-    llama-cpp-python's replies carry none. An authored run had no server.
+    llama-cpp-python's replies carry none (the client timed each call). An authored
+    run had no server.
     """
     if run.origin != "captured":
         return "none (authored)"
     shapes = {"timings" in (binding.response or {}) for binding in run.bindings}
     if shapes == {True}:
-        return "xllamacpp (replies carry timings)"
+        return "xllamacpp"
     if shapes == {False}:
-        return "llama-cpp-python (no timings)"
+        return "llama-cpp-python"
     return "mixed: some replies carry timings"
 
 
 def run_table(run_ids: list[str]) -> Any:
     """Return one row per recorded run, read from its own header and replies.
 
-    Columns: origin, model, endpoint kind, the server the replies' shape shows
-    (`server_of`), the date recorded and the number of requests.
+    Columns: origin, model, the server the replies' shape shows (`server_of`; the
+    endpoint kind, ``local-llama-cpp`` for both servers, cannot tell them apart),
+    the date recorded and the number of requests.
     """
     import pandas as pd
 
@@ -114,8 +131,7 @@ def run_table(run_ids: list[str]) -> Any:
                 "run": run.run_id,
                 "origin": run.origin,
                 "model": run.model.id,
-                "endpoint": run.model.endpoint_kind,
-                "server, from the replies": server_of(run),
+                "server": server_of(run),
                 "recorded": run.created_at[:10],
                 "requests": len(run.bindings),
             }
