@@ -133,13 +133,13 @@ def test_what_the_items_show_refuses_a_judge_below_the_raters_on_completeness(ru
 
 
 def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_shelf(runs):
-    authored, captured, _ = runs
-    text = readings.shelf_reading(authored, captured)
+    authored, _, _ = runs
+    text = readings.shelf_reading(authored)
     assert "Facts: *pine*" in text and "1 of the 2 authored raters" in text and "kappa 0.74" in text
     record = authored.records["p15"].model_copy(update={"release": "release"})
     released = dataclasses.replace(authored, records={**authored.records, "p15": record})
     with pytest.raises(ReadingOutdated, match="waits only for tone"):
-        readings.shelf_reading(released, captured)
+        readings.shelf_reading(released)
 
 
 def test_sampled_reading_says_what_five_seeds_cannot_show(runs):

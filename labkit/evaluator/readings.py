@@ -224,7 +224,7 @@ def log_reading(logged: list[Experiment]) -> str:
     )
 
 
-def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+def shelf_reading(authored: EvaluationReport) -> str:
     """Tell the case of the shelf p15: a false material claim that the checks and the authored judge passed."""
     inputs = authored.inputs
     shelf = inputs.products["p15"]
@@ -239,8 +239,6 @@ def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str
     _require("solid oak" in text and "oak" not in shelf.facts.materials, "the shelf claims oak")
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
-    released = {r.release for report in (authored, captured) for r in report.records.values()}
-    _require("release" not in released, "no product is released")
     passed = [r for r in inputs.labels.raters if human[r] == "pass"]
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
@@ -250,7 +248,7 @@ def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
         "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
         "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. (No product is released in either run: each fails a criterion or waits for tone.) "
+        "material claim. "
         "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
         "judge misses."
     )
