@@ -77,6 +77,12 @@ def test_the_lesson_01_check_leaves_out_the_cost_it_does_not_measure(no_network)
     assert result.verdict == "schema pass, length pass, numeric_claims pass (cost not measured here)"
 
 
+def test_the_lesson_01_look_for_says_only_numbers_with_a_read_unit_fail_numeric_claims(no_network):
+    look_for = RECORDED["01"]().look_for
+    assert "a number with a unit the check reads (h, g, kg, mm, cm, EUR)" in look_for
+    assert "'a 5-year warranty' or 'waterproof' passes every check" in look_for
+
+
 def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
     result = RECORDED["02b"]()  # question 017: the authored reply is correct and cites the page printing it
     assert result.verdict == "correctness correct, faithful True, cited ['BRIGHTWAVE_2025_10K#p3']"

@@ -56,3 +56,27 @@ def test_bundled_reply_needs_every_judged_criterion_and_checks_each_verdict():
         parse_judge_reply(json.dumps({**good, "tone": {"explanation": "x", "verdict": "meh"}}), RUBRIC)
     with pytest.raises(JudgeReplyRejected):
         parse_judge_reply(json.dumps({k: v for k, v in good.items() if k != "tone"}), RUBRIC)
+
+
+def test_judge_groups_make_one_call_per_criterion_or_one_bundled_call():
+    from labkit.evaluator.judge import judge_groups
+
+    each = judge_groups(RUBRIC, "per_criterion")
+    assert [(c.id, [x.id for x in group]) for c, group in each] == [
+        ("factual_accuracy", ["factual_accuracy"]),
+        ("completeness", ["completeness"]),
+        ("tone", ["tone"]),
+    ]
+    bundled = judge_groups(RUBRIC, "bundled")
+    assert [(c, [x.id for x in group]) for c, group in bundled] == [
+        (None, ["factual_accuracy", "completeness", "tone"])
+    ]
+
+
+def test_a_judge_call_names_its_instructions_and_reply_fields_in_order():
+    from labkit.evaluator.report import evaluate_run
+
+    calls = evaluate_run("01-evaluator-authored").runs.judging.calls
+    call = next(c for c in calls if c.product_id == "p07" and c.criteria == ["completeness"])
+    assert call.instructions.startswith("Judge one product description against one criterion.")
+    assert call.reply_fields == ["explanation", "verdict"]

@@ -75,3 +75,13 @@ def test_each_calls_request_sha256_is_its_replay_binding_key():
     keys = {b.key for b in load_run(lesson.RUN_AUTHORED).bindings}
     calls = [g.call for g in report.runs.generation.generations]
     assert calls and all(c.request_sha256 in keys for c in calls)
+
+
+def test_held_out_by_rater_gives_each_raters_own_labels_in_held_out_order():
+    from labkit.evaluator.lesson import load_inputs
+
+    labels = load_inputs().labels
+    rater_a, rater_b = labels.held_out_by_rater("tone")
+    assert rater_a == [labels.label(p, "tone", who=labels.raters[0]) for p in labels.held_out]
+    assert rater_b == [labels.label(p, "tone", who=labels.raters[1]) for p in labels.held_out]
+    assert rater_a != rater_b  # the raters disagree on some tone label

@@ -45,23 +45,19 @@ def test_kappa_by_hand_works_the_formula_from_the_cross_table_and_matches_the_ta
         readings.kappa_by_hand(_with_agreement(authored, "tone", "per_criterion", kappa=0.5), "tone")
 
 
-def test_what_the_items_show_states_the_intervals_and_the_vacuous_format_length_kappa(runs):
+def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs):
     authored, _, _ = runs
     text = readings.what_the_items_show(authored)
     tone = authored.agreement_for("tone", "per_criterion")
     assert f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]" in text
-    fmt = authored.agreement_for("format_length", "programmatic")
-    assert f"undefined in {fmt.kappa_undefined} of the 2000 resamples" in text
+    assert "moves percent agreement by 10 points" in text and "agree on 80% of tone's items" in text
     assert "compared only with rater B" in text and "and the intervals overlap" not in text
-    changed = _with_agreement(authored, "format_length", "programmatic", kappa_low=0.5)
-    with pytest.raises(ReadingOutdated, match="format_length"):
-        readings.what_the_items_show(changed)
 
 
 def test_routing_reading_names_the_lowest_interval_of_a_qualifying_criterion(runs):
     authored, _, _ = runs
     text = readings.routing_reading(authored)
-    assert "`factual_accuracy` and `completeness`; `tone` goes to human review" in text
+    assert text.startswith("The authored judge qualifies for `factual_accuracy` and `completeness`; `tone` goes to")
     assert "reaches down to 0.00" in text
     changed = _with_agreement(authored, "factual_accuracy", "per_criterion", kappa_low=0.3)
     changed = _with_agreement(changed, "completeness", "per_criterion", kappa_low=0.41)
@@ -83,11 +79,39 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
 
 
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):
-    _, _, logged = runs
-    text = readings.arrangement_reading(logged[0])
+    authored, _, logged = runs
+    text = readings.arrangement_reading(logged[0], authored)
     assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text and "every measure is a tie" in text
+    assert "this lead is authored" in text
     with pytest.raises(ReadingOutdated, match="every measure is a tie"):
-        readings.arrangement_reading(logged[0].model_copy(update={"outcome": "succeeded"}))
+        readings.arrangement_reading(logged[0].model_copy(update={"outcome": "succeeded"}), authored)
+
+
+def test_arrangement_reading_explains_the_zero_ends_by_the_items_whose_labels_change(runs):
+    authored, _, logged = runs
+    text = readings.arrangement_reading(logged[0], authored)
+    assert "1 for `factual_accuracy`, 1 for `completeness`, 1 for `tone`" in text
+    same = dataclasses.replace(authored)
+    same.label_changes = lambda: {"factual_accuracy": 0, "completeness": 1, "tone": 1}  # type: ignore[method-assign]
+    with pytest.raises(ReadingOutdated, match="labels differ on some item"):
+        readings.arrangement_reading(logged[0], same)
+
+
+def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
+    authored, captured, _ = runs
+    text = readings.waiting_reading(authored, captured)
+    assert "each of the 16 held products waits for people on all three" in text
+    assert "6 wait only for `tone`" in text and "other 10" in text and "`not_judged`" in text
+    with pytest.raises(ReadingOutdated, match="every held captured product"):
+        readings.waiting_reading(authored, authored)
+
+
+def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(runs):
+    _, captured, _ = runs
+    text = readings.materials_debrief({"p06": ["fabric"]}, captured)
+    assert "the facts of p04 name it" in text and "*alumium* is not flagged" in text
+    with pytest.raises(ReadingOutdated, match="only p06's fabric"):
+        readings.materials_debrief({"p06": ["fabric"], "p01": ["alumium"]}, captured)
 
 
 def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
@@ -109,13 +133,13 @@ def test_what_the_items_show_refuses_a_judge_below_the_raters_on_completeness(ru
 
 
 def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_shelf(runs):
-    authored, captured, _ = runs
-    text = readings.shelf_reading(authored, captured)
+    authored, _, _ = runs
+    text = readings.shelf_reading(authored)
     assert "Facts: *pine*" in text and "1 of the 2 authored raters" in text and "kappa 0.74" in text
     record = authored.records["p15"].model_copy(update={"release": "release"})
     released = dataclasses.replace(authored, records={**authored.records, "p15": record})
     with pytest.raises(ReadingOutdated, match="waits only for tone"):
-        readings.shelf_reading(released, captured)
+        readings.shelf_reading(released)
 
 
 def test_sampled_reading_says_what_five_seeds_cannot_show(runs):

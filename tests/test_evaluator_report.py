@@ -50,3 +50,38 @@ def test_agreement_table_names_the_raters_row_as_authored_not_human():
     shown = set(table.data["arrangement"]) if hasattr(table, "data") else set(table["arrangement"])
     assert RATERS_ROW in shown and "authored" in RATERS_ROW
     assert not any("human" in name for name in shown)
+
+
+def test_kappa_summary_sets_each_arrangement_beside_the_other_with_its_refusals():
+    table = evaluate_run("01-evaluator-smollm2").kappa_summary()
+    assert list(table.index) == ["factual_accuracy", "completeness", "tone"]
+    assert table.loc["completeness"].to_dict() == {
+        "kappa, per_criterion": -0.07,
+        "refused, per_criterion": 1,
+        "kappa, bundled": -0.02,
+        "refused, bundled": 1,
+    }
+    assert table["refused, per_criterion"].sum() == 2  # plus the one refused bundled reply: three in all
+
+
+def test_waiting_for_tells_a_criterion_routed_to_people_from_one_never_judged():
+    authored = evaluate_run("01-evaluator-authored").waiting_for()
+    assert authored[("tone:human_review",)] == 6
+    assert authored[("completeness:not_judged", "factual_accuracy:not_judged", "tone:human_review")] == 10
+    captured = evaluate_run("01-evaluator-smollm2").waiting_for()
+    assert captured == {("completeness:human_review", "factual_accuracy:human_review", "tone:human_review"): 16}
+
+
+def test_created_at_is_the_recorded_runs_time_after_the_rubric_was_fixed():
+    report = evaluate_run("01-evaluator-smollm2")
+    assert report.created_at.startswith("2026-11-29T")
+    assert report.created_at[:10] > report.inputs.rubric.fixed_at
+
+
+def test_spread_table_gives_the_judge_calls_median_latency_or_says_not_measured():
+    from labkit.evaluator.report import spread_table
+
+    table = spread_table({"a": evaluate_run("01-evaluator-authored"), "c": evaluate_run("01-evaluator-smollm2")})
+    data = table.data if hasattr(table, "data") else table
+    assert data.loc["a", "judge latency s (median)"] == "not measured"
+    assert data.loc["c", "judge latency s (median)"] == 15.36

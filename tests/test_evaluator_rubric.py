@@ -78,3 +78,12 @@ def test_malformed_rubric_is_refused_with_the_reason(change, message):
     change(data)
     with pytest.raises(EvaluatorFixtureError, match=message):
         parse_rubric(data)
+
+
+def test_a_stamp_of_another_rubric_is_refused_and_one_of_this_rubric_passes():
+    from labkit.evaluator.rubric import RubricStamp, StaleRubric, ensure_same_rubric, load_rubric
+
+    rubric = load_rubric()
+    ensure_same_rubric(RubricStamp(rubric_sha256=rubric.sha256), rubric)
+    with pytest.raises(StaleRubric, match="Generate and judge again"):
+        ensure_same_rubric(RubricStamp(rubric_sha256="0" * 64), rubric)

@@ -145,8 +145,8 @@ def try_generation_line(line: str, *, product: str = "p01") -> TryYourOwn:
         messages=messages,
         per_call=GENERATION_SETTINGS,
         judge=judge,
-        look_for="a number that is not in the product's facts: numeric_claims fails on it "
-        "(a feature such as 'waterproof' passes every check: none reads features)",
+        look_for="a number with a unit the check reads (h, g, kg, mm, cm, EUR) that is not in the product's "
+        "facts: numeric_claims fails on it ('a 5-year warranty' or 'waterproof' passes every check: none reads them)",
     )
 
 

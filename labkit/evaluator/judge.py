@@ -173,6 +173,61 @@ class JudgeCall(BaseModel):
     rejected: str | None = Field(description="Why the reply was rejected, or None.")
     call: ModelCall = Field(description="The request, reply text, latency, tokens and cost (from the price table).")
 
+    @property
+    def instructions(self) -> str:
+        """The judge's system message, as it was sent."""
+        return str(self.call.request["messages"][0]["content"])
+
+    @property
+    def reply_fields(self) -> list[str]:
+        """The reply schema's fields, in the order the judge is asked to write them."""
+        return list(self.call.request["response_format"]["schema"]["properties"])
+
+
+def judge_groups(rubric: Rubric, arrangement: Arrangement) -> list[tuple[Criterion | None, list[Criterion]]]:
+    """Return the calls one arrangement makes: per criterion, one call each; bundled, one call for all of them.
+
+    Each pair is (the criterion the call is about, or None when bundled; the criteria it judges).
+    """
+    if arrangement == "per_criterion":
+        return [(c, [c]) for c in rubric.judged()]
+    return [(None, rubric.judged())]
+
+
+def ask_judge(
+    caller: Caller,
+    product: Product,
+    description: str,
+    rubric: Rubric,
+    criteria: list[Criterion],
+    *,
+    criterion: Criterion | None,
+    arrangement: Arrangement,
+    source: Literal["labeled", "generated"],
+) -> JudgeCall:
+    """Send one judge call and keep its labels, or its rejected reply with the reason, never repaired."""
+    call = caller.ask(
+        f"judge:{source}:{product.id}:{criterion.id if criterion else 'bundled'}",
+        judge_messages(product, description, rubric, criteria),
+        settings=judge_settings(rubric, arrangement, criterion),
+    )
+    try:
+        labels, rejected = parse_judge_reply(call.reply_text, rubric, criterion=criterion), None
+    except JudgeReplyRejected as exc:
+        labels, rejected = [], str(exc)
+    return JudgeCall(
+        product_id=product.id,
+        description_source=source,
+        description_sha256=hashlib.sha256(description.encode("utf-8")).hexdigest(),
+        arrangement=arrangement,
+        criteria=[c.id for c in criteria],
+        prompt_version=PROMPT_VERSION,
+        rubric_sha256=rubric.sha256,
+        labels=labels,
+        rejected=rejected,
+        call=call,
+    )
+
 
 def judge_description(
     caller: Caller,
@@ -183,37 +238,13 @@ def judge_description(
     arrangement: Arrangement,
     source: Literal["labeled", "generated"],
 ) -> list[JudgeCall]:
-    """Judge one description in one arrangement; a rejected reply is kept, with its reason, never repaired."""
-    groups: list[tuple[Criterion | None, list[Criterion]]]
-    groups = [(c, [c]) for c in rubric.judged()] if arrangement == "per_criterion" else [(None, rubric.judged())]
-    digest = hashlib.sha256(description.encode("utf-8")).hexdigest()
-    calls = []
-    for criterion, criteria in groups:
-        name = criterion.id if criterion else "bundled"
-        call = caller.ask(
-            f"judge:{source}:{product.id}:{name}",
-            judge_messages(product, description, rubric, criteria),
-            settings=judge_settings(rubric, arrangement, criterion),
+    """Judge one description in one arrangement: one call per group of `judge_groups`."""
+    return [
+        ask_judge(
+            caller, product, description, rubric, criteria, criterion=criterion, arrangement=arrangement, source=source
         )
-        try:
-            labels, rejected = parse_judge_reply(call.reply_text, rubric, criterion=criterion), None
-        except JudgeReplyRejected as exc:
-            labels, rejected = [], str(exc)
-        calls.append(
-            JudgeCall(
-                product_id=product.id,
-                description_source=source,
-                description_sha256=digest,
-                arrangement=arrangement,
-                criteria=[c.id for c in criteria],
-                prompt_version=PROMPT_VERSION,
-                rubric_sha256=rubric.sha256,
-                labels=labels,
-                rejected=rejected,
-                call=call,
-            )
-        )
-    return calls
+        for criterion, criteria in judge_groups(rubric, arrangement)
+    ]
 
 
 class JudgeRun(BaseModel):

@@ -64,6 +64,10 @@ class HumanLabels:
         """Return the labels of ``who`` for these products, in the same order."""
         return [self.label(p, criterion, who=who) for p in product_ids]
 
+    def held_out_by_rater(self, criterion: str) -> tuple[list[str], ...]:
+        """Return each rater's labels of ``criterion`` on the held-out products, one list per rater, in order."""
+        return tuple(self.column(self.held_out, criterion, who=rater) for rater in self.raters)
+
 
 def parse_labels(
     data: Any, *, rubric: Rubric, products: list[str], texts: dict[str, str], source: str = "human labels"

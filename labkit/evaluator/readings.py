@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.errors import LabkitError
-from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
+from labkit.evaluator.catalog import NARRATIVE_PRODUCTS
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
 from labkit.evaluator.report import EvaluationReport
@@ -57,37 +57,22 @@ def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
 
 def what_the_items_show(report: EvaluationReport) -> str:
     """Say what the agreement table can and cannot show on its few held-out items."""
-    labels = report.inputs.labels
     tone = report.agreement_for("tone", "per_criterion")
-    people = report.agreement_for("tone", "human-human")
-    fmt = report.agreement_for("format_length", "programmatic")
-    assert tone and people and fmt and tone.kappa is not None and people.kappa is not None
+    assert tone and tone.kappa is not None
     judge_c = report.agreement_for("completeness", "per_criterion")
     people_c = report.agreement_for("completeness", "human-human")
     assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
     _require(judge_c.kappa > people_c.kappa, "the judge's completeness kappa is above the raters'")
-    fails = labels.column(labels.held_out, "format_length").count("fail")
-    _require(fmt.kappa_low == fmt.kappa_high == 1.0, "format_length's kappa interval is [1.00, 1.00]")
     return (
-        f"**What {tone.items} items can show.** ({len(labels.held_out)} held-out products; "
-        f"{BOOTSTRAP_RESAMPLES} resamples.) One disagreement moves percent agreement by "
+        f"**What {tone.items} items can show.** One disagreement moves percent agreement by "
         f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
-        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]. So few items cannot separate a judge "
-        "near chance from one near agreement. A comparison is read from the interval of the *difference* "
-        "between two sides (§8), not from whether their own intervals overlap. "
+        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}], so these items cannot separate a judge "
+        f"near chance from one near agreement. A judge that always said `{tone.base_rate_label}` would agree on "
+        f"{tone.base_rate:.0%} of tone's items with a kappa of 0, which is why the rule asks for both figures. "
         f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
-        f"{people_c.kappa:.2f}. That does not show a judge better than its raters, for two reasons. Its replies "
-        "are authored. And the two kappas compare different pairs: the judge is compared with the adjudicated "
-        "label, which was settled from both raters, while rater A is compared only with rater B. "
-        f"A judge that always said `{tone.base_rate_label}` would agree on {tone.base_rate:.0%} of tone's items "
-        "with a kappa of 0, which is why the rule asks for both figures. The two authored raters reach a tone "
-        f"kappa of {people.kappa:.2f} [{people.kappa_low:.2f}, {people.kappa_high:.2f}]: the reference is "
-        "uncertain too. An interval ending at exactly 0.00 is not rounding: a resample in which one side gives a "
-        "single label throughout has kappa 0. The `format_length` rows compare the code's checks with the raters "
-        "on the labeled texts, which the course wrote. Their 1.00 [1.00, 1.00] is close to vacuous: "
-        f"{fails} fail among {fmt.items} items. Kappa is undefined in {fmt.kappa_undefined} of the "
-        f"{BOOTSTRAP_RESAMPLES} resamples, because a resample without that fail holds one label only; "
-        "`bootstrap_interval` leaves those resamples out."
+        f"{people_c.kappa:.2f}, but the two compare different pairs: the judge is compared with the adjudicated "
+        "label, settled from both raters, while rater A is compared only with rater B. So this does not show a "
+        "judge better than its raters."
     )
 
 
@@ -100,7 +85,8 @@ def routing_reading(report: EvaluationReport) -> str:
     names = " and ".join(f"`{c}`" for c in report.scored_by("judge"))
     people = " and ".join(f"`{c}`" for c in report.scored_by("human_review")) or "no criterion"
     return (
-        f"The judge qualifies for {names}; {people} goes to human review. The rule reads point estimates only: "
+        f"The {'authored ' if report.origin == 'authored' else ''}judge qualifies for {names}; {people} goes to "
+        "human review. The rule reads point estimates only: "
         f"`{lowest.criterion}` qualifies with a kappa of {lowest.kappa:.2f}, yet its interval reaches down to "
         f"{lowest.kappa_low:.2f}, so these items cannot rule out a judge at chance level. Qualifying is a risk the "
         "team's thresholds accept, not proof that the judge matches the raters."
@@ -150,13 +136,13 @@ def captured_first_look(captured: EvaluationReport) -> str:
         "**Its own lantern text.** The numeric check finds the wrong weight: *110 grams* beside the fact 340 g. "
         f"It cannot see *rectangular*. The facts give a {size.length.value:g} x {size.width.value:g} mm "
         "footprint, a square, and a shape is not a number with a unit. Judging this same text, the model passes "
-        "`factual_accuracy` (the judge table above), and its explanation repeats the *110 grams*.\n\n"
+        "`factual_accuracy` (the first judge table above), and its explanation repeats the *110 grams*.\n\n"
         "**The course's lantern text of §3**, which claims 12 hours against the fact 6 h. The model passes its "
         "`factual_accuracy` too. This is that reply's explanation in full:\n\n"
         f"> {quoted}\n\n"
         "It states both 6 and 12 hours, and a price per litre that no text holds. The explanation came first, "
         f"and the verdict still does not follow from it. {copied} of its {len(explanations)} explanations on "
-        "this text copy a sentence of the text word for word.\n\n"
+        "this text (the second judge table) copy a sentence of the text word for word.\n\n"
         f"**Schema and refusals.** All {len(captured.checks)} descriptions pass the schema check because the recording server "
         "held every reply to the schema's shape with a *grammar*: rules, built from the schema, on which "
         "characters may come next. That grammar still let raw control characters into strings, which JSON "
@@ -189,19 +175,29 @@ def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport)
     )
 
 
-def arrangement_reading(experiment: Experiment) -> str:
-    """Say what one arrangement experiment decides: a point estimate ahead is not a win when the interval holds 0."""
+def arrangement_reading(experiment: Experiment, report: EvaluationReport) -> str:
+    """Say what one arrangement experiment decides: a point estimate ahead is not a win when the interval holds 0.
+
+    ``report`` is the run the experiment read: its label changes between the
+    arrangements say why each difference interval starts at exactly 0.
+    """
     compared = comparisons_table([experiment])
     pairs = list(zip(compared.baseline, compared.changed_to, compared.difference_95, strict=True))
     _require(experiment.variable == "judge arrangement", "the experiment shown changes the arrangement")
     _require(experiment.outcome == "tie" and set(compared.verdict) == {"tie"}, "every measure is a tie")
     _require(all(float(c) > float(b) for b, c, _ in pairs), "per-criterion is ahead on every point estimate")
     _require(all(d.startswith("[0.00,") for _, _, d in pairs), "each difference interval starts at 0.00")
+    changes = report.label_changes()
+    _require(all(n > 0 for n in changes.values()), "the arrangements' labels differ on some item")
     points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c, _ in pairs)
+    changed = ", ".join(f"{n} for `{c}`" for c, n in changes.items())
+    author = "The course wrote these judge replies, so this lead is authored. " if report.origin == "authored" else ""
     return (
-        f"Per-criterion is ahead of bundled on every point estimate ({points}). Each difference interval starts "
-        "at exactly 0.00, so it holds zero, and every measure is a tie. The outcome is `tie`, and the log keeps "
-        "it: the next person may not call either arrangement the better one on these items."
+        f"Per-criterion is ahead of bundled on every point estimate ({points}). {author}"
+        f"The two arrangements give a different label on few held-out items: {changed}. A resample that "
+        "leaves those items out gives a difference of exactly 0, so each interval starts at 0.00. It holds zero, "
+        "and every measure is a tie. The log keeps the `tie`: the next person may not call either arrangement "
+        "the better one on these items."
     )
 
 
@@ -228,7 +224,7 @@ def log_reading(logged: list[Experiment]) -> str:
     )
 
 
-def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+def shelf_reading(authored: EvaluationReport) -> str:
     """Tell the case of the shelf p15: a false material claim that the checks and the authored judge passed."""
     inputs = authored.inputs
     shelf = inputs.products["p15"]
@@ -243,8 +239,6 @@ def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str
     _require("solid oak" in text and "oak" not in shelf.facts.materials, "the shelf claims oak")
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
-    released = {r.release for report in (authored, captured) for r in report.records.values()}
-    _require("release" not in released, "no product is released")
     passed = [r for r in inputs.labels.raters if human[r] == "pass"]
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
@@ -254,7 +248,40 @@ def shelf_reading(authored: EvaluationReport, captured: EvaluationReport) -> str
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
         "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
         "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. (No product is released in either run: each fails a criterion or waits for tone.) "
+        "material claim. "
         "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
         "judge misses."
+    )
+
+
+def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+    """Say what the held products of each run wait for: the same counts can hide different waits."""
+    mine = authored.waiting_for()
+    theirs = captured.waiting_for()
+    tone_only = mine.get(("tone:human_review",), 0)
+    not_judged = sum(n for key, n in mine.items() if any(k.endswith(":not_judged") for k in key))
+    all_three = theirs.get(tuple(sorted(f"{c.id}:human_review" for c in captured.inputs.rubric.judged())), 0)
+    _require(all_three == sum(theirs.values()), "every held captured product waits for people on each criterion")
+    _require(tone_only + not_judged == sum(mine.values()), "an authored product waits for tone or a judge label")
+    return (
+        f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
+        f"for people on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
+        f"other {not_judged} also lack a label the judge may give but was never asked for (`not_judged`): the "
+        "runs judge only the held-out products' labeled texts and the generated text of "
+        f"{', '.join(NARRATIVE_PRODUCTS)}."
+    )
+
+
+def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> str:
+    """Say why exercise 3's material check flags what it flags in the captured run, and what it misses."""
+    inputs = report.inputs
+    text = report.runs.generation.by_product()
+    _require(flags == {"p06": ["fabric"]}, "the check flags only p06's fabric in the captured run")
+    owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
+    _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
+    _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")
+    return (
+        f"Captured p06 is flagged for *fabric*: its facts do not name it, and the word is in `MATERIALS` only "
+        f"because the facts of {', '.join(owners)} name it. Captured p01's *alumium* is not flagged: a misspelling "
+        "matches no word on the list."
     )

@@ -47,6 +47,37 @@ class EvaluationReport:
             return f"{self.run_id} (authored): every reply written by the course; no model produced any"
         return f"{self.run_id} ({self.origin}): every reply from the model {self.runs.generation.model_id}"
 
+    @property
+    def created_at(self) -> str:
+        """The time the recorded run was made, from its manifest (ISO 8601)."""
+        from labkit.recording import load_run
+
+        return load_run(self.run_id).created_at
+
+    def kappa_summary(self) -> Any:
+        """Return the judge's kappa per criterion in each arrangement, with how many replies each refused."""
+        import pandas as pd
+
+        rows = []
+        for criterion in self.inputs.rubric.judged():
+            row: dict[str, Any] = {"criterion": criterion.id}
+            for arrangement in ("per_criterion", "bundled"):
+                a = self.agreement_for(criterion.id, arrangement)
+                assert a is not None
+                row[f"kappa, {arrangement}"] = None if a.kappa is None else round(a.kappa, 2)
+                row[f"refused, {arrangement}"] = a.rejected
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("criterion")
+
+    def waiting_for(self) -> dict[tuple[str, ...], int]:
+        """Count the products held for review by the criteria they wait for (``name:scorer``, sorted)."""
+        counts: dict[tuple[str, ...], int] = {}
+        for record in self.records.values():
+            if record.release == "awaiting_human_review":
+                key = tuple(sorted(f"{c.criterion}:{c.scorer}" for c in record.criteria if c.passed is None))
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def scored_by(self, scorer: str) -> list[str]:
         """Return the criteria the agreement rule routes to ``scorer`` (judge, human_review or programmatic)."""
         return [criterion for criterion, routed in self.routing.items() if routed.scorer == scorer]
@@ -268,7 +299,10 @@ def release_counts(reports: dict[str, EvaluationReport]) -> Any:
 
 
 def spread_table(reports: dict[str, EvaluationReport]) -> Any:
-    """Return each run's generation cost and measured latency as median and range (what the plots draw)."""
+    """Return each run's generation cost and measured latency as median and range (what the plots draw).
+
+    The last column is the judge calls' median latency, which the plots do not draw.
+    """
     import pandas as pd
 
     rows = []
@@ -276,6 +310,8 @@ def spread_table(reports: dict[str, EvaluationReport]) -> Any:
         calls = [g.call for g in report.runs.generation.generations]
         cost = pd.Series([c.cost_usd * 1e6 for c in calls])
         latency = pd.Series([c.latency_s for c in calls if c.latency_s is not None], dtype=float)
+        judging = [j.call.latency_s for j in report.runs.judging.calls if j.call.latency_s is not None]
+        judge_latency = pd.Series(judging, dtype=float)
         rows.append(
             {
                 "run": name,
@@ -285,6 +321,7 @@ def spread_table(reports: dict[str, EvaluationReport]) -> Any:
                 "cost range": interval(cost.min(), cost.max()),
                 "latency s (median)": round(latency.median(), 2) if len(latency) else "not measured",
                 "latency range": interval(latency.min(), latency.max()) if len(latency) else "-",
+                "judge latency s (median)": round(judge_latency.median(), 2) if judging else "not measured",
             }
         )
     return text_table(pd.DataFrame(rows).set_index("run"))

@@ -9,6 +9,7 @@ and the agreement rule live here too. Every generation and judge run records
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -125,6 +126,13 @@ def load_rubric(path: Path | None = None) -> Rubric:
     path = path or rubric_path()
     data, _ = load_strict(path)
     return parse_rubric(data, source=str(path))
+
+
+@dataclass(frozen=True)
+class RubricStamp:
+    """The one field `ensure_same_rubric` reads from a run: the hash of the rubric it was made under."""
+
+    rubric_sha256: str
 
 
 def ensure_same_rubric(run: Any, rubric: Rubric) -> None:
