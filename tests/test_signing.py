@@ -72,7 +72,7 @@ def test_the_committed_signatures_are_checked_in_python_with_no_ssh_binary(monke
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("checking a signature ran a program"))
     results = verify_runs()
-    assert len(results) == 16
+    assert len(results) == 18
     assert {(run.signature.status, run.signature.principal) for _, run, _ in results if run} == {
         ("signed", "labkit-course")
     }

@@ -3,6 +3,7 @@
 import pytest
 
 from labkit.authored import AuthoringAdapter
+from labkit.course import prompt_test
 from labkit.course.lessons import module_of_run
 from labkit.errors import RecordedRunError
 from labkit.recording import load_run
@@ -72,4 +73,4 @@ def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_re
     monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: a request would fail
     monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
     with pytest.raises(RecordedRunError, match=f"recorded_runs/{prompt_fix.RUN_BASELINE} already exists"):
-        prompt_fix.main([])
+        prompt_test.main([])

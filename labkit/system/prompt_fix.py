@@ -11,13 +11,12 @@ variable; the lesson's first captured run was served by another runtime. What th
 show: with the fix the count question gets a valid ``tool_call``, but the
 cancellation count still names ``get_refund``, so the example is not the whole cause.
 
-Record both again with ``python -m labkit.system.prompt_fix`` (a served model in
+Record both again with ``python -m labkit.course.prompt_test`` (a served model in
 ``LABKIT_BASE_URL`` / ``LABKIT_MODEL``, as for ``labkit record``).
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -160,25 +159,3 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
         f"beyond whitespace: {named}. Each is one request at temperature 0, so this shows "
         "that a change of server alone can change replies, not how often it does."
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Record `RUN_BASELINE` and `RUN_CAPTURED` against the endpoint in ``LABKIT_BASE_URL``."""
-    import importlib
-
-    from labkit.course.lessons import lesson_module, record_captured
-
-    parser = argparse.ArgumentParser(
-        prog="python -m labkit.system.prompt_fix", description=main.__doc__
-    )
-    parser.parse_args(argv)
-    for module, run_id in (
-        (lesson_module("05"), RUN_BASELINE),
-        (importlib.import_module("labkit.system.prompt_fix"), RUN_CAPTURED),
-    ):
-        print(record_captured("05", run_id=run_id, module=module))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
