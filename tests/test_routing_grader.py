@@ -1064,6 +1064,7 @@ def test_too_few_differing_tickets_are_said_to_be_untestable():
     assert two["smallest_p"] == 0.5
     sentence = sign_test_sentence(two)
     assert "cannot be told apart" in sentence and "could not have told them apart" in sentence
+    assert sentence.startswith("2 fixed and 0 broken of the 2 tickets exactly one run gets right")
     six = ticket_changes(_failing(*[f"t{n}" for n in range(1, 7)]), _failing())
     sentence = sign_test_sentence(six)
     assert "differ beyond chance" in sentence and "could not have" not in sentence

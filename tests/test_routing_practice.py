@@ -7,7 +7,7 @@ import pytest
 from labkit.course.shortcuts import calls_to
 from labkit.errors import RouteGradeError
 from labkit.paths import fixtures_dir
-from labkit.routing.grader import load
+from labkit.routing.grader import compare, load
 from labkit.routing.practice import check_smallest_repair, with_penalties, with_routes
 
 
@@ -109,9 +109,11 @@ def test_release_predictions_pass_when_right_and_say_only_how_many_are_wrong(shi
 
     suite, sha, baseline, candidate = shipped
     trials = _release_trials(suite, baseline, candidate)
-    check_release_predictions({"same": True, "outage": False}, trials, suite_sha256=sha)
+    check_release_predictions({"same": True, "outage": {2, 3}}, trials, suite_sha256=sha)
     with pytest.raises(AssertionError, match="1 of your 2 predictions are wrong") as refused:
         check_release_predictions({"same": True, "outage": True}, trials, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="1 of your 2 predictions are wrong"):  # fails, but not only on 3
+        check_release_predictions({"same": True, "outage": {3}}, trials, suite_sha256=sha)
     assert "penalty" not in str(refused.value) and "urgent" not in str(refused.value)  # no reasons given away
     with pytest.raises(NotImplementedError):
         check_release_predictions({"same": True, "outage": None}, trials, suite_sha256=sha)
@@ -125,7 +127,10 @@ def _reply_check(parse, **changes):
     captured = [("t1", '{"id": "t1", "route": "sales"}'), ("t9", '{"id": "./t9", "route": "sales"}')]
     arguments = {
         "good": {("t2", '{"id": "t2", "route": "refunds"}'): "refunds"},
-        "bad": [("t3", '{"id": "t3", "id": "t3", "route": "billing"}'), ("t5", '{"id": "t5", "route": NaN}')],
+        "bad": {
+            ("t3", '{"id": "t3", "id": "t3", "route": "billing"}'): "repeated",
+            ("t5", '{"id": "t5", "route": NaN}'): "NaN",
+        },
         "captured": captured,
         "malformed": [Malformed("t9", captured[1][1], "id changed")],
         "suite_sha256": sha,
@@ -141,8 +146,8 @@ def test_reply_parser_check_passes_a_strict_parser_and_counts_its_malformed_repl
     def strict(ticket_id, raw):
         try:
             data = loads_strict(raw)
-        except ValueError:
-            return None, "not strict JSON"
+        except ValueError as error:
+            return None, f"not strict JSON: {error}"
         if not isinstance(data, dict) or set(data) != {"id", "route"} or data["id"] != ticket_id:
             return None, "wrong shape or id"
         return (data["route"], None) if isinstance(data["route"], str) else (None, "route is not text")
@@ -166,3 +171,35 @@ def test_reply_parser_check_refuses_a_lenient_parser_and_labkits_own():
         _reply_check(lenient)
     with pytest.raises(AssertionError, match="calls labkit's"):
         _reply_check(lambda cid, raw: parse_route_reply(cid, raw))
+
+
+def test_reply_parser_check_refuses_a_parser_that_lets_nan_through_as_a_number():
+    import json
+
+    from labkit.canonical import unique_object
+
+    def no_nan_rule(ticket_id, raw):  # refuses repeated keys, but NaN only as "not text"
+        try:
+            data = json.loads(raw, object_pairs_hook=unique_object)
+        except ValueError as error:
+            return None, f"not strict JSON: {error}"
+        if not isinstance(data, dict) or set(data) != {"id", "route"} or data["id"] != ticket_id:
+            return None, "wrong shape or id"
+        return (data["route"], None) if isinstance(data["route"], str) else (None, "route is not text")
+
+    with pytest.raises(AssertionError, match="does not name the rule it breaks") as refused:
+        _reply_check(no_nan_rule)
+    assert "NaN" in str(refused.value)  # the reply is named; the word is the reply's own
+
+
+def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
+    from labkit.routing.practice import failed_conditions, with_penalties
+
+    suite, sha, baseline, candidate = shipped
+    assert failed_conditions(compare(suite, sha, baseline, baseline)) is True
+    assert failed_conditions(compare(suite, sha, baseline, candidate)) == {2, 3}
+    assert failed_conditions(compare(suite, sha, candidate, baseline)) == {1}
+    cheap_outage = with_routes(baseline, t7="sales", t1="billing")
+    assert failed_conditions(compare(with_penalties(suite, urgent_support=1), sha, baseline, cheap_outage)) == {3}
+    swapped = with_routes(candidate, t1="urgent_support", t3="sales")
+    assert failed_conditions(compare(suite, sha, baseline, swapped, protected=["t3"])) == {4}

@@ -199,3 +199,14 @@ def test_a_bad_input_the_gate_would_grade_is_shown_as_not_refused(tmp_path, monk
     table = grade_bad_inputs(tmp_path / "bad")
     assert table.iloc[0]["refused by"] == "NOT REFUSED"
     assert (table.iloc[1:]["refused by"] != "NOT REFUSED").all()
+
+
+def test_the_loader_refuses_exactly_the_loader_kinds_and_the_grader_every_other(tmp_path):
+    from labkit.routing.suite import LOADER_KINDS, refusal_table
+
+    table = refusal_table(grade_bad_inputs(tmp_path / "bad"))
+    assert list(table.columns) == ["refused by", "says"]
+    for name, row in table.iterrows():
+        assert row["refused by"] == ("InvalidJSON" if name in LOADER_KINDS else "RouteGradeError"), name
+        assert ";" not in row["says"], name
+    assert table.loc["zero weight", "says"] == "suite penalty for sales is 0"

@@ -77,10 +77,12 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> 
 
 def _split(changes: Mapping[str, Any]) -> str:
     fixed, broke = len(changes["fixed"]), len(changes["broke"])
+    differ = fixed + broke
     reading = "which the sign test cannot tell from chance" if changes["tie"] else "beyond what chance explains"
+    floor = "; the test cannot reach 5% below 6 differing tickets" if differ < 6 else ""
     return (
-        f"a {fixed}-{broke} split on the {fixed + broke} ticket{'s' * (fixed + broke != 1)} they disagree on, "
-        f"{reading} (p = {changes['p_value']:.2f})"
+        f"a {fixed}-{broke} split on the {differ} ticket{'s' * (differ != 1)} exactly one of them gets right, "
+        f"{reading} (p = {changes['p_value']:.2f}{floor})"
     )
 
 

@@ -298,7 +298,7 @@ def fixes(old: Summary, new: Summary) -> list[str]:
 def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
     """Compare two runs ticket by ticket: the ids the candidate ``fixed`` and ``broke``, and whether chance explains the split.
 
-    Both runs answer the same tickets, so only the tickets they disagree on carry evidence. If
+    Both runs answer the same tickets, so only the tickets exactly one of them gets right carry evidence. If
     neither run were better, each such ticket would be as likely fixed as broken: ``p_value`` is
     the exact two-sided sign test's chance of a split at least this lopsided, ``smallest_p`` the
     smallest it could be for that many tickets, and ``tie`` is true when the chance is 5% or more
@@ -327,7 +327,7 @@ def sign_test_sentence(changes: Mapping[str, Any]) -> str:
     """
     fixed, broke = changes["fixed"], changes["broke"]
     differ = len(fixed) + len(broke)
-    split = f"{len(fixed)} fixed and {len(broke)} broken of the {differ} tickets the runs disagree on"
+    split = f"{len(fixed)} fixed and {len(broke)} broken of the {differ} tickets exactly one run gets right"
     verdict = "cannot be told apart on correct routes" if changes["tie"] else "differ beyond chance"
     text = (
         f"{split}: the exact two-sided sign test gives p = {changes['p_value']:.2f}, so at the 5% level "

@@ -37,18 +37,36 @@ def with_penalties(suite: Mapping[str, Any], **weights: int) -> dict[str, Any]:
     return {**suite, "penalties": {**suite["penalties"], **weights}}
 
 
-def check_release_predictions(predicted: Mapping[str, bool | None], trials: Trials, *, suite_sha256: str) -> None:
-    """Grade the predicted verdicts ``name: True/False`` against the gate's on each trial ``name: (suite, baseline, candidate)``.
+#: Words in each reason `release_reasons` gives, and the number of the condition it names.
+CONDITION_OF_REASON = {
+    "correct routes fell": 1,
+    "penalty points rose": 2,
+    "urgent_support case(s) misrouted": 3,
+    "protected case": 4,
+}
 
-    Raises `NotImplementedError` while a prediction is still ``None``, and `AssertionError` saying
-    only how many predictions are wrong: the gate's reasons would give the answers away.
+
+def failed_conditions(report: Mapping[str, Any]) -> bool | set[int]:
+    """Return ``True`` when a `compare` report passes, else the numbers of the release-rule conditions it fails."""
+    if report["pass"]:
+        return True
+    return {number for reason in report["reasons"] for words, number in CONDITION_OF_REASON.items() if words in reason}
+
+
+def check_release_predictions(predicted: Mapping[str, Any], trials: Trials, *, suite_sha256: str) -> None:
+    """Grade each prediction against the gate on each trial ``name: (suite, baseline, candidate)``.
+
+    A prediction is ``True`` (the candidate passes) or the set of condition numbers it fails,
+    as `failed_conditions` reads them: ``{2, 3}``. Raises `NotImplementedError` while a
+    prediction is still ``None``, and `AssertionError` saying only how many predictions are
+    wrong: the gate's reasons would give the answers away.
     """
     if None in predicted.values() or set(predicted) != set(trials):
         raise NotImplementedError("hint: apply the three conditions; what does a tie do?")
     wrong = [
         name
         for name, (suite, base, run) in trials.items()
-        if compare(suite, suite_sha256, base, run)["pass"] != predicted[name]
+        if failed_conditions(compare(suite, suite_sha256, base, run)) != predicted[name]
     ]
     assert not wrong, f"{len(wrong)} of your {len(trials)} predictions are wrong: apply each condition again"
 
@@ -90,7 +108,7 @@ OWN_PARSERS = (parse_route_reply, parse_route)
 def check_reply_parser(
     parse_reply: Callable[[str, str], tuple[str | None, str | None]],
     good: Mapping[tuple[str, str], str],
-    bad: Sequence[tuple[str, str]],
+    bad: Mapping[tuple[str, str], str],
     *,
     captured: list[tuple[str, str]],
     malformed: Sequence[Malformed],
@@ -100,7 +118,8 @@ def check_reply_parser(
     """Grade ``parse_reply(ticket id, raw)`` on authored replies, then on the ``captured`` ones; return its malformed count.
 
     Each ``good`` reply must give ``(its route, None)``, each ``bad`` one ``(None, a problem in
-    words)``. On the captured replies it must find the same malformed tickets as labkit's parser
+    words)``; where ``bad`` maps a reply to a word ("repeated", "NaN"), the problem must contain
+    it, so a parser that refuses a NaN only because it is not text is refused. On the captured replies it must find the same malformed tickets as labkit's parser
     (``malformed``). It may not call `OWN_PARSERS`: ``watch`` (the course's `calls_to`) lists them.
     """
     with watch(*OWN_PARSERS) as called:
@@ -108,10 +127,11 @@ def check_reply_parser(
     assert not called, f"parse_reply calls labkit's {called[0]}: write the rules yourself"
     for (cid, raw), route in good.items():
         assert answers[cid, raw] == (route, None), f"{raw!r} is well formed: yours {answers[cid, raw]}"
-    for cid, raw in bad:
+    for (cid, raw), word in bad.items():
         got, problem = answers[cid, raw]
         assert got is None, f"{raw!r} for {cid} is malformed: yours routes it {got!r}, a guess"
         assert isinstance(problem, str) and problem.strip(), f"{raw!r}: say what is wrong"
+        assert word.lower() in problem.lower(), f"{raw!r}: your problem {problem!r} does not name the rule it breaks"
     _, mine = routing_run(captured, label="mine", suite_sha256=suite_sha256, parse=parse_reply)
     assert [bad.id for bad in mine] == [bad.id for bad in malformed], (
         "your parser and labkit's disagree on the captured replies"

@@ -339,6 +339,19 @@ def grade_bad_inputs(folder: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("bad input")
 
 
+#: The bad inputs the strict loader refuses (`InvalidJSON`); the grader refuses every other kind (`RouteGradeError`).
+LOADER_KINDS = ("repeated key", "NaN weight", "overflowing weight", "over 1 MB")
+
+
+def refusal_table(refusals: pd.DataFrame) -> pd.DataFrame:
+    """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and what it says first.
+
+    The ``says`` column keeps each message up to its first semicolon (what is wrong); the rest,
+    what to do, is in ``refusals["message"]``.
+    """
+    return refusals[["refused by"]].assign(says=refusals["message"].str.split(";").str[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the fixtures into ``argv[0]`` (default ``fixtures/routing``) and print what was written."""
     return fixture_script(
