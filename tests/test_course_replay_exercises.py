@@ -3,10 +3,7 @@ import json
 
 import pytest
 
-from labkit.rag.trace import RUN_AUTHORED
-from labkit.recording import load_run
-from labkit.replay import request_diff
-from labkit.replay_exercises import (
+from labkit.course.replay_exercises import (
     CHANGES,
     REWRITE_KINDS,
     check_changed_fields,
@@ -14,6 +11,9 @@ from labkit.replay_exercises import (
     check_hash_predictions,
     hash_effects,
 )
+from labkit.rag.trace import RUN_AUTHORED
+from labkit.recording import load_run
+from labkit.replay import request_diff
 
 
 @pytest.fixture(scope="module")
