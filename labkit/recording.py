@@ -69,7 +69,7 @@ Origin = Literal["captured", "authored"]
 def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[tuple[str, str]] | None = None) -> str:
     """Return the binding key of a request as the model receives it: endpoint path, query and body, in order.
 
-    Key order inside the body counts (only whitespace is normalised); query
+    Key order inside the body counts (spelling is normalised as `request_json` says); query
     parameters such as ``api-version`` count too.
     """
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
@@ -434,6 +434,15 @@ def parse_run(data: Any, *, source: str = "recorded run") -> RecordedRun:
     except ValidationError as exc:
         problems = validation_problems(exc, whole="run")
         raise RecordedRunError(f"{source}: not a valid recorded run: {problems}") from None
+
+
+def refusal_reason(error: RecordedRunError) -> str:
+    """Return why `load_run` refused a run, as one line: the field and the reason, without the file path.
+
+    Pydantic's wording ("Value error, ") is dropped; what the message says to do stays.
+    """
+    text = str(error).partition("not a valid recorded run: ")[2] or str(error)
+    return text.replace("Value error, ", "").splitlines()[0]
 
 
 def load_run(run: str | Path, *, root: Path | None = None) -> RecordedRun:

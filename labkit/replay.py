@@ -398,7 +398,13 @@ class ReplayTransport(httpx2.BaseTransport):
         self.store = store
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        """Answer the HTTP request the client wrote: look its body up in the store, return the saved reply."""
+        """Answer the HTTP request the client wrote, in place of the network.
+
+        The body's bytes are parsed (`replayed_body`, strict JSON); `BindingStore.lookup`
+        writes them again as `request_json` text with the path and query, and looks up
+        that text's SHA-256. The reply saved under it comes back as an HTTP response; a
+        request with no binding is refused, and a recorded network failure is raised again.
+        """
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
             raise ReplayUnsupported(
                 f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"

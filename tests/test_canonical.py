@@ -227,3 +227,10 @@ def test_the_parse_hooks_refuse_a_repeated_key_a_constant_and_an_overflow_on_the
     assert finite_float("2.5") == 2.5
     with pytest.raises(InvalidJSON, match="1e999 overflows to infinity"):
         finite_float("1e999")
+
+
+def test_request_json_writes_escapes_and_number_spellings_as_json_does_but_keeps_float_and_int_apart() -> None:
+    from labkit.canonical import loads_strict, request_json
+
+    assert request_json(loads_strict('{"a": "\\u00e9", "b": 1.50}')) == request_json(loads_strict('{"a":"é","b":1.5}'))
+    assert request_json(loads_strict('{"seed": 7}')) != request_json(loads_strict('{"seed": 7.0}'))

@@ -745,3 +745,16 @@ def test_write_edited_run_changes_only_a_copy_that_load_run_then_refuses(tmp_pat
     with pytest.raises(RecordedRunError, match="content_sha256"):
         load_run(copy)
     load_run(write_edited_run("02-rag-authored", tmp_path / "same", lambda data: None))
+
+
+def test_refusal_reason_names_the_field_and_the_reason_without_pydantic_labels(tmp_path) -> None:
+    from labkit.rag.trace import RUN_AUTHORED
+    from labkit.recording import load_run, refusal_reason, write_edited_run
+
+    edited = write_edited_run(RUN_AUTHORED, tmp_path / "edited", lambda data: data.update(description="edited"))
+    with pytest.raises(RecordedRunError) as refused:
+        load_run(edited)
+    reason = refusal_reason(refused.value)
+    assert reason.startswith("run: field 'content_sha256'")
+    assert "Value error" not in reason and str(tmp_path) not in reason
+    assert "restore it from git or record it again" in reason
