@@ -109,3 +109,42 @@ def test_prompt_change_verdict_names_a_constant_run_that_passes_and_a_one_ticket
     assert "only billing or sales" in text and "Neither prompt routes in any real sense" in text
     assert "'always urgent_support' passes the gate" in text  # 2 right, 8 points, no urgent miss
     assert "ahead of it by 2" not in text  # more right routes than always urgent_support, yet 44 points to 8
+
+
+def _all_routes_runs(suite, sha, count, seed):
+    import random
+
+    rng = random.Random(seed)
+    ids = [case["id"] for case in suite["cases"]]
+    for _ in range(count):
+        yield {
+            "label": "what-if",
+            "origin": "simulated",
+            "suite_sha256": sha,
+            "predictions": [{"id": cid, "route": rng.choice(sorted(suite["penalties"]))} for cid in ids],
+        }
+
+
+def test_penalty_condition_is_implied_by_the_other_two_under_the_shipped_weights(shipped):
+    from labkit.routing.findings import penalty_condition_decides, penalty_condition_note
+    from labkit.routing.practice import failed_conditions, with_penalties
+
+    suite, sha, baseline, candidate = shipped
+    assert not penalty_condition_decides(suite["penalties"])
+    assert "never decides anything" in penalty_condition_note(suite["penalties"])
+    runs = [baseline, candidate, *_all_routes_runs(suite, sha, 60, seed=6)]
+    for old in runs:
+        for new in runs:
+            failed = failed_conditions(compare(suite, sha, old, new))
+            assert failed is True or failed != {2}, "condition 2 decided alone under the shipped weights"
+    heavy = with_penalties(suite, billing=3)
+    assert penalty_condition_decides(heavy["penalties"])
+    assert "can fail a candidate" in penalty_condition_note(heavy["penalties"])
+    trade = {
+        **baseline,
+        "predictions": [
+            {**p, "route": {"t7": "sales", "t9": "support", "t4": "sales", "t5": "sales"}.get(p["id"], p["route"])}
+            for p in baseline["predictions"]
+        ],
+    }
+    assert failed_conditions(compare(heavy, sha, baseline, trade)) == {2}

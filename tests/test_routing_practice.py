@@ -203,3 +203,18 @@ def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
     assert failed_conditions(compare(with_penalties(suite, urgent_support=1), sha, baseline, cheap_outage)) == {3}
     swapped = with_routes(candidate, t1="urgent_support", t3="sales")
     assert failed_conditions(compare(suite, sha, baseline, swapped, protected=["t3"])) == {4}
+
+
+def test_protected_predictions_pass_when_right_and_say_only_how_many_are_wrong(shipped):
+    from labkit.routing.practice import check_protected_predictions
+
+    suite, sha, baseline, _ = shipped
+    trade = with_routes(baseline, t7="sales", t4="sales")
+    right = {"t1 t4 t7 t9": ["t4"], "t3 t7 t9": []}
+    check_protected_predictions(right, suite, sha, baseline, trade)
+    for wrong in ({"t1 t4 t7 t9": ["t4", "t7"], "t3 t7 t9": []}, {"t1 t4 t7 t9": [], "t3 t7 t9": []}):
+        with pytest.raises(AssertionError, match="1 of your 2 predictions disagree") as caught:
+            check_protected_predictions(wrong, suite, sha, baseline, trade)
+        assert "t4" not in str(caught.value)
+    with pytest.raises(NotImplementedError):
+        check_protected_predictions({"t3 t7 t9": None}, suite, sha, baseline, trade)

@@ -17,6 +17,36 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(ids) or "none"
 
 
+def penalty_condition_decides(penalties: Mapping[str, int]) -> bool:
+    """Return whether condition 2 (penalty points do not rise) can fail a run that passes conditions 1 and 3.
+
+    With no urgent miss, a candidate's points are the weights of its non-urgent misses. When every
+    non-urgent route weighs the same ``w`` and `urgent_support` weighs at least ``w``, those points are
+    at most ``w`` times the baseline's misses, which is at most the baseline's points: condition 2
+    is then implied by the other two and decides nothing.
+    """
+    others = {weight for route, weight in penalties.items() if route != URGENT}
+    return len(others) > 1 or penalties[URGENT] < max(others)
+
+
+def penalty_condition_note(penalties: Mapping[str, int]) -> str:
+    """Say whether the penalty condition can decide anything under these weights, and when it would start to."""
+    shown = ", ".join(f"{route} {weight}" for route, weight in penalties.items())
+    if penalty_condition_decides(penalties):
+        return (
+            f"With these weights ({shown}), condition 2 can fail a candidate that passes conditions 1 and 3: "
+            "a few costly misses can outweigh more cheap fixes."
+        )
+    cheap = min(penalties.values())
+    return (
+        f"With these weights ({shown}), condition 2 never decides anything on its own. A candidate with no "
+        "urgent miss and no fewer correct routes cannot have more penalty points: each of its misses costs "
+        f"{cheap}, and each of the baseline's costs at least {cheap}. So here the urgent rule does the work that one accuracy number cannot. "
+        "Condition 2 can start to decide once one non-urgent route weighs more than another. Exercise 1 has "
+        "a row where billing weighs 3: work out what condition 2 does there."
+    )
+
+
 def accuracy_hides_the_outage(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """Say how the candidate's correct routes and penalty points moved, and which tickets changed.
 

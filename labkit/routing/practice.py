@@ -3,8 +3,8 @@
 `with_routes` and `with_penalties` build in-memory variants of a run or a suite. They keep the
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
-`check_release_predictions`, `check_smallest_repair` and `check_reply_parser` grade a learner's
-answers to exercises 1, 2 and 4; none of them prints the answer before it passes.
+`check_release_predictions`, `check_smallest_repair`, `check_protected_predictions` and
+`check_reply_parser` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before it passes.
 """
 
 from __future__ import annotations
@@ -69,6 +69,26 @@ def check_release_predictions(predicted: Mapping[str, Any], trials: Trials, *, s
         if failed_conditions(compare(suite, suite_sha256, base, run)) != predicted[name]
     ]
     assert not wrong, f"{len(wrong)} of your {len(trials)} predictions are wrong: apply each condition again"
+
+
+def check_protected_predictions(
+    predicted: Mapping[str, Any], suite: Any, suite_sha256: str, baseline: Any, candidate: Any
+) -> None:
+    """Grade predictions of the ids the protected-case condition names, one per protected set.
+
+    ``predicted`` maps a protected set written as ids separated by spaces ("t1 t4") to the list
+    of ids, in id order, that `release_reasons` names for it when ``candidate`` is gated against
+    ``baseline``. Raises `NotImplementedError` while a prediction is ``None``, and `AssertionError`
+    saying only how many are wrong.
+    """
+    if None in predicted.values():
+        raise NotImplementedError("hint: reread what the protected-case condition watches")
+    wrong = 0
+    for ids, names in predicted.items():
+        reasons = compare(suite, suite_sha256, baseline, candidate, protected=ids.split())["reasons"]
+        named = [reason.split(": ", 1)[1].split(", ") for reason in reasons if reason.startswith("protected")]
+        wrong += (named[0] if named else []) != names
+    assert not wrong, f"{wrong} of your {len(predicted)} predictions disagree with the gate"
 
 
 def check_smallest_repair(
