@@ -318,7 +318,6 @@ def test_every_step_of_an_answered_request_records_what_it_decided(index, adapte
     messages = prompt(ANSWERED, [doc for doc, _ in ranked])
     assert traced.trace.first("model_request_ready").data == {
         "messages": messages,
-        "request_sha256": canonical_sha256(messages),
         "mode": "replay",
     }
     assert traced.trace.first("reply_checked").data == {

@@ -440,7 +440,7 @@ def ask_model(
     from labkit.replay import ReplayRequestMismatch
 
     messages = prompt(question, selected) if edit is None else edit(prompt(question, selected))
-    trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
+    trace.emit("model_request_ready", messages=messages, mode=adapter.mode)
     try:
         completion = adapter.generate(question, messages)
     except ReplayRequestMismatch as exc:
