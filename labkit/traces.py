@@ -265,9 +265,8 @@ def event_summary(event: TraceEvent) -> str:
         sources = list(dict.fromkeys(d.get("source_ids") or []))
         line = f"{len(d.get('chunk_ids') or [])} chunks from {', '.join(sources) or 'no source'}"
     elif kind == "model_request_ready":
-        line = (
-            f"{len(d.get('messages') or [])} messages, sha256 {str(d.get('request_sha256', ''))[:12]}…, {d.get('mode')}"
-        )
+        digest = f"sha256 {str(d['request_sha256'])[:12]}…, " if d.get("request_sha256") else ""
+        line = f"{len(d.get('messages') or [])} messages, {digest}{d.get('mode')}"
     elif kind == "model_reply_returned":
         line = f"{d.get('model')}: {_reply(d.get('reply'))}"
     elif kind == "generate":

@@ -318,7 +318,6 @@ def test_every_step_of_an_answered_request_records_what_it_decided(index, adapte
     messages = prompt(ANSWERED, [doc for doc, _ in ranked])
     assert traced.trace.first("model_request_ready").data == {
         "messages": messages,
-        "request_sha256": canonical_sha256(messages),
         "mode": "replay",
     }
     assert traced.trace.first("reply_checked").data == {
@@ -666,11 +665,11 @@ def test_the_branch_table_names_who_replied_for_each_branch(index, adapter):
     assert table["status"].tolist() == ["answered", "not_in_docs", "replay_refused", "answered"]
 
 
-def test_the_candidates_table_marks_the_cited_passages_in_rank_order(index, adapter):
+def test_the_candidates_table_marks_the_passages_of_cited_sources_in_rank_order(index, adapter):
     traced = trace_request(ANSWERED, index, adapter)
     table = rag_trace.candidates_table(traced)
     assert table.index.tolist() == [1, 2, 3]
-    assert table["cited"].tolist() == [True, True, False]
+    assert table["cited source"].tolist() == [True, True, False]
     assert table["chunk_id"].iloc[0].startswith("datetime-fromisoformat:")
 
 

@@ -440,7 +440,7 @@ def ask_model(
     from labkit.replay import ReplayRequestMismatch
 
     messages = prompt(question, selected) if edit is None else edit(prompt(question, selected))
-    trace.emit("model_request_ready", messages=messages, request_sha256=canonical_sha256(messages), mode=adapter.mode)
+    trace.emit("model_request_ready", messages=messages, mode=adapter.mode)
     try:
         completion = adapter.generate(question, messages)
     except ReplayRequestMismatch as exc:
@@ -653,7 +653,9 @@ def probe(
 
 
 def candidates_table(traced: TracedRequest) -> Any:
-    """Return the request's retrieval candidates as a table: rank, ids, score, whether the reply cites it, text."""
+    """Return the request's retrieval candidates as a table: rank, ids, score, whether the reply cites its source, text.
+
+    The ``cited source`` column is source-level: it is true for every passage of a cited source id."""
     import pandas as pd
 
     from labkit.tables import text_table
@@ -663,9 +665,9 @@ def candidates_table(traced: TracedRequest) -> Any:
         raise ValueError(f"this request ended {traced.outcome} before search: it has no candidates to show.")
     frame = pd.DataFrame(retrieved.data["candidates"])
     cited = set(traced.result["source_ids"]) if traced.result else set()
-    frame["cited"] = frame["source_id"].isin(cited)
+    frame["cited source"] = frame["source_id"].isin(cited)
     frame["score"] = frame["score"].round(3)
-    return text_table(frame[["rank", "chunk_id", "score", "cited", "text"]].set_index("rank"))
+    return text_table(frame[["rank", "chunk_id", "score", "cited source", "text"]].set_index("rank"))
 
 
 def passages_table(chunks: list[Any], source_id: str) -> Any:
