@@ -3,9 +3,9 @@
 import pytest
 
 from labkit.boundary import connect
+from labkit.course.trace_exercises import check_cited_rank, check_not_in_docs_cause, check_score_floor
 from labkit.rag.ranking import RUN_AUTHORED as RUN_RANKING
 from labkit.rag.trace import RUN_AUTHORED, RUN_CAPTURED, SETTINGS, load_docs_index, model_step
-from labkit.rag.trace_exercises import check_cited_rank, check_not_in_docs_cause, check_score_floor
 
 
 @pytest.fixture(scope="module")
