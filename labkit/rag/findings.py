@@ -8,18 +8,12 @@ the higher one's 95% Wilson interval is a tie, and is printed as one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from labkit.rag.metrics import Experiment, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
-
-#: A chunk that is nothing but a page footer ("Company | DOC_NAME | page 7").
-FOOTER_ONLY = re.compile(r"[^\n]+ \| \w+ \| page \d+")
-#: A passage shorter than this many characters is counted as a fragment (a page's short remainder).
-SHORT_PASSAGE = 200
 
 
 def _markdown(text: str) -> Any:
@@ -83,6 +77,8 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
             f" {answerable} answerable questions."
         )
     refused = table[table.rag == "refused"]
+    from labkit.rag.lesson import FOOTER_ONLY, SHORT_PASSAGE
+
     texts = [p["chunk_text"] for r in run.rag.values() if r for p in r["retrieved"]]
     footers = sum(bool(FOOTER_ONLY.fullmatch(t)) for t in texts)
     lines.append(

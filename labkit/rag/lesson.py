@@ -6,6 +6,7 @@ steps (``answer_with_rag``, grade, experiment) and the logic stays tested here.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ from labkit.rag.index import (
 from labkit.rag.metrics import Experiment, grade, page_hit, summary
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import text_table
+
+#: A chunk that is nothing but a page footer ("Company | DOC_NAME | page 7").
+FOOTER_ONLY = re.compile(r"[^\n]+ \| \w+ \| page \d+")
+#: A passage shorter than this many characters is counted as a fragment (a page's short remainder).
+SHORT_PASSAGE = 200
 
 #: The k values of the k experiment.
 KS = (1, 3, 5, 8)
@@ -488,12 +494,10 @@ def refusal(error: BaseException) -> str:
 def chunk_lengths(index: FilingsIndex) -> str:
     """Say how the splitter cut the filings: chunks, pages, median and shortest length, short and footer-only chunks.
 
-    A chunk under `labkit.rag.findings.SHORT_PASSAGE` characters is a page's short remainder; a footer-only
-    chunk holds nothing but the page footer (`labkit.rag.findings.FOOTER_ONLY`).
+    A chunk under `SHORT_PASSAGE` characters is a page's short remainder; a footer-only
+    chunk holds nothing but the page footer (`FOOTER_ONLY`).
     """
     from statistics import median
-
-    from labkit.rag.findings import FOOTER_ONLY, SHORT_PASSAGE
 
     lengths = [len(c.page_content) for c in index.chunks]
     pages = {(c.metadata["doc_name"], c.metadata["source_page"]) for c in index.chunks}
