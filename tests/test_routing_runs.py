@@ -93,3 +93,18 @@ def test_captured_calls_puts_the_expected_route_beside_each_raw_reply():
     assert list(calls.columns) == ["expected", "raw reply (captured)", "tokens", "latency_s"]
     assert calls.loc["t9", "expected"] == "support"
     assert list(calls["raw reply (captured)"].items()) == [(r["id"], r["raw reply"]) for r in captured_replies()]
+
+
+def test_recording_summary_says_so_when_the_course_copy_has_no_constraints_file(tmp_path, monkeypatch):
+    import labkit.paths
+    from labkit.routing.runs import recording_summary
+
+    real_root = labkit.paths.project_root()
+    for name in ("recorded_runs", "fixtures"):
+        (tmp_path / name).symlink_to(real_root / name)
+    monkeypatch.setattr(labkit.paths, "project_root", lambda: tmp_path)
+    line = recording_summary().splitlines()[1]
+    assert (
+        line
+        == "endpoint kind recorded: local-llama-cpp; no constraints.txt beside the notebooks (a copy of the course without it)"
+    )

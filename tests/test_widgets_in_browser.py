@@ -390,7 +390,7 @@ def test_an_untrusted_notebooks_trace_viewer_is_styled_and_its_rows_say_what_hap
         )
         assert not any(trusted), "the notebook was meant to be opened untrusted"
         shown = page.locator('.jp-OutputArea-output[data-mime-type="text/html"] .lk-trace')
-        assert shown.count() == len(viewers_html) == 2, "an untrusted notebook shows each viewer's HTML form"
+        assert shown.count() == len(viewers_html) >= 1, "an untrusted notebook shows each viewer's HTML form"
         viewer = shown.last  # the captured "home address" request
         viewer.scroll_into_view_if_needed()
         source_html = "".join(viewers_html[-1]) if isinstance(viewers_html[-1], list) else viewers_html[-1]

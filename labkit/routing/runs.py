@@ -153,9 +153,16 @@ def recording_summary(
     from labkit.recording import load_run
 
     recorded = load_run(run)
-    pins = (project_root() / "constraints.txt").read_text(encoding="utf-8").splitlines()
-    pinned = next((line.partition("==")[2] for line in pins if line.startswith("llama-cpp-python==")), None)
-    pin = f"constraints.txt pins llama-cpp-python {pinned}" if pinned else "constraints.txt pins no llama-cpp-python"
+    constraints = project_root() / "constraints.txt"
+    pins = constraints.read_text(encoding="utf-8").splitlines() if constraints.is_file() else None
+    pinned = next((line.partition("==")[2] for line in pins or [] if line.startswith("llama-cpp-python==")), None)
+    pin = (
+        "no constraints.txt beside the notebooks (a copy of the course without it)"
+        if pins is None
+        else f"constraints.txt pins llama-cpp-python {pinned}"
+        if pinned
+        else "constraints.txt pins no llama-cpp-python"
+    )
     shown = {key: value for key, value in settings.items() if key != "response_format"}
     errors = sum(len(binding.transport_errors) for binding in recorded.bindings)
     retries = sum(binding.retries for binding in recorded.bindings)
