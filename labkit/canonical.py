@@ -129,6 +129,8 @@ def loads_strict(text: str | bytes, *, source: str = "JSON text") -> Any:
         raise InvalidJSON(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise InvalidJSON(f"{source}: JSON nested too deeply to read") from None
+    except ValueError as exc:  # Python refuses to convert a whole number longer than sys.get_int_max_str_digits()
+        raise InvalidJSON(f"{source}: a number too long to read ({exc.args[0].split(':')[0]})") from None
 
 
 def file_kind(mode: int) -> str:

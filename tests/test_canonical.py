@@ -234,3 +234,8 @@ def test_request_json_writes_escapes_and_number_spellings_as_json_does_but_keeps
 
     assert request_json(loads_strict('{"a": "\\u00e9", "b": 1.50}')) == request_json(loads_strict('{"a":"é","b":1.5}'))
     assert request_json(loads_strict('{"seed": 7}')) != request_json(loads_strict('{"seed": 7.0}'))
+
+
+def test_a_whole_number_too_long_for_python_is_a_clear_error_not_a_value_error():
+    with pytest.raises(InvalidJSON, match=r"^suite: a number too long to read \(Exceeds the limit \(4300 digits\)"):
+        loads_strict('{"weight": 1' + "0" * 5000 + "}", source="suite")
