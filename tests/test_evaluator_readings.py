@@ -110,6 +110,8 @@ def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(ru
     _, captured, _ = runs
     text = readings.materials_debrief({"p06": ["fabric"]}, captured)
     assert "the facts of p04 name it" in text and "*alumium* is not flagged" in text
+    assert "The fabric is also designed to be breathable" in text and "a false positive" in text
+    assert "*waterproof* and *perfect for the beach*" in text
     with pytest.raises(ReadingOutdated, match="only p06's fabric"):
         readings.materials_debrief({"p06": ["fabric"], "p01": ["alumium"]}, captured)
 
@@ -117,6 +119,8 @@ def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(ru
 def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
     _, _, logged = runs
     assert "so it `failed`" in readings.log_reading(logged)
+    assert "each with its comparisons" not in readings.log_reading(logged)
+    assert "with flaws on purpose" in readings.log_reading(logged)
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
     qualified = judge.model_copy(update={"result": {**judge.result, "scorer": scorer}})
@@ -153,3 +157,8 @@ def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
     text = readings.sampled_reading(trials, table, captured)
     assert "varies across seeds for 2 of the 3 criteria (`factual_accuracy` and `tone`)" in text
     assert "3 of 5 agreeing gives [0.23, 0.88]" in text and "other 9 held-out items" in text
+
+
+def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
+    authored, _, _ = runs
+    assert "ignores the human labels it already holds" in readings.shelf_reading(authored)

@@ -219,8 +219,11 @@ def log_reading(logged: list[Experiment]) -> str:
         "three point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
         "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
-        "schema, length and numeric-claim passes. It does not say the small model writes as well: §7 showed its "
-        "lantern text. All four entries, each with its comparisons, are in the log file under `scratch/`."
+        "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
+        "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
+        "lantern text. All four entries are in the log file under `scratch/`: the judge-model entry holds each "
+        "side's scorer per criterion and the kappa differences, which decide nothing; the others hold their "
+        "comparisons."
     )
 
 
@@ -240,6 +243,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
     passed = [r for r in inputs.labels.raters if human[r] == "pass"]
+    same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
+    _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
         "material is not a number with a unit), and so does the authored judge, its verdict written by the course "
@@ -248,7 +253,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
         "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
         "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. "
+        "material claim. The raters labeled this very text, yet the release rule never reads their labels: the "
+        "pipeline ignores the human labels it already holds, so p15 shows as awaiting review, not blocked. "
         "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
         "judge misses."
     )
@@ -280,8 +286,17 @@ def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> 
     owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
     _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
     _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")
+    p06 = user_description(text["p06"].text).description
+    p01 = user_description(text["p01"].text).description
+    fabric = next(s for s in p06.split(". ") if "fabric" in s.lower())
+    misspelt = next(s for s in p01.split(". ") if "alumium" in s)
+    unread = [w for w in ("waterproof", "perfect for the beach") if w in p06]
+    _require(len(unread) == 2, "captured p06 claims waterproof and perfect for the beach")
+    facts = ", ".join(inputs.products["p06"].facts.materials)
     return (
-        f"Captured p06 is flagged for *fabric*: its facts do not name it, and the word is in `MATERIALS` only "
-        f"because the facts of {', '.join(owners)} name it. Captured p01's *alumium* is not flagged: a misspelling "
-        "matches no word on the list."
+        f"Captured p06 says: *{fabric.rstrip('.')}.* It is flagged for *fabric*, a false positive: its facts say "
+        f"*{facts}*, which is a fabric. The word is in `MATERIALS` only because the facts of {', '.join(owners)} "
+        f"name it. Captured p01 says: *{misspelt.rstrip('.')}.* Its *alumium* is not flagged: a misspelling "
+        f"matches no word on the list. The same p06 text also claims *{unread[0]}* and *{unread[1]}*. "
+        "No check of this lesson reads either."
     )
