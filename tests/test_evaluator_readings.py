@@ -72,6 +72,12 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
     assert f"{refused} of the model's {len(captured.runs.judging.calls)} judge replies were refused" in text
     assert "5 of its 6 explanations" in text and "*110 grams* beside the fact 340 g" in text
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
+    own = next(
+        c
+        for c in captured.runs.judging.calls
+        if c.description_source == "generated" and c.criteria == ["factual_accuracy"]
+    )
+    assert f"> {own.labels[0].explanation}\n" in text  # its own text's explanation, quoted whole
     assert "All 24 descriptions pass the schema check because" in text
     better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
     with pytest.raises(ReadingOutdated, match="near or below chance"):
