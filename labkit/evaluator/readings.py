@@ -287,8 +287,8 @@ def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> 
     owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
     _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
     _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")
-    p06 = user_description(text["p06"].text).description
-    p01 = user_description(text["p01"].text).description
+    p06 = _shown(text["p06"].text)
+    p01 = _shown(text["p01"].text)
     fabric = next(s for s in p06.split(". ") if "fabric" in s.lower())
     misspelt = next(s for s in p01.split(". ") if "alumium" in s)
     unread = [w for w in ("waterproof", "perfect for the beach") if w in p06]
