@@ -54,17 +54,6 @@ def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs
     assert "compared only with rater B" in text and "and the intervals overlap" not in text
 
 
-def test_routing_reading_names_the_lowest_interval_of_a_qualifying_criterion(runs):
-    authored, _, _ = runs
-    text = readings.routing_reading(authored)
-    assert text.startswith("The authored judge qualifies for `factual_accuracy` and `completeness`; `tone` goes to")
-    assert "reaches down to 0.00" in text
-    changed = _with_agreement(authored, "factual_accuracy", "per_criterion", kappa_low=0.3)
-    changed = _with_agreement(changed, "completeness", "per_criterion", kappa_low=0.41)
-    with pytest.raises(ReadingOutdated, match="chance level"):
-        readings.routing_reading(changed)
-
-
 def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
     _, captured, _ = runs
     text = readings.captured_first_look(captured)

@@ -76,23 +76,6 @@ def what_the_items_show(report: EvaluationReport) -> str:
     )
 
 
-def routing_reading(report: EvaluationReport) -> str:
-    """Say who scores each judged criterion, and how little the rule's point estimates rest on."""
-    judged = [report.agreement_for(c, "per_criterion") for c in report.scored_by("judge")]
-    _require(bool(judged), "the judge qualifies for some criterion")
-    lowest = min((a for a in judged if a is not None), key=lambda a: a.kappa_low or 0.0)
-    _require((lowest.kappa_low or 0.0) <= 0, "a qualifying criterion's kappa interval reaches chance level")
-    names = " and ".join(f"`{c}`" for c in report.scored_by("judge"))
-    people = " and ".join(f"`{c}`" for c in report.scored_by("human_review")) or "no criterion"
-    return (
-        f"The {'authored ' if report.origin == 'authored' else ''}judge qualifies for {names}; {people} goes to "
-        "human review. The rule reads point estimates only: "
-        f"`{lowest.criterion}` qualifies with a kappa of {lowest.kappa:.2f}, yet its interval reaches down to "
-        f"{lowest.kappa_low:.2f}, so these items cannot rule out a judge at chance level. Qualifying is a risk the "
-        "team's thresholds accept, not proof that the judge matches the raters."
-    )
-
-
 def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
     """Return a run's per-criterion judge calls on one product's description from ``source`` (labeled or generated)."""
     return [
