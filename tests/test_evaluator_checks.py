@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from labkit.evaluator.checks import find_claims, run_checks
+from labkit.evaluator.checks import CLAIM_PATTERNS, find_claims, run_checks
 from labkit.evaluator.labels import load_labeled_descriptions
 from labkit.evaluator.products import load_products
 from labkit.evaluator.rubric import load_rubric
@@ -79,3 +79,10 @@ def test_cost_detail_names_usd_without_dollar_signs_that_mathjax_would_read_as_m
     report = run_checks(_reply("light " * 30), PRODUCTS["p07"], RUBRIC, cost_usd=0.000061)
     detail = next(r.detail for r in report.results if r.name == "cost")
     assert detail == f"0.000061 USD (limit {RUBRIC.limits.max_cost_usd:.6f} USD)"
+
+
+def test_claim_patterns_read_digits_with_a_unit_and_not_spelled_out_numbers():
+    patterns = dict(CLAIM_PATTERNS)
+    assert patterns["battery_life"].search("lasts 12 hours").group(0) == "12 hours"
+    assert patterns["weight"].search("weighs 14,500 g").group(1) == "14,500"
+    assert patterns["battery_life"].search("lasts twelve hours") is None

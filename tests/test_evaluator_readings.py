@@ -54,17 +54,6 @@ def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs
     assert "compared only with rater B" in text and "and the intervals overlap" not in text
 
 
-def test_routing_reading_names_the_lowest_interval_of_a_qualifying_criterion(runs):
-    authored, _, _ = runs
-    text = readings.routing_reading(authored)
-    assert text.startswith("The authored judge qualifies for `factual_accuracy` and `completeness`; `tone` goes to")
-    assert "reaches down to 0.00" in text
-    changed = _with_agreement(authored, "factual_accuracy", "per_criterion", kappa_low=0.3)
-    changed = _with_agreement(changed, "completeness", "per_criterion", kappa_low=0.41)
-    with pytest.raises(ReadingOutdated, match="chance level"):
-        readings.routing_reading(changed)
-
-
 def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
     _, captured, _ = runs
     text = readings.captured_first_look(captured)
@@ -72,6 +61,12 @@ def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
     assert f"{refused} of the model's {len(captured.runs.judging.calls)} judge replies were refused" in text
     assert "5 of its 6 explanations" in text and "*110 grams* beside the fact 340 g" in text
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
+    own = next(
+        c
+        for c in captured.runs.judging.calls
+        if c.description_source == "generated" and c.criteria == ["factual_accuracy"]
+    )
+    assert f"> {own.labels[0].explanation}\n" in text  # its own text's explanation, quoted whole
     assert "All 24 descriptions pass the schema check because" in text
     better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
     with pytest.raises(ReadingOutdated, match="near or below chance"):
@@ -110,6 +105,8 @@ def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(ru
     _, captured, _ = runs
     text = readings.materials_debrief({"p06": ["fabric"]}, captured)
     assert "the facts of p04 name it" in text and "*alumium* is not flagged" in text
+    assert "The fabric is also designed to be breathable" in text and "a false positive" in text
+    assert "*waterproof* and *perfect for the beach*" in text
     with pytest.raises(ReadingOutdated, match="only p06's fabric"):
         readings.materials_debrief({"p06": ["fabric"], "p01": ["alumium"]}, captured)
 
@@ -117,6 +114,8 @@ def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(ru
 def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
     _, _, logged = runs
     assert "so it `failed`" in readings.log_reading(logged)
+    assert "each with its comparisons" not in readings.log_reading(logged)
+    assert "with flaws on purpose" in readings.log_reading(logged)
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
     qualified = judge.model_copy(update={"result": {**judge.result, "scorer": scorer}})
@@ -153,3 +152,8 @@ def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
     text = readings.sampled_reading(trials, table, captured)
     assert "varies across seeds for 2 of the 3 criteria (`factual_accuracy` and `tone`)" in text
     assert "3 of 5 agreeing gives [0.23, 0.88]" in text and "other 9 held-out items" in text
+
+
+def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
+    authored, _, _ = runs
+    assert "ignores the human labels it already holds" in readings.shelf_reading(authored)

@@ -22,12 +22,13 @@ Status = Literal["pass", "fail", "not_applicable"]
 
 _NUMBER = r"(\d+(?:[.,]\d+)?)"
 _TRIPLE = re.compile(_NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*[x×]\s*" + _NUMBER + r"\s*(mm|cm)\b", re.I)  # noqa: RUF001 -- the multiplication sign is how dimensions are written
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+CLAIM_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("battery_life", re.compile(_NUMBER + r"[\s-]*(hours?|hrs?|h)\b", re.I)),
     ("weight", re.compile(_NUMBER + r"\s*(kg|kilograms?|g|grams?)\b", re.I)),
     ("length", re.compile(_NUMBER + r"\s*(mm|millimet(?:er|re)s?|cm|centimet(?:er|re)s?)\b", re.I)),
     ("price", re.compile(r"(?:€\s*|EUR\s*)" + _NUMBER + r"|" + _NUMBER + r"\s*(?:€|EUR\b|euros?\b)", re.I)),
 )
+"""What the numeric check reads: per quantity, a number (digits, ``.`` or ``,`` as decimal point) and its unit."""
 _FACTORS = {"kg": 1000.0, "kilogram": 1000.0, "cm": 10.0, "centimet": 10.0}
 
 
@@ -97,7 +98,7 @@ def find_claims(text: str, product: Product) -> list[ClaimCheck]:
     dims = sorted(q.value for q in (facts.dimensions.length, facts.dimensions.width, facts.dimensions.height))
     found = _dimension_claims(text, facts, dims)
     rest = _TRIPLE.sub(lambda m: " " * len(m.group(0)), text)  # a size triple is one claim, not three lengths
-    for quantity, pattern in _PATTERNS:
+    for quantity, pattern in CLAIM_PATTERNS:
         for match in pattern.finditer(rest):
             groups = [g for g in match.groups() if g is not None]
             value = _value(groups[0]) * (_factor(groups[1]) if len(groups) > 1 else 1.0)

@@ -76,23 +76,6 @@ def what_the_items_show(report: EvaluationReport) -> str:
     )
 
 
-def routing_reading(report: EvaluationReport) -> str:
-    """Say who scores each judged criterion, and how little the rule's point estimates rest on."""
-    judged = [report.agreement_for(c, "per_criterion") for c in report.scored_by("judge")]
-    _require(bool(judged), "the judge qualifies for some criterion")
-    lowest = min((a for a in judged if a is not None), key=lambda a: a.kappa_low or 0.0)
-    _require((lowest.kappa_low or 0.0) <= 0, "a qualifying criterion's kappa interval reaches chance level")
-    names = " and ".join(f"`{c}`" for c in report.scored_by("judge"))
-    people = " and ".join(f"`{c}`" for c in report.scored_by("human_review")) or "no criterion"
-    return (
-        f"The {'authored ' if report.origin == 'authored' else ''}judge qualifies for {names}; {people} goes to "
-        "human review. The rule reads point estimates only: "
-        f"`{lowest.criterion}` qualifies with a kappa of {lowest.kappa:.2f}, yet its interval reaches down to "
-        f"{lowest.kappa_low:.2f}, so these items cannot rule out a judge at chance level. Qualifying is a risk the "
-        "team's thresholds accept, not proof that the judge matches the raters."
-    )
-
-
 def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
     """Return a run's per-criterion judge calls on one product's description from ``source`` (labeled or generated)."""
     return [
@@ -136,7 +119,8 @@ def captured_first_look(captured: EvaluationReport) -> str:
         "**Its own lantern text.** The numeric check finds the wrong weight: *110 grams* beside the fact 340 g. "
         f"It cannot see *rectangular*. The facts give a {size.length.value:g} x {size.width.value:g} mm "
         "footprint, a square, and a shape is not a number with a unit. Judging this same text, the model passes "
-        "`factual_accuracy` (the first judge table above), and its explanation repeats the *110 grams*.\n\n"
+        "`factual_accuracy` (the first judge table above). Its explanation, in full, repeats the *110 grams*:\n\n"
+        f"> {own_calls[0].labels[0].explanation}\n\n"
         "**The course's lantern text of §3**, which claims 12 hours against the fact 6 h. The model passes its "
         "`factual_accuracy` too. This is that reply's explanation in full:\n\n"
         f"> {quoted}\n\n"
@@ -219,8 +203,11 @@ def log_reading(logged: list[Experiment]) -> str:
         "three point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
         "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
-        "schema, length and numeric-claim passes. It does not say the small model writes as well: §7 showed its "
-        "lantern text. All four entries, each with its comparisons, are in the log file under `scratch/`."
+        "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
+        "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
+        "lantern text. All four entries are in the log file under `scratch/`: the judge-model entry holds each "
+        "side's scorer per criterion and the kappa differences, which decide nothing; the others hold their "
+        "comparisons."
     )
 
 
@@ -240,6 +227,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
     passed = [r for r in inputs.labels.raters if human[r] == "pass"]
+    same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
+    _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
         "material is not a number with a unit), and so does the authored judge, its verdict written by the course "
@@ -248,7 +237,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
         "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
         "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. "
+        "material claim. The raters labeled this very text, yet the release rule never reads their labels: the "
+        "pipeline ignores the human labels it already holds, so p15 shows as awaiting review, not blocked. "
         "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
         "judge misses."
     )
@@ -280,8 +270,17 @@ def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> 
     owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
     _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
     _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")
+    p06 = _shown(text["p06"].text)
+    p01 = _shown(text["p01"].text)
+    fabric = next(s for s in p06.split(". ") if "fabric" in s.lower())
+    misspelt = next(s for s in p01.split(". ") if "alumium" in s)
+    unread = [w for w in ("waterproof", "perfect for the beach") if w in p06]
+    _require(len(unread) == 2, "captured p06 claims waterproof and perfect for the beach")
+    facts = ", ".join(inputs.products["p06"].facts.materials)
     return (
-        f"Captured p06 is flagged for *fabric*: its facts do not name it, and the word is in `MATERIALS` only "
-        f"because the facts of {', '.join(owners)} name it. Captured p01's *alumium* is not flagged: a misspelling "
-        "matches no word on the list."
+        f"Captured p06 says: *{fabric.rstrip('.')}.* It is flagged for *fabric*, a false positive: its facts say "
+        f"*{facts}*, which is a fabric. The word is in `MATERIALS` only because the facts of {', '.join(owners)} "
+        f"name it. Captured p01 says: *{misspelt.rstrip('.')}.* Its *alumium* is not flagged: a misspelling "
+        f"matches no word on the list. The same p06 text also claims *{unread[0]}* and *{unread[1]}*. "
+        "No check of this lesson reads either."
     )
