@@ -79,7 +79,7 @@ def test_the_proposal_failures_check_passes_counting_each_agent_event_kind(captu
     from labkit.agent.exercises import check_proposal_failures
 
     right = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})
-    assert "counts the captured run" in check_proposal_failures(right, captured_results)
+    assert check_proposal_failures(right, captured_results) == "ex:proposal-failures passed"
 
 
 def test_the_proposal_failures_check_refuses_router_replies_counted_and_the_figures_typed_in(captured_results):
@@ -100,7 +100,7 @@ def _backed(pick):
 
     def verify_backed_count(answer, calls):
         counts = [c["observation"] for c in calls if c["step"] == "count_rows"]
-        if not counts:
+        if not counts or "count" not in counts[-1]:
             raise AnswerRejected("not_backed", "no count backs this answer")
         return verify_final(answer, result=pick(counts, calls))
 
@@ -141,3 +141,27 @@ def test_the_backed_count_check_refuses_an_answer_read_off_a_preview():
 
     with pytest.raises(AssertionError, match="not_backed"):
         check_backed_count(lambda answer, calls: verify_final(answer, result=_PREVIEW_AS_COUNT))
+
+
+def test_the_backed_count_check_refuses_the_lexicographically_newest_version():
+    from labkit.agent.exercises import check_backed_count
+
+    def newest(counts, calls):
+        return max((c for c in counts if "count" in c), key=lambda c: c["dataset_version"])
+
+    with pytest.raises(AssertionError, match="rejected"):
+        check_backed_count(_backed(newest))
+
+
+def test_the_backed_count_check_refuses_an_answer_when_the_latest_count_was_refused():
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import AnswerRejected, verify_final
+
+    def last_successful(answer, calls):
+        counts = [c["observation"] for c in calls if c["step"] == "count_rows" and "count" in c["observation"]]
+        if not counts:
+            raise AnswerRejected("not_backed", "no count backs this answer")
+        return verify_final(answer, result=counts[-1])
+
+    with pytest.raises(AssertionError, match="not_backed"):
+        check_backed_count(last_successful)

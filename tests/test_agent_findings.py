@@ -19,7 +19,8 @@ def captured():
 def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outcome(captured):
     report, results = captured
     text = findings.captured_columns(report, results)
-    assert "never made a valid tool call" in text and "in 0 of 25 proposals" in text
+    assert "2 of its 2 right first tools had invalid arguments" in text and "rests on 3 cases" in text
+    assert "No proposal in this run was a valid tool call" in text and "in 0 of 25 proposals" in text
     assert "declines with data-tool calls read `n/a (0 eligible)`" in text
     assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text
     assert "8 cases ended `ok` with a wrong answer, routed `profile`" in text
@@ -53,6 +54,8 @@ def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
     assert "24 of them put an `answer`" in text
     assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
+    assert "would have refused" not in text and "model's choice" not in text
+    assert "cannot say how much of the failure is the model's" in text
 
 
 def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():

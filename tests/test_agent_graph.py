@@ -130,3 +130,19 @@ def test_same_filter_forever_proposes_one_filter_until_the_cap_stops_it():
     state = built.run("How many refund requests are in the dataset?", steps_left=20)
     assert state["stop_reason"] == "iteration_cap" and state["steps_left"] > 0
     assert {(e["tool"], e["arguments"]["intent"]) for e in data.audit} == {("filter_by_intent", "get_refund")}
+
+
+def test_a_proposal_with_a_problem_feeds_its_error_back_and_is_recorded_invalid():
+    from labkit.agent.graph import proposal_record
+
+    state = {"history": [{"role": "user", "content": "q"}], "steps_left": 4}
+    bad = proposal_record(state, "count please", problem="not JSON", ignored=[], iteration=2)
+    assert bad["history"][1:] == [
+        {"role": "assistant", "content": "count please"},
+        {"role": "user", "content": '{"error": "not JSON"}'},
+    ]
+    assert bad["events"][0]["kind"] == "proposal_invalid" and bad["events"][0]["iteration"] == 2
+    good = proposal_record(state, '{"decision": "count_rows"}', problem=None, ignored=["x"], iteration=1)
+    assert good["history"][1:] == [{"role": "assistant", "content": '{"decision": "count_rows"}'}]
+    assert good["events"][0]["kind"] == "tool_proposed" and good["events"][0]["ignored_fields"] == ["x"]
+    assert state["history"] == [{"role": "user", "content": "q"}], "the state passed in is not changed"

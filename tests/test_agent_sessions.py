@@ -77,3 +77,18 @@ def test_a_corrupt_session_file_from_the_command_line_is_a_one_line_error(tmp_pa
     db.write_bytes(b"garbage" * 200)
     result = ask_in_new_process(db, "analyst-ana", "s-1", "Show three refund requests")
     assert result["error"] == "SessionStoreCorrupt" and "sessions.sqlite" in result["message"]
+
+
+def test_the_checkpoint_holds_the_owner_scope_last_intent_and_rows_shown(tmp_path):
+    ana = authorize("analyst-ana", "s-checkpoint", APPROVED_SCOPE)
+    with DurableSessions(tmp_path / "s.sqlite") as sessions:
+        sessions.ask(ana, "Show three refund requests")
+        sessions.ask(ana, "show three more")
+    with DurableSessions(tmp_path / "s.sqlite") as reopened:
+        assert reopened.checkpoint("s-checkpoint") == {
+            "user_id": "analyst-ana",
+            "caller_scope": APPROVED_SCOPE,
+            "last_intent": "get_refund",
+            "shown": 6,
+        }
+        assert reopened.checkpoint("never-used") == dict.fromkeys(("user_id", "caller_scope", "last_intent", "shown"))

@@ -112,7 +112,7 @@ def check_proposal_failures(proposal_failures: Callable[[Any], dict[str, int]], 
     for kind, results in scripted.items():
         counted = proposal_failures(results)
         assert counted == _failures(results), f"a scripted run where every proposal is {kind}: counted wrong"
-    return "proposal_failures counts the captured run and the scripted ones"
+    return "ex:proposal-failures passed"
 
 
 def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str) -> None:
@@ -128,9 +128,11 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     """Check exercise 1's ``verify_backed_count(answer, calls)`` on call lists it builds from fresh data.
 
     An answer read off a preview, with no ``count_rows`` call, must be rejected as
-    ``not_backed``. When a run counted twice (the earlier count larger or smaller)
-    and ran a filter after its count, the latest ``count_rows`` observation decides:
-    the answer it backs is verified, the earlier count's answer is ``wrong_count``.
+    ``not_backed``. When a run counted twice (the earlier count larger or smaller,
+    its dataset version older or newer) and ran a filter after its count, the latest
+    ``count_rows`` call decides, whatever its version: the answer it backs is
+    verified, the earlier count's answer is ``wrong_count``. When that latest call was
+    refused (its observation an ``error``), no count backs any answer: ``not_backed``.
     """
     tools = _analyst("exercise-1")
     filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
@@ -144,8 +146,8 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     counted = tools.count_rows(CountRows(rows=filtered["row_ref"]))
     right = format_answer(counted["count"], "get_refund", APPROVED_SCOPE)
     after = {"step": "filter_by_intent", "observation": {"preview_rows": 3}}
-    for shift in (5, -5):
-        earlier = {**counted, "count": counted["count"] + shift, "dataset_version": "support-2026-08-01"}
+    for shift, version in ((5, "support-2026-08-01"), (-5, "support-2026-12-01")):
+        earlier = {**counted, "count": counted["count"] + shift, "dataset_version": version}
         calls = [
             *preview,
             {"step": "count_rows", "observation": earlier},
@@ -158,4 +160,6 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
         assert getattr(verified, "count", None) == counted["count"], "the answer the counts back was not verified"
         stale = format_answer(earlier["count"], "get_refund", APPROVED_SCOPE)
         _expect_rejection(verify_backed_count, stale, [*calls, after], "wrong_count")
+    refused = {"step": "count_rows", "observation": {"error": "the row_ref went stale; filter again"}}
+    _expect_rejection(verify_backed_count, right, [*preview, calls[-1], refused], "not_backed")
     return "ex:backed-count passed"

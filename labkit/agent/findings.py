@@ -49,7 +49,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     ]
     profile_passes = [r for r in unfixed if r.route == "profile"]
     lines = [
-        f"- **{'The model never made a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
+        f"- **{'No proposal in this run was a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
         f"Its arguments passed the tool's schema in {tools['valid_arguments']} of {tools['tool_proposals']} "
         f"proposals; the application ran {safe['tool_calls']} data-tool calls for it and it routed "
         f"{decline['sent']} questions `out_of_scope`."
@@ -75,6 +75,14 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             else ""
         ),
     ]
+    structured = {c["route"]: c for c in report["routing"]["per_class"]}["structured"]
+    lines.append(
+        f"- **Small n.** Tool-name accuracy {tools['first_tool_correct']}/{tools['tool_cases']} counts the first "
+        f"tool only, and {_right_tool_bad_arguments(results)} of its {tools['first_tool_correct']} right first tools had "
+        "invalid arguments. "
+        f"Route `structured` precision {structured['correct']}/{structured['sent']} rests on "
+        f"{structured['sent']} cases."
+    )
     if ok_wrong:
         lines.append(
             f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
@@ -91,6 +99,21 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             f"- **Latency and cost** are over the {ops['cases']} cases that called the model, model time only{tail}."
         )
     return "\n".join(lines)
+
+
+def _right_tool_bad_arguments(results: Sequence[CaseResult]) -> int:
+    """Count tool cases whose first call named the right tool with arguments its schema refused."""
+    count = 0
+    for r in results:
+        calls = [
+            e
+            for e in (r.state or {}).get("events", [])
+            if e["kind"] in ("tool_returned", "tool_refused", "arguments_invalid")
+        ]
+        first = ev.FIRST_TOOL.get(r.case.kind)
+        if calls and r.route == r.case.expected_route and calls[0]["tool"] == first:
+            count += calls[0]["kind"] == "arguments_invalid"
+    return count
 
 
 def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
@@ -110,7 +133,7 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     injection = (
         f" The adversarial prompt {_ids(injected)} passes because the course wrote replies that ignore its "
         "request for the restricted scope: that shows the validator accepts only the caller's scope, not that "
-        "a model resists a prompt injection."
+        "a model resists a prompt injection (text in a question that tries to override the system's rules)."
         if injected
         else ""
     )
@@ -137,9 +160,10 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
 
     ``run`` is the recorded run (for each reply's ``finish_reason``) and ``report``
     its `labkit.agent.evaluation.evaluation_report`. Each count says whose doing it
-    is: a reply cut off at ``max_tokens`` is the request's cap; arguments holding an
-    ``answer`` where the tool needs an ``intent`` or ``rows`` got through a shared
-    schema that requires no field; a wrong route in valid JSON is the model's choice.
+    shows: a reply cut off at ``max_tokens``; arguments holding an ``answer`` where
+    the tool needs an ``intent`` or ``rows``, let through by a shared schema that
+    requires no field; a wrong route in valid JSON. It does not split the blame
+    between the model, the cap and the schema: the run does not measure that.
     """
     refused = Counter(
         (event["tool"], json.dumps(event["arguments"]))
@@ -162,9 +186,12 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         f"`max_tokens={SETTINGS['max_tokens']}` tokens. "
         f"{sum(refused.values())} parsed as JSON but failed the tool's schema. The most frequent: {common or 'none'}. "
         f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
-        "so it let that through; a schema per step would have refused it. "
-        f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. That is the model's choice: "
-        f"neither the cap nor the schema explains it. {router_bad} router replies did not parse at all."
+        "so the server let that through. A schema per step was never tried here, and refusing bad arguments "
+        "would not by itself make a valid call. "
+        f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. "
+        f"{router_bad} router replies did not parse at all. "
+        "The token cap and the shared schema are the course's choices. This run cannot say how much of the "
+        "failure is the model's and how much the cap's or the schema's."
     )
 
 

@@ -110,6 +110,28 @@ def after_tools(state: AgentState) -> str:
     return "end" if state.get("status") == "ok" else "agent"
 
 
+def proposal_record(
+    state: AgentState, raw: str, *, problem: str | None, ignored: list[str], iteration: int
+) -> dict[str, Any]:
+    """Return the history and event a proposal adds: the raw reply, and its error fed back when it had one.
+
+    A proposal with a ``problem`` is recorded as ``proposal_invalid`` and its error goes
+    back to the model as the next user message; otherwise it is ``tool_proposed``.
+    """
+    history = [*state.get("history", []), {"role": "assistant", "content": raw}]
+    if problem:
+        history.append({"role": "user", "content": json.dumps({"error": problem})})
+    event = {
+        "kind": "proposal_invalid" if problem else "tool_proposed",
+        "iteration": iteration,
+        "raw": raw,
+        "problem": problem,
+        "ignored_fields": ignored,
+        "steps_left": state["steps_left"],
+    }
+    return {"history": history, "events": [event]}
+
+
 @dataclass
 class SupportAgent:
     """Builds and runs the graph for one caller; the model is reached only through ``adapter.generate``."""
@@ -177,18 +199,8 @@ class SupportAgent:
         if data is not None and data["decision"] not in (*TOOL_ARGUMENTS, "final_answer"):
             problem = f"{data['decision']!r} is not a tool"
             data = None
-        history = [*state.get("history", []), {"role": "assistant", "content": raw}]
-        if problem:
-            history.append({"role": "user", "content": json.dumps({"error": problem})})
-        event = {
-            "kind": "tool_proposed" if data else "proposal_invalid",
-            "iteration": iteration,
-            "raw": raw,
-            "problem": problem,
-            "ignored_fields": ignored,
-            "steps_left": state["steps_left"],
-        }
-        return {"iterations": iteration, "proposal": data, "history": history, "stop_reason": None, "events": [event]}
+        record = proposal_record(state, raw, problem=problem, ignored=ignored, iteration=iteration)
+        return {"iterations": iteration, "proposal": data, "stop_reason": None, **record}
 
     def tools_node(self, state: AgentState) -> dict[str, Any]:
         """Spend a step running the proposed tool as the caller; an invalid or refused call becomes an observation."""

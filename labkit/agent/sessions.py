@@ -166,6 +166,11 @@ class DurableSessions:
             "restored_turns": len(state["turns"]) - 1,
         }
 
+    def checkpoint(self, session_id: str) -> dict[str, Any]:
+        """Return what the session's saved checkpoint holds: owner, scope, last intent and rows shown so far."""
+        saved = self.graph.get_state({"configurable": {"thread_id": session_id}}).values
+        return {key: saved.get(key) for key in ("user_id", "caller_scope", "last_intent", "shown")}
+
     def close(self) -> None:
         """Close the SQLite connection."""
         self.conn.close()
