@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from labkit.agent.router import ROUTES
 from labkit.agent.runs import CaseResult
-from labkit.agent.trace import ROUTES
 from labkit.tables import interval
 from labkit.trials import wilson
 

@@ -16,8 +16,9 @@ from typing import Any
 
 from labkit.agent.dataset import INTENTS
 from labkit.agent.identity import Caller
-from labkit.agent.trace import ROUTES
 
+#: The four routes a question can take (book section 12.4): the router picks exactly one.
+ROUTES = ("structured", "unstructured", "profile", "out_of_scope")
 #: What the agent may propose: a tool, or its final answer.
 DECISIONS = ("filter_by_intent", "count_rows", "summarize_requests", "final_answer")
 #: What the model may answer, router and agent alike (one lesson, one set of settings): the router replies

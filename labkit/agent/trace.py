@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from labkit.agent.router import ROUTES, route_question
 from labkit.agent.validator import format_answer
 from labkit.errors import LabkitError
 
-ROUTES = ("structured", "unstructured", "profile", "out_of_scope")
 REFUND_QUESTION = "How many refund requests are in the dataset?"
 
 
@@ -124,7 +124,6 @@ def run_refund_count(caller: Any, tools: Any, adapter: Any, *, steps_left: int =
     (a reply that is no route raises `UnknownRoute`), the tools are ``tools``' own,
     and the answer is checked by `verify_final`.
     """
-    from labkit.agent.router import route_question
     from labkit.agent.tools import CountRows, IntentFilter
     from labkit.agent.validator import verify_final
 
