@@ -266,7 +266,7 @@ def test_a_hidden_listing_is_shown_to_the_instructor_and_not_to_the_student_whos
     executed = read_notebook(student)
     _run_as_jupyterlab_does(executed, tmp_path)
     said = "".join(o.get("text", "") for o in executed.cells[0].outputs)
-    assert said == "The listing of project_root is hidden in this copy: exercise ex:double asks you to write it.\n"
+    assert said == "The listing of project_root is hidden in this copy: it would give away exercise ex:double.\n"
     assert not any("data" in o for o in executed.cells[0].outputs)  # no listing displayed
 
 

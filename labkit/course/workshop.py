@@ -240,7 +240,7 @@ def hide_listings(source: str, hidden: dict[str, str], *, where: str = "cell") -
                 f"display(show_source({shown[0]}, ...))"
             )
         said = "; ".join(
-            f"the listing of {name} is hidden in this copy: exercise {SLUG_PREFIX}{hidden[name]} asks you to write it"
+            f"the listing of {name} is hidden in this copy: it would give away exercise {SLUG_PREFIX}{hidden[name]}"
             for name in dict.fromkeys(shown)
         )
         lines[statement.lineno - 1 : end] = [f"print({said[0].upper() + said[1:] + '.'!r})"]
