@@ -52,6 +52,19 @@ def test_agreement_table_names_the_raters_row_as_authored_not_human():
     assert not any("human" in name for name in shown)
 
 
+def test_authored_runs_judge_rows_say_authored_and_captured_runs_do_not():
+    def column(table, name):
+        return list(table.data[name]) if hasattr(table, "data") else list(table[name])
+
+    authored, captured = evaluate_run("01-evaluator-authored"), evaluate_run("01-evaluator-smollm2")
+    arrangements = column(authored.agreement_table(), "arrangement")
+    assert "per_criterion (authored)" in arrangements and "bundled (authored)" in arrangements
+    assert "per_criterion" not in arrangements and "programmatic" in arrangements
+    assert "judge (authored)" in column(authored.routing_table(), "scorer")
+    assert "per_criterion" in column(captured.agreement_table(), "arrangement")
+    assert not any("authored" in s for s in column(captured.routing_table(), "scorer"))
+
+
 def test_kappa_summary_sets_each_arrangement_beside_the_other_with_its_refusals():
     table = evaluate_run("01-evaluator-smollm2").kappa_summary()
     assert list(table.index) == ["factual_accuracy", "completeness", "tone"]

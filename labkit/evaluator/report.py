@@ -123,16 +123,23 @@ class EvaluationReport:
     def agreement_table(self) -> Any:
         """Return the agreement evidence: one row per criterion and arrangement, the two raters' row beside it.
 
-        The raters' row is named `RATERS_ROW`: the course wrote both raters' labels.
+        The raters' row is named `RATERS_ROW`: the course wrote both raters' labels. In an
+        authored run the judge's rows say "(authored)" too: the course wrote its verdicts.
         """
         import pandas as pd
 
         rows = []
         for a in self.agreements:
+            if a.arrangement == "human-human":
+                arrangement = RATERS_ROW
+            elif a.arrangement != "programmatic" and self.origin == "authored":
+                arrangement = f"{a.arrangement} (authored)"
+            else:
+                arrangement = a.arrangement
             rows.append(
                 {
                     "criterion": a.criterion,
-                    "arrangement": RATERS_ROW if a.arrangement == "human-human" else a.arrangement,
+                    "arrangement": arrangement,
                     "items": a.items,
                     "rejected": a.rejected,
                     "agreement": round(a.percent_agreement, 2),
@@ -145,10 +152,15 @@ class EvaluationReport:
         return text_table(pd.DataFrame(rows))
 
     def routing_table(self) -> Any:
-        """Return who scores each criterion in release, and why."""
+        """Return who scores each criterion in release, and why; an authored run's judge says "(authored)"."""
         import pandas as pd
 
-        return text_table(pd.DataFrame([r.model_dump() for r in self.routing.values()]))
+        rows = [r.model_dump() for r in self.routing.values()]
+        if self.origin == "authored":
+            for row in rows:
+                if row["scorer"] == "judge":
+                    row["scorer"] = "judge (authored)"
+        return text_table(pd.DataFrame(rows))
 
     def judge_table(self, product_id: str, *, source: str = "labeled") -> Any:
         """Return the judge's labels for one description: arrangement, criterion, explanation, verdict, or rejection."""
