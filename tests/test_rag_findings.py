@@ -151,7 +151,9 @@ def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentat
     assert "FAISS alone finds 5/26 here against 4/26 with the rerank off above" in text
     assert "40 of FinanceBench's 150 questions" in text and "26 of the 40 are novel-generated" in text
     assert "not representative" in text
-    assert "only a page's last chunk names company and filing, in its footer." in text
+    assert (
+        "each of its chunks names company, kind and period; here only a page's last chunk does, in its footer." in text
+    )
     assert "best" not in text and "below" not in text
     base = (5, 800, True)
     changed = [

@@ -232,8 +232,8 @@ def bench_reading(
         f"- The FinanceBench sample holds {n['measured']} of FinanceBench's {n['questions']} questions (those whose"
         f" PDF the sample has), over {n['documents_measured']} filings; {novel} of the {n['measured']} are novel-generated."
         " It is not"
-        " representative of FinanceBench, and every one of its chunks carries a line naming company, kind and period;"
-        " here only a page's last chunk names company and filing, in its footer."
+        " representative of FinanceBench, and each of its chunks names company, kind and period; here only a page's"
+        " last chunk does, in its footer."
     )
     return _markdown("\n".join(lines))
 
