@@ -110,7 +110,7 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
         f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
         " the model gets no credit for that."
         f" Of the {asked['naive']} baseline and {asked['rag']} RAG trials sent to the model,"
-        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract."
+        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract or cited outside the context."
         f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
         + (
             " It is a vacuous tie: with no correct answer on either path, this run cannot show what retrieval"
@@ -232,8 +232,8 @@ def bench_reading(
         f"- The FinanceBench sample holds {n['measured']} of FinanceBench's {n['questions']} questions (those whose"
         f" PDF the sample has), over {n['documents_measured']} filings; {novel} of the {n['measured']} are novel-generated."
         " It is not"
-        " representative of FinanceBench, and its chunks carry a line naming company, kind and period, which"
-        " these lack."
+        " representative of FinanceBench, and each of its chunks names company, kind and period; here only a page's"
+        " last chunk does, in its footer."
     )
     return _markdown("\n".join(lines))
 
