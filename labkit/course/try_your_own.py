@@ -375,8 +375,9 @@ def try_evidence_k(k: int) -> TryYourOwn:
             "was invalid_output, an answer with tool_args {'intent': 'get_refund'}, the value the prompt's "
             "example writes. K = 1 keeps only the rank-1 chunk, which holds the refund window: does a real model, "
             "given the shorter prompt, answer and cite refund_policy.pdf#p1, or copy get_refund again? "
-            "If it copies, the next change is the prompt: MinimalSystem(connect(...), "
-            "system=prompt_fix.SYSTEM_FIXED), or a prompt of your own."
+            "If it copies, change the prompt: the lesson's fixed example (MinimalSystem(connect(...), "
+            "system=prompt_fix.SYSTEM_FIXED)) did not stop it on the recorded requests, so also try a prompt "
+            "of your own."
         ),
     )
 

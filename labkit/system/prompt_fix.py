@@ -8,10 +8,10 @@ Two captured runs test the diagnosis on one runtime (the ``local`` extra's
 server): `RUN_BASELINE` holds the lesson's unchanged requests, `RUN_CAPTURED` the
 same requests sent with `SYSTEM_FIXED`. Between them the prompt is the only
 variable; the lesson's first captured run was served by another runtime. What they
-show: with the fix the count question gets a valid ``tool_call``, but every reply
-still names ``get_refund``: on these four requests the example is not shown to be the
-cause at all; the other suspects (the enum's first value, refund-saturated evidence)
-remain.
+show: with the fix the count question gets a valid ``tool_call``, but three of the four
+replies still name ``get_refund`` (the fourth answers the address question with an
+invented address): on these four requests the example is not shown to be the cause;
+the other suspects (the enum's first value, refund-saturated evidence) remain.
 
 Record both again with ``python -m labkit.course.prompt_test`` (a served model in
 ``LABKIT_BASE_URL`` / ``LABKIT_MODEL``, as for ``labkit record``).
