@@ -40,7 +40,7 @@ def test_lesson_01_card_equals_what_notebook_01_shows(committed):
     for run_id, card in ((RUN_CAPTURED, committed["01"].candidate), (RUN_AUTHORED, committed["01"].ideal)):
         report = evaluate_run(run_id)
         routing = report.routing_table()
-        judged = int((routing["scorer"] == "judge").sum())
+        judged = int(routing["scorer"].str.startswith("judge").sum())  # an authored judge reads "judge (authored)"
         assert (
             shown(card, "criteria the judge may score")
             == f"{judged}/{len(routing[routing['scorer'] != 'programmatic'])}"
