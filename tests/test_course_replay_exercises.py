@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from labkit.canonical import json_inside
 from labkit.course.replay_exercises import (
     CHANGES,
     REWRITE_KINDS,
@@ -75,15 +76,7 @@ def _json_text_equal(recorded, actual):
 
 def _own_walk(recorded, actual, path="", same=_json_text_equal, lengths=True):
 
-    def inside(value):
-        if isinstance(value, str) and value[:1] in "{[":
-            try:
-                return json.loads(value)
-            except ValueError:
-                return value
-        return value
-
-    recorded, actual = inside(recorded), inside(actual)
+    recorded, actual = json_inside(recorded), json_inside(actual)
     if isinstance(recorded, dict) and isinstance(actual, dict):
         found = []
         for key in set(recorded) | set(actual):
