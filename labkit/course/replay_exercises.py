@@ -151,11 +151,11 @@ def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: R
 EFFECTS = ("index id", "request_key", "replay refuses", "load refuses")
 #: Exercise 3's changes, each made alone to the timestamp question's request, its corpus or its run file.
 CHANGES = (
-    "temperature 0.7",
     "a space at the end of the question",
     "a link edited in a scratch copy of the corpus",
     "a link edited in the repository's corpus",
-    "the run's origin edited in a copy of its file",
+    "the repository's corpus re-indented",
+    "a copy of the run file re-indented",
 )
 
 
@@ -167,12 +167,14 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     `BoundReplay` of ``run`` refuses the request the change sends; "load
     refuses": `load_run` (with the `check_fixtures` it ends with) refuses the
     run. The question with a space at its end is sent with the passages of the
-    unchanged question. An edit to the repository's corpus is made in a copy
-    of the run's fixtures under ``folder`` (`copy_fixtures`), and the run file
-    is edited in a copy under ``folder``, so the repository is never touched.
+    unchanged question. Re-indenting writes the same data with another indent
+    (the corpus with 4 spaces, the run file with 1). An edit to the repository's
+    corpus is made in a copy of the run's fixtures under ``folder``
+    (`copy_fixtures`), and the run file is rewritten in a copy under ``folder``,
+    so the repository is never touched.
     """
     from labkit.errors import RecordedRunError
-    from labkit.rag.trace import QUESTIONS, K, load_docs_index, prompt, request_key, write_edited_corpus
+    from labkit.rag.trace import QUESTIONS, K, corpus_path, load_docs_index, prompt, request_key, write_edited_corpus
     from labkit.recording import check_fixtures, copy_fixtures, load_run, write_edited_run
     from labkit.replay import BoundReplay
 
@@ -186,23 +188,27 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     relinked = load_docs_index(corpus_file=relinked_file)
     in_repository = copy_fixtures(run, folder / "checkout", replace={"fixtures/docs/api_summaries.json": relinked_file})
 
-    def relabel(data: dict[str, Any]) -> None:
-        data["origin"] = "captured" if data["origin"] == "authored" else "authored"
-
-    edited_file = write_edited_run(run.run_id, folder, relabel)
+    reindented_file = folder / "reindented.json"
+    reindented_file.write_text(
+        json.dumps(json.loads(corpus_path().read_text(encoding="utf-8")), indent=4, ensure_ascii=False),
+        encoding="utf-8",
+    )
+    reindented = load_docs_index(corpus_file=reindented_file)
+    reindented_in_repository = copy_fixtures(
+        run, folder / "reindented-checkout", replace={"fixtures/docs/api_summaries.json": reindented_file}
+    )
+    rewritten_run = write_edited_run(run.run_id, folder, lambda data: None)  # written with indent 1, not 2
 
     def passages(ix: Any, asked: str) -> list[Any]:
         return [doc for doc, _score in ix.store.similarity_search_with_score(asked, k=K)]
 
-    def effects(
-        asked: str, ix: Any, messages: list[dict[str, Any]], settings: dict[str, Any], load: Callable[[], Any]
-    ) -> set[str]:
+    def effects(asked: str, ix: Any, messages: list[dict[str, Any]], load: Callable[[], Any]) -> set[str]:
         found = set()
         if ix.identity["logical_index_id"] != index.identity["logical_index_id"]:
             found.add("index id")
         if request_key(asked, ix.identity) != request_key(question, index.identity):
             found.add("request_key")
-        request = {**replay.request_for(messages, question=asked), **settings}
+        request = replay.request_for(messages, question=asked)
         try:
             replay_client(replay.store).chat.completions.create(**request)
         except ReplayRequestMismatch:
@@ -219,20 +225,24 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     spaced = question + " "
     sent = passages(index, question)
     return {
-        "temperature 0.7": effects(question, index, prompt(question, sent), {"temperature": 0.7}, unchanged_run),
-        "a space at the end of the question": effects(spaced, index, prompt(spaced, sent), {}, unchanged_run),
+        "a space at the end of the question": effects(spaced, index, prompt(spaced, sent), unchanged_run),
         "a link edited in a scratch copy of the corpus": effects(
-            question, relinked, prompt(question, passages(relinked, question)), {}, unchanged_run
+            question, relinked, prompt(question, passages(relinked, question)), unchanged_run
         ),
         "a link edited in the repository's corpus": effects(
             question,
             relinked,
             prompt(question, passages(relinked, question)),
-            {},
             lambda: check_fixtures(run, root=in_repository),
         ),
-        "the run's origin edited in a copy of its file": effects(
-            question, index, prompt(question, sent), {}, lambda: load_run(edited_file)
+        "the repository's corpus re-indented": effects(
+            question,
+            reindented,
+            prompt(question, passages(reindented, question)),
+            lambda: check_fixtures(run, root=reindented_in_repository),
+        ),
+        "a copy of the run file re-indented": effects(
+            question, index, prompt(question, sent), lambda: load_run(rewritten_run)
         ),
     }
 
