@@ -62,28 +62,36 @@ def floor_at_least(min_score):
     return lambda ranked: [doc for doc, score in ranked if score >= min_score]
 
 
-RIGHT = {"timestamp": (1, "new request"), "backup": (0, "app answers"), "ranking": (3, "same request")}
+RIGHT = {"timestamp": (0, "app answers"), "backup": (0, "app answers"), "ranking": (1, "rejected")}
 
 
 def test_score_floor_check_passes_at_least_and_returns_the_requests_at_the_floor(index, adapters):
-    at_floor = check_score_floor(floor_at_least, RIGHT, 0.5, index, adapters)
+    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
     assert sorted(at_floor) == ["backup", "ranking", "timestamp"]
-    assert at_floor["backup"].trace.first("model_skipped") is not None
+    assert at_floor["timestamp"].trace.first("model_skipped") is not None
+    assert "outside this request's selected context ['path-read-text']" in at_floor["ranking"].error
+
+
+def test_score_floor_check_gives_the_recorded_reply_again_so_a_dropped_cited_passage_is_rejected(index, adapters):
+    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    returned = at_floor["ranking"].trace.first("model_reply_returned").data
+    assert returned["supplied_by"] == "driver (controlled probe)"
+    assert '"path-write-text"' in returned["reply"]
 
 
 def test_score_floor_check_refuses_strictly_above_and_a_hard_coded_floor(index, adapters):
     with pytest.raises(AssertionError, match=r"score_floor\(.*\) keeps the wrong passages"):
-        check_score_floor(lambda m: lambda r: [d for d, s in r if s > m], RIGHT, 0.5, index, adapters)
+        check_score_floor(lambda m: lambda r: [d for d, s in r if s > m], RIGHT, 0.6, index, adapters)
     with pytest.raises(AssertionError, match="keeps the wrong passages"):
-        check_score_floor(lambda m: floor_at_least(0.5), RIGHT, 0.5, index, adapters)
+        check_score_floor(lambda m: floor_at_least(0.6), RIGHT, 0.6, index, adapters)
 
 
 def test_score_floor_check_counts_wrong_predictions_without_naming_them(index, adapters):
-    wrong = {**RIGHT, "timestamp": (1, "same request")}
+    wrong = {**RIGHT, "ranking": (1, "completed")}
     with pytest.raises(AssertionError, match=r"^1 of 3 predictions do not match what happens$"):
-        check_score_floor(floor_at_least, wrong, 0.5, index, adapters)
+        check_score_floor(floor_at_least, wrong, 0.6, index, adapters)
     with pytest.raises(AssertionError, match="keep the floor as given"):
-        check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+        check_score_floor(floor_at_least, RIGHT, 0.5, index, adapters)
 
 
 def not_in_docs_cause(traced):
