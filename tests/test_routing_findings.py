@@ -69,6 +69,13 @@ def test_prompt_change_verdict_tells_a_failed_absolute_condition_from_a_regressi
     text = prompt_change_verdict(report, [wrong_urgent, better])
     assert "gets 7 of 10 right against 6" in text and "This is not a regression" in text
     assert "(2 urgent misses)" in text and "a 1-0 split on the 1 ticket exactly one of them gets right" in text
+    from labkit.routing.grader import constant_run
+
+    sales = [compare(suite, sha, wrong_urgent, constant_run(suite, sha, "sales"))]
+    text = prompt_change_verdict(report, [wrong_urgent, better], constants=sales)
+    assert "ahead of it by 4 right routes: a 4-0 split on the 4 tickets" in text
+    assert "(p = 1.00; 1 ticket can give no p below 1.00)" in text  # the prompts' floor, said once
+    assert text.count("can give no p below") == 1  # not again for the constant run
     worse = compare(suite, sha, better, wrong_urgent)
     assert "This is not a regression" not in prompt_change_verdict(worse, [better, wrong_urgent])
     fixes = [{"id": "t7", "route": "sales"}, {"id": "t9", "route": "support"}, {"id": "t3", "route": "sales"}]
@@ -88,7 +95,7 @@ def test_prompt_change_verdict_sets_constant_runs_beside_the_prompts_and_tells_t
     assert "'always sales' gets 3 right with 45 points and 2 urgent misses" in text
     assert "ahead of it by 5 right routes: a 6-1 split on the 7 tickets exactly one of them gets right" in text
     seven = text.split("a 6-1 split on the 7 tickets")[1].split(")")[0]
-    assert "cannot reach 5%" not in seven  # 7 differing tickets can reach the 5% level
+    assert "can give no p below" not in seven  # 7 differing tickets can reach the 5% level
     assert "'always urgent_support' gets 2 right with 8 points and 0 urgent misses" in text
     assert "ahead of it by 6 right routes" in text  # 8 right and 2 points against 2 right and 8 points
     assert "passes the gate" not in text  # 2 right against 6: the constant run fails here
@@ -105,7 +112,7 @@ def test_prompt_change_verdict_names_a_constant_run_that_passes_and_a_one_ticket
     constants = [compare(suite, sha, poor, constant_run(suite, sha, r)) for r in ("sales", "urgent_support")]
     text = prompt_change_verdict(report, [poor, sales_like], constants=constants)
     assert "ahead of it by 1 right route: a 1-0 split on the 1 ticket exactly one" in text and "p = 1.00" in text
-    assert "p = 1.00; the test cannot reach 5% below 6 differing tickets)" in text
+    assert "can give no p below" not in text  # 6 differing tickets between the prompts can reach 5%
     assert "only billing or sales" in text and "Neither prompt routes in any real sense" in text
     assert "'always urgent_support' passes the gate" in text  # 2 right, 8 points, no urgent miss
     assert "ahead of it by 2" not in text  # more right routes than always urgent_support, yet 44 points to 8

@@ -205,16 +205,20 @@ def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
     assert failed_conditions(compare(suite, sha, baseline, swapped, protected=["t3"])) == {4}
 
 
-def test_protected_predictions_pass_when_right_and_say_only_how_many_are_wrong(shipped):
+def test_protected_predictions_watch_only_cases_the_baseline_routed_right(shipped):
     from labkit.routing.practice import check_protected_predictions
 
-    suite, sha, baseline, _ = shipped
-    trade = with_routes(baseline, t7="sales", t4="sales")
-    right = {"t1 t4 t7 t9": ["t4"], "t3 t7 t9": []}
-    check_protected_predictions(right, suite, sha, baseline, trade)
-    for wrong in ({"t1 t4 t7 t9": ["t4", "t7"], "t3 t7 t9": []}, {"t1 t4 t7 t9": [], "t3 t7 t9": []}):
-        with pytest.raises(AssertionError, match="1 of your 2 predictions disagree") as caught:
-            check_protected_predictions(wrong, suite, sha, baseline, trade)
-        assert "t4" not in str(caught.value)
-    with pytest.raises(NotImplementedError):
-        check_protected_predictions({"t3 t7 t9": None}, suite, sha, baseline, trade)
+    suite, sha, baseline, _ = shipped  # the baseline misroutes t7 (to support) and t9
+    trials = {
+        "t4 broken": (suite, baseline, with_routes(baseline, t7="sales", t4="sales"), ["t4"]),
+        "t7 wrong another way": (suite, baseline, with_routes(baseline, t7="billing"), ["t7"]),
+        "outage": (suite, baseline, with_routes(baseline, t1="billing"), ["t1"]),
+    }
+    right = {"t4 broken": {4}, "t7 wrong another way": True, "outage": {1, 2, 3, 4}}
+    check_protected_predictions(right, trials, suite_sha256=sha)
+    for wrong in ({**right, "t7 wrong another way": {4}}, {**right, "outage": {3, 4}}):
+        with pytest.raises(AssertionError, match="1 of your 3 predictions are wrong") as caught:
+            check_protected_predictions(wrong, trials, suite_sha256=sha)
+        assert "t7" not in str(caught.value) and "outage" not in str(caught.value)
+    with pytest.raises(NotImplementedError, match="protected-case rule"):
+        check_protected_predictions({**right, "outage": None}, trials, suite_sha256=sha)

@@ -105,14 +105,15 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> 
     )
 
 
-def _split(changes: Mapping[str, Any]) -> str:
+def _split(changes: Mapping[str, Any], *, floor: bool = False) -> str:
     fixed, broke = len(changes["fixed"]), len(changes["broke"])
     differ = fixed + broke
     reading = "which the sign test cannot tell from chance" if changes["tie"] else "beyond what chance explains"
-    floor = "; the test cannot reach 5% below 6 differing tickets" if differ < 6 else ""
+    tickets = f"{differ} ticket{'s' * (differ != 1)}"
+    floor_note = f"; {tickets} can give no p below {min(1.0, 2 * 0.5**differ):.2f}" if floor and differ < 6 else ""
     return (
-        f"a {fixed}-{broke} split on the {differ} ticket{'s' * (differ != 1)} exactly one of them gets right, "
-        f"{reading} (p = {changes['p_value']:.2f}{floor})"
+        f"a {fixed}-{broke} split on the {tickets} exactly one of them gets right, "
+        f"{reading} (p = {changes['p_value']:.2f}{floor_note})"
     )
 
 
@@ -143,7 +144,7 @@ def prompt_change_verdict(
             f"absolute condition, no urgent miss at all, which the baseline prompt fails too "
             f"({old['urgent_misses']} urgent misses)."
         )
-    text += f" Its gain over the baseline prompt is {_split(changes)}."
+    text += f" Its gain over the baseline prompt is {_split(changes, floor=True)}."
     used = sorted(set(chosen))
     if len(used) <= 2:
         text += (

@@ -61,34 +61,34 @@ def check_release_predictions(predicted: Mapping[str, Any], trials: Trials, *, s
     prediction is still ``None``, and `AssertionError` saying only how many predictions are
     wrong: the gate's reasons would give the answers away.
     """
-    if None in predicted.values() or set(predicted) != set(trials):
-        raise NotImplementedError("hint: apply the three conditions; what does a tie do?")
-    wrong = [
-        name
-        for name, (suite, base, run) in trials.items()
-        if failed_conditions(compare(suite, suite_sha256, base, run)) != predicted[name]
-    ]
-    assert not wrong, f"{len(wrong)} of your {len(trials)} predictions are wrong: apply each condition again"
+    protected = {name: (suite, base, run, ()) for name, (suite, base, run) in trials.items()}
+    _check_verdicts(predicted, protected, suite_sha256, "hint: apply the three conditions; what does a tie do?")
 
 
 def check_protected_predictions(
-    predicted: Mapping[str, Any], suite: Any, suite_sha256: str, baseline: Any, candidate: Any
+    predicted: Mapping[str, Any], trials: Mapping[str, tuple[Any, Any, Any, Sequence[str]]], *, suite_sha256: str
 ) -> None:
-    """Grade predictions of the ids the protected-case condition names, one per protected set.
+    """Grade predictions of the gate's verdict on each trial ``name: (suite, baseline, candidate, protected ids)``.
 
-    ``predicted`` maps a protected set written as ids separated by spaces ("t1 t4") to the list
-    of ids, in id order, that `release_reasons` names for it when ``candidate`` is gated against
-    ``baseline``. Raises `NotImplementedError` while a prediction is ``None``, and `AssertionError`
-    saying only how many are wrong.
+    As `check_release_predictions`, with condition 4, the protected-case rule: a prediction is
+    ``True`` or the set of condition numbers the candidate fails, such as ``{3, 4}``. Raises
+    `NotImplementedError` while a prediction is ``None``, and `AssertionError` saying only how
+    many are wrong.
     """
-    if None in predicted.values():
-        raise NotImplementedError("hint: reread what the protected-case condition watches")
-    wrong = 0
-    for ids, names in predicted.items():
-        reasons = compare(suite, suite_sha256, baseline, candidate, protected=ids.split())["reasons"]
-        named = [reason.split(": ", 1)[1].split(", ") for reason in reasons if reason.startswith("protected")]
-        wrong += (named[0] if named else []) != names
-    assert not wrong, f"{wrong} of your {len(predicted)} predictions disagree with the gate"
+    _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
+
+
+def _check_verdicts(
+    predicted: Mapping[str, Any], trials: Mapping[str, tuple[Any, Any, Any, Sequence[str]]], sha: str, hint: str
+) -> None:
+    if None in predicted.values() or set(predicted) != set(trials):
+        raise NotImplementedError(hint)
+    wrong = [
+        name
+        for name, (suite, base, run, protected) in trials.items()
+        if failed_conditions(compare(suite, sha, base, run, protected=protected)) != predicted[name]
+    ]
+    assert not wrong, f"{len(wrong)} of your {len(trials)} predictions are wrong: apply each condition again"
 
 
 def check_smallest_repair(
