@@ -227,6 +227,7 @@ def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_name
 
 def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_pairs(replayed):
     assert "**tie**" in tie_note(replayed) and "separate, the one difference" not in tie_note(replayed)
+    assert tie_note(replayed).startswith("Compared case against case at temperature 0.4, the 3 cases'")
     decline = GOLDEN[2]
     always = [
         replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
@@ -234,6 +235,7 @@ def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_
     ]
     note = tie_note(always)
     assert "**tie**" not in note and f"*{GOLDEN[0].question}* and *{decline.question}*" in note
+    assert note.startswith("Compared case against case at temperature 0.4, these intervals")
 
 
 def test_the_one_trace_note_counts_each_mixed_cases_passes_and_says_how_its_first_trial_ended(replayed):

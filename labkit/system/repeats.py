@@ -203,16 +203,23 @@ def separated_cases(trials: list[GoldenTrial]) -> list[tuple[str, str]]:
 
 
 def tie_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, what the cases' Wilson intervals can tell apart: a tie unless two are separate."""
+    """Return, in words, what the Wilson intervals tell apart when the cases are compared with
+    each other: a tie unless two cases' intervals are separate. It compares cases within the
+    repeats' one configuration, never the repeats with the temperature-0 requests."""
     separated = separated_cases(trials)
+    setting = f"at temperature {TRIALS.temperature}"
     if not separated:
         return (
-            "No two cases' intervals are separate, so on these trials the cases are a **tie**: the "
-            "data cannot say which one the system passes more often, and a case that passed once is "
-            "not shown to be better than one that did not pass here."
+            f"Compared case against case {setting}, the {len(outcomes(trials))} cases' pass rates are "
+            "a **tie**: no two intervals are separate. These trials cannot say on which case the "
+            "system fails more often. They do not compare this temperature with temperature 0 either: "
+            "that column holds one request per case."
         )
     pairs = "; ".join(f"*{a}* and *{b}*" for a, b in separated)
-    return f"These cases' intervals are separate, the one difference the data can show: {pairs}."
+    return (
+        f"Compared case against case {setting}, these intervals are separate, the one difference "
+        f"the data can show: {pairs}."
+    )
 
 
 def one_trace_note(trials: list[GoldenTrial]) -> str:
