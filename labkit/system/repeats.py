@@ -245,10 +245,10 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
 
 
 def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return the figures of `repeat_summary`'s reading, in words: the plan and its pilot, the
-    Wilson interval's width at this n, the tie rule's verdict (`tie_note`), the pooled pass
-    rate, and what one trace per case would have shown (`one_trace_note`). What they mean
-    beyond these figures is the notebook's prose, not this function's."""
+    """Return the figures of `repeat_summary`'s reading, in Markdown: the plan and its pilot,
+    then one bullet each for the Wilson interval's width at this n, the tie rule's verdict
+    (`tie_note`), the pooled pass rate, and what one trace per case would have shown
+    (`one_trace_note`). What they mean beyond these figures is the notebook's prose."""
     from labkit.tables import interval
     from labkit.trials import wilson
 
@@ -257,9 +257,12 @@ def reading_note(trials: list[GoldenTrial]) -> str:
     _, high_none = wilson(0, n)
     pooled = sum(t.passed for t in trials)
     return (
-        f"{TRIALS.describe()} {PILOT} With n = {n} trials per case the Wilson interval is wide "
-        f"whatever happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} "
-        f"to 1, no pass anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, that is with "
-        f"all trials counted together, the three cases passed {pooled} of {len(trials)} trials, "
-        f"{interval(*wilson(pooled, len(trials)))}. " + one_trace_note(trials)
+        f"{TRIALS.describe()} {PILOT}\n\n"
+        f"- With n = {n} trials per case the Wilson interval is wide whatever happens: {n} passes "
+        f"of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass anywhere up to "
+        f"{high_none:.2f}.\n"
+        f"- {tie_note(trials)}\n"
+        f"- Pooled, that is with all trials counted together, the {len(outcomes(trials))} cases "
+        f"passed {pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}.\n"
+        f"- " + one_trace_note(trials)
     )
