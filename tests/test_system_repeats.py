@@ -253,7 +253,10 @@ def test_the_reading_note_renders_the_plan_the_interval_widths_the_tie_and_the_p
     note = reading_note(replayed)
     assert note.startswith(TRIALS.describe()) and "a pilot at 0.7 got no reply the contract accepts" in note
     assert "5 passes of 5 would leave the rate anywhere from 0.57 to 1, no pass anywhere up to 0.43" in note
-    assert "\n- Pooled, that is with all trials counted together, the 3 cases passed 1 of 15 trials, [0.01, 0.30].\n" in note
+    assert (
+        "\n- Pooled, that is with all trials counted together, the 3 cases passed 1 of 15 trials, [0.01, 0.30].\n"
+        in note
+    )
     assert tie_note(replayed) in note and note.endswith(one_trace_note(replayed))
     more = [replace(t, passed=True) if t.case == GOLDEN[2] else t for t in replayed]
     assert "passed 6 of 15 trials" in reading_note(more)
