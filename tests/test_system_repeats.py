@@ -227,6 +227,7 @@ def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_name
 
 def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_pairs(replayed):
     assert "**tie**" in tie_note(replayed) and "separate, the one difference" not in tie_note(replayed)
+    assert tie_note(replayed).startswith("Compared case against case at temperature 0.4, the 3 cases'")
     decline = GOLDEN[2]
     always = [
         replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
@@ -234,6 +235,7 @@ def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_
     ]
     note = tie_note(always)
     assert "**tie**" not in note and f"*{GOLDEN[0].question}* and *{decline.question}*" in note
+    assert note.startswith("Compared case against case at temperature 0.4, these intervals")
 
 
 def test_the_one_trace_note_counts_each_mixed_cases_passes_and_says_how_its_first_trial_ended(replayed):
@@ -251,7 +253,10 @@ def test_the_reading_note_renders_the_plan_the_interval_widths_the_tie_and_the_p
     note = reading_note(replayed)
     assert note.startswith(TRIALS.describe()) and "a pilot at 0.7 got no reply the contract accepts" in note
     assert "5 passes of 5 would leave the rate anywhere from 0.57 to 1, no pass anywhere up to 0.43" in note
-    assert "the three cases passed 1 of 15 trials, [0.01, 0.30]. " in note
+    assert (
+        "\n- Pooled, that is with all trials counted together, the 3 cases passed 1 of 15 trials, [0.01, 0.30].\n"
+        in note
+    )
     assert tie_note(replayed) in note and note.endswith(one_trace_note(replayed))
     more = [replace(t, passed=True) if t.case == GOLDEN[2] else t for t in replayed]
     assert "passed 6 of 15 trials" in reading_note(more)

@@ -9,6 +9,7 @@
 - `labkit.system.golden`: the golden set of three cases, `unmet` and `passed`.
 - `labkit.system.runs`: the lesson's recorded runs (authored and captured) and the tables
   notebook 05 shows of them; `labkit.system.repeats`: the golden set over repeated trials.
+- `labkit.system.practice`: the route-prediction exercise's written replies and its check.
 
 Importing this package imports nothing heavy; LangChain, LangGraph, FAISS and
 pypdf load inside the functions that use them.

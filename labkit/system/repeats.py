@@ -203,16 +203,23 @@ def separated_cases(trials: list[GoldenTrial]) -> list[tuple[str, str]]:
 
 
 def tie_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, what the cases' Wilson intervals can tell apart: a tie unless two are separate."""
+    """Return, in words, what the Wilson intervals tell apart when the cases are compared with
+    each other: a tie unless two cases' intervals are separate. It compares cases within the
+    repeats' one configuration, never the repeats with the temperature-0 requests."""
     separated = separated_cases(trials)
+    setting = f"at temperature {TRIALS.temperature}"
     if not separated:
         return (
-            "No two cases' intervals are separate, so on these trials the cases are a **tie**: the "
-            "data cannot say which one the system passes more often, and a case that passed once is "
-            "not shown to be better than one that did not pass here."
+            f"Compared case against case {setting}, the {len(outcomes(trials))} cases' pass rates are "
+            "a **tie**: no two intervals are separate. These trials cannot say on which case the "
+            "system fails more often. They do not compare this temperature with temperature 0 either: "
+            "that column holds one request per case."
         )
     pairs = "; ".join(f"*{a}* and *{b}*" for a, b in separated)
-    return f"These cases' intervals are separate, the one difference the data can show: {pairs}."
+    return (
+        f"Compared case against case {setting}, these intervals are separate, the one difference "
+        f"the data can show: {pairs}."
+    )
 
 
 def one_trace_note(trials: list[GoldenTrial]) -> str:
@@ -238,10 +245,10 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
 
 
 def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return the figures of `repeat_summary`'s reading, in words: the plan and its pilot, the
-    Wilson interval's width at this n, the tie rule's verdict (`tie_note`), the pooled pass
-    rate, and what one trace per case would have shown (`one_trace_note`). What they mean
-    beyond these figures is the notebook's prose, not this function's."""
+    """Return the figures of `repeat_summary`'s reading, in Markdown: the plan and its pilot,
+    then one bullet each for the Wilson interval's width at this n, the tie rule's verdict
+    (`tie_note`), the pooled pass rate, and what one trace per case would have shown
+    (`one_trace_note`). What they mean beyond these figures is the notebook's prose."""
     from labkit.tables import interval
     from labkit.trials import wilson
 
@@ -250,9 +257,12 @@ def reading_note(trials: list[GoldenTrial]) -> str:
     _, high_none = wilson(0, n)
     pooled = sum(t.passed for t in trials)
     return (
-        f"{TRIALS.describe()} {PILOT} With n = {n} trials per case the Wilson interval is wide "
-        f"whatever happens: {n} passes of {n} would leave the rate anywhere from {low_all:.2f} "
-        f"to 1, no pass anywhere up to {high_none:.2f}. {tie_note(trials)} Pooled, that is with "
-        f"all trials counted together, the three cases passed {pooled} of {len(trials)} trials, "
-        f"{interval(*wilson(pooled, len(trials)))}. " + one_trace_note(trials)
+        f"{TRIALS.describe()} {PILOT}\n\n"
+        f"- With n = {n} trials per case the Wilson interval is wide whatever happens: {n} passes "
+        f"of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass anywhere up to "
+        f"{high_none:.2f}.\n"
+        f"- {tie_note(trials)}\n"
+        f"- Pooled, that is with all trials counted together, the {len(outcomes(trials))} cases "
+        f"passed {pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}.\n"
+        f"- " + one_trace_note(trials)
     )

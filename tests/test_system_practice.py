@@ -1,0 +1,56 @@
+"""Lesson 05's route-prediction exercise: what the graph does with each reply, and a check that hides it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.system.policy import load_policy_index
+from labkit.system.practice import ROUTE_REPLIES, check_route_predictions, route_taken
+
+RIGHT = {
+    "another intent": ("answered", "tool"),
+    "a team in the arguments": ("invalid_output", "check"),
+    "cites page 2": ("answered", "check"),
+    "a decline with a count": ("invalid_output", "check"),
+    "an empty list": ("answered", "tool"),
+}
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_minimal_system.ipynb"
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_policy_index()
+
+
+def test_each_reply_ends_where_the_graphs_check_and_route_send_it(index, tmp_path):
+    taken = {name: route_taken(raw, index, tmp_path / "t.jsonl") for name, raw in ROUTE_REPLIES.items()}
+    assert taken == RIGHT
+
+
+def test_right_predictions_pass_and_tuples_or_lists_both_count(index, tmp_path):
+    check_route_predictions(RIGHT, index, tmp_path / "t.jsonl")
+    check_route_predictions({k: list(v) for k, v in RIGHT.items()}, index, tmp_path / "t.jsonl")
+
+
+def test_an_unfinished_prediction_is_not_finished_rather_than_wrong(index, tmp_path):
+    with pytest.raises(NotImplementedError):
+        check_route_predictions({**RIGHT, "cites page 2": None}, index, tmp_path / "t.jsonl")
+    with pytest.raises(NotImplementedError):
+        check_route_predictions({k: v for k, v in RIGHT.items() if k != "an empty list"}, index, tmp_path / "t.jsonl")
+
+
+def test_a_wrong_prediction_is_counted_without_giving_the_answer(index, tmp_path):
+    wrong = {**RIGHT, "cites page 2": ("invalid_citation", "check"), "an empty list": ("invalid_output", "check")}
+    with pytest.raises(AssertionError) as refused:
+        check_route_predictions(wrong, index, tmp_path / "t.jsonl")
+    message = str(refused.value)
+    assert message.startswith("2 of your 5 predictions are wrong")
+    assert not any(word in message for word in ("answered", "invalid", 'tool"', "page 2"))
+
+
+def test_the_notebooks_task_shows_every_reply_it_grades():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    task = next(c for c in cells if "ex:route-prediction" in c["metadata"].get("tags", []))
+    for name, raw in ROUTE_REPLIES.items():
+        assert f"{name}" in "".join(task["source"]) and raw in "".join(task["source"]), name
