@@ -86,8 +86,13 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     if ok_wrong:
         lines.append(
             f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
-            f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}): the validator checks "
-            "counts, not routes, so a misrouted question gets that route's answer."
+            f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}). "
+            + (
+                "The profile node set that status itself: it answers from the profile, and no validator "
+                "runs on that route."
+                if routes == ["profile"]
+                else "Each route's node sets its own status; only a count's answer meets the validator."
+            )
         )
     if ops:
         tail = (
@@ -148,8 +153,8 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     )
     return (
         f"- **Authored: {outcome['correct']}/{outcome['cases']} by construction.** The course wrote these "
-        "replies, so every rate in this column, its intervals included, tests the application's code, "
-        f"not a model. Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
+        "replies, so every rate in this column tests the application's code, not a model. "
+        f"Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
         f"{refused_args or 'none refused'}; the course wrote that proposal to show a refused "
         "argument fed back as an observation." + injection + by_design
     )
