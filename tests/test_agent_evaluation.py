@@ -1,4 +1,4 @@
-"""Evaluation across layers: outcome, route confusion, tool use, paraphrase trials with Wilson intervals, safety."""
+"""Evaluation across layers: outcome, route confusion, tool use, paraphrase trials counted by wording, safety."""
 
 from types import SimpleNamespace
 
@@ -9,6 +9,7 @@ from labkit.agent import runs
 from labkit.agent.graph import ScriptedModel
 from labkit.boundary import connect
 from labkit.recording import load_run
+from labkit.trials import wilson
 
 
 @pytest.fixture(scope="module")
@@ -17,20 +18,23 @@ def authored():
     return results, ev.evaluation_report(results, load_run(runs.RUN_AUTHORED))
 
 
-def test_paraphrase_trials_report_rates_and_wilson_intervals_for_counts_and_declines(authored):
+def test_paraphrase_trials_count_wordings_with_no_interval_for_counts_and_declines(authored):
     _, report = authored
     rows = {r["trials"]: r for r in report["reliability"]}
     assert set(rows) == {"trial_count", "trial_decline"}
     for row in rows.values():
-        assert row["n"] == 4 and row["wilson_low"] <= row["rate"] <= row["wilson_high"]
+        assert row["n"] == 4 and row["correct"] == 4 and "wilson_low" not in row
+    shown = ev.side_by_side([report])
+    assert shown.loc["count paraphrases: wordings correct / wordings"].iloc[0] == "4/4"
+    assert not any("Wilson" in label for label in shown.index)
 
 
 def test_wilson_interval_matches_the_formula():
-    assert ev.wilson(6, 6) == (0.61, 1.0)
-    assert ev.wilson(0, 6) == (0.0, 0.39)
-    assert ev.wilson(5, 10) == (0.237, 0.763)
+    assert wilson(6, 6) == (0.61, 1.0)
+    assert wilson(0, 6) == (0.0, 0.39)
+    assert wilson(5, 10) == (0.237, 0.763)
     with pytest.raises(ValueError):
-        ev.wilson(3, 0)
+        wilson(3, 0)
 
 
 def test_authored_run_completes_every_case_with_no_unauthorized_call(authored):

@@ -1,5 +1,7 @@
 """Exercise 3's check passes the worked solution and refuses the tempting wrong ones."""
 
+from collections import Counter
+
 import pytest
 
 from labkit.agent.exercises import check_stale_recount
@@ -67,32 +69,54 @@ def captured_results():
     return runs.make_requests(connect(runs.RUN_CAPTURED, lesson="04", settings=runs.SETTINGS))
 
 
-def _failures_of(kinds):
-    def proposal_failures(results):
-        events = [e for r in results for e in (r.state or {}).get("events", [])]
-        return {name: sum(e["kind"] in which for e in events) for name, which in kinds.items()}
+@pytest.fixture(scope="module")
+def authored_results():
+    from labkit.agent import runs
+    from labkit.boundary import connect
 
-    return proposal_failures
-
-
-def test_the_proposal_failures_check_passes_counting_each_agent_event_kind(captured_results):
-    from labkit.agent.exercises import check_proposal_failures
-
-    right = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})
-    assert check_proposal_failures(right, captured_results) == "ex:proposal-failures passed"
+    return runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
 
 
-def test_the_proposal_failures_check_refuses_router_replies_counted_and_the_figures_typed_in(captured_results):
-    from labkit.agent.exercises import check_proposal_failures
+def _fields_of(kinds):
+    def refused_fields(results):
+        fields = Counter()
+        for r in results:
+            for e in (r.state or {}).get("events", []):
+                if e["kind"] in kinds:
+                    fields.update(list(e["arguments"]))
+        return fields
 
-    with_router = _failures_of(
-        {"unparsed": {"proposal_invalid", "route_invalid"}, "wrong arguments": {"arguments_invalid"}}
-    )
-    with pytest.raises(AssertionError, match="captured"):
-        check_proposal_failures(with_router, captured_results)
-    typed = _failures_of({"unparsed": {"proposal_invalid"}, "wrong arguments": {"arguments_invalid"}})(captured_results)
-    with pytest.raises(AssertionError, match="scripted run"):
-        check_proposal_failures(lambda results: typed, captured_results)
+    return refused_fields
+
+
+def test_the_refused_fields_check_passes_counting_the_fields_of_refused_arguments(captured_results, authored_results):
+    from labkit.agent.exercises import check_refused_fields
+
+    right = _fields_of({"arguments_invalid"})
+    assert check_refused_fields(right, captured_results, authored_results) == "ex:refused-fields passed"
+
+
+def test_the_refused_fields_check_refuses_counting_every_call_and_the_figures_typed_in(
+    captured_results, authored_results
+):
+    from labkit.agent.exercises import check_refused_fields
+
+    every_call = _fields_of({"arguments_invalid", "tool_returned", "tool_refused"})
+    with pytest.raises(AssertionError, match="authored run"):
+        check_refused_fields(every_call, captured_results, authored_results)
+    typed = dict(_fields_of({"arguments_invalid"})(captured_results))
+    with pytest.raises(AssertionError, match="authored run"):
+        check_refused_fields(lambda results: typed, captured_results, authored_results)
+    by_tool = _fields_of({"arguments_invalid"})
+
+    def tools_not_fields(results):
+        return Counter(
+            e["tool"] for r in results for e in (r.state or {}).get("events", []) if e["kind"] == "arguments_invalid"
+        )
+
+    assert by_tool(captured_results) != tools_not_fields(captured_results)
+    with pytest.raises(AssertionError, match="captured run"):
+        check_refused_fields(tools_not_fields, captured_results, authored_results)
 
 
 def _backed(pick):
@@ -143,14 +167,13 @@ def test_the_backed_count_check_refuses_an_answer_read_off_a_preview():
         check_backed_count(lambda answer, calls: verify_final(answer, result=_PREVIEW_AS_COUNT))
 
 
-def test_the_backed_count_check_refuses_the_lexicographically_newest_version():
+def test_the_backed_count_check_agrees_with_the_stale_rule_its_earlier_counts_are_older():
     from labkit.agent.exercises import check_backed_count
 
     def newest(counts, calls):
         return max((c for c in counts if "count" in c), key=lambda c: c["dataset_version"])
 
-    with pytest.raises(AssertionError, match="rejected"):
-        check_backed_count(_backed(newest))
+    assert check_backed_count(_backed(newest)) == "ex:backed-count passed"
 
 
 def test_the_backed_count_check_refuses_an_answer_when_the_latest_count_was_refused():

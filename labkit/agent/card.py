@@ -20,8 +20,9 @@ OUTCOME = "task outcomes correct"
 
 def grade(boundary: Any) -> Card:
     """Run every case and trial through ``boundary`` and measure outcome, routing, tool arguments and safety."""
-    from labkit.agent.evaluation import evaluation_report, wilson
+    from labkit.agent.evaluation import evaluation_report
     from labkit.recording import load_run
+    from labkit.trials import wilson
 
     results = RUNS.make_requests(boundary)
     report = evaluation_report(results, load_run(boundary.run_id))

@@ -21,8 +21,6 @@ from typing import Any, Protocol
 
 from labkit.agent.router import ROUTES
 from labkit.agent.runs import CaseResult
-from labkit.tables import interval
-from labkit.trials import wilson
 
 #: How the report prints a rate over zero eligible cases: it measured nothing, so it is not 0.0.
 NOT_APPLICABLE = "n/a (0 eligible)"
@@ -181,24 +179,19 @@ def tool_use(results: list[CaseResult]) -> dict[str, Any]:
 
 
 def reliability(results: list[CaseResult]) -> list[dict[str, Any]]:
-    """Return outcome rates with Wilson intervals over the paraphrase trials: several wordings, each run once (not repeats)."""
+    """Return how many paraphrase wordings ended right: several fixed wordings, each run once (not repeats).
+
+    No interval: the wordings were written by hand, not drawn at random, and at
+    temperature 0 each gives one fixed reply, so the figure counts these wordings; it
+    estimates no rate over other wordings or reruns.
+    """
     rows = []
     for kind in ("trial_count", "trial_decline"):
         trials = [r for r in results if r.case.kind == kind]
         if not trials:
             continue
         ok = sum(outcome_correct(r) for r in trials)
-        low, high = wilson(ok, len(trials))
-        rows.append(
-            {
-                "trials": kind,
-                "n": len(trials),
-                "correct": ok,
-                "rate": round(ok / len(trials), 3),
-                "wilson_low": low,
-                "wilson_high": high,
-            }
-        )
+        rows.append({"trials": kind, "n": len(trials), "correct": ok, "rate": round(ok / len(trials), 3)})
     return rows
 
 
@@ -398,9 +391,7 @@ def report_figures(report: dict[str, Any]) -> dict[str, str]:
         ),
         "argument validity: valid / proposals": of_eligible(tools["valid_arguments"], tools["tool_proposals"]),
         **{
-            f"{PARAPHRASES[kind]}: correct [95% Wilson]": (
-                f"{t['correct']}/{t['n']} {interval(t['wilson_low'], t['wilson_high'])}"
-            )
+            f"{PARAPHRASES[kind]}: wordings correct / wordings": f"{t['correct']}/{t['n']}"
             for kind, t in trials.items()
         },
         "latency per case, p50 / p95 (s)": f"{ops['p50_s']:.2f} / {ops['p95_s']:.2f}" if ops else unmeasured,

@@ -83,36 +83,42 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     return "ex:stale-recount passed"
 
 
-def _failures(results: Any) -> dict[str, int]:
-    events = [event for result in results for event in (result.state or {}).get("events", [])]
-    return {
-        "unparsed": sum(event["kind"] == "proposal_invalid" for event in events),
-        "wrong arguments": sum(event["kind"] == "arguments_invalid" for event in events),
-    }
+def _refused_fields(results: Any) -> dict[str, int]:
+    fields: dict[str, int] = {}
+    for result in results:
+        for event in (result.state or {}).get("events", []):
+            if event["kind"] == "arguments_invalid":
+                for name in event["arguments"]:
+                    fields[name] = fields.get(name, 0) + 1
+    return fields
 
 
-def check_proposal_failures(proposal_failures: Callable[[Any], dict[str, int]], captured: Any) -> str:
-    """Check exercise 2's ``proposal_failures(results)`` on the captured run's ``captured`` results and two scripted runs.
+def check_refused_fields(refused_fields: Callable[[Any], dict[str, int]], captured: Any, authored: Any) -> str:
+    """Check exercise 2's ``refused_fields(results)`` on the two recorded runs and two scripted runs.
 
-    One scripted model always proposes ``count_rows`` with an ``answer`` in place of
-    its arguments; the other always replies with text that is not JSON. A router
-    reply that did not parse is no agent proposal, and must not be counted.
+    ``captured`` and ``authored`` are the recorded runs' case results. One scripted
+    model always proposes ``count_rows`` with an ``answer`` in place of its
+    arguments; the other always proposes a valid filter, whose fields the tool did
+    not refuse and must not be counted. A field counted zero times may be left out.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
 
     route = '{"route": "structured"}'
-    scripted = {
-        "wrong arguments": make_requests(
-            ScriptedModel({"route:": route, "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'})
+    answer = '{"decision": "count_rows", "arguments": {"answer": "9"}}'
+    valid = '{"decision": "filter_by_intent", "arguments": {"intent": "get_refund"}}'
+    runs = {
+        "the captured run": captured,
+        "the authored run": authored,
+        "a scripted run whose every call carries an answer": make_requests(
+            ScriptedModel({"route:": route, "agent:": answer})
         ),
-        "unparsed": make_requests(ScriptedModel({"route:": route, "agent:": "count_rows please"})),
+        "a scripted run whose every call is valid": make_requests(ScriptedModel({"route:": route, "agent:": valid})),
     }
-    assert proposal_failures(captured) == _failures(captured), "recount the captured run's agent proposals"
-    for kind, results in scripted.items():
-        counted = proposal_failures(results)
-        assert counted == _failures(results), f"a scripted run where every proposal is {kind}: counted wrong"
-    return "ex:proposal-failures passed"
+    for name, results in runs.items():
+        counted = {field: n for field, n in dict(refused_fields(results)).items() if n}
+        assert counted == _refused_fields(results), f"{name}: the fields of the refused arguments were counted wrong"
+    return "ex:refused-fields passed"
 
 
 def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str) -> None:
@@ -128,11 +134,12 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     """Check exercise 1's ``verify_backed_count(answer, calls)`` on call lists it builds from fresh data.
 
     An answer read off a preview, with no ``count_rows`` call, must be rejected as
-    ``not_backed``. When a run counted twice (the earlier count larger or smaller,
-    its dataset version older or newer) and ran a filter after its count, the latest
-    ``count_rows`` call decides, whatever its version: the answer it backs is
-    verified, the earlier count's answer is ``wrong_count``. When that latest call was
-    refused (its observation an ``error``), no count backs any answer: ``not_backed``.
+    ``not_backed``. When a run counted twice, the data changing in between (the
+    earlier count larger or smaller, from an older dataset version), and ran a filter
+    after its count, the latest ``count_rows`` call decides: the earlier count is
+    stale. The answer the latest count backs is verified, the earlier count's answer
+    is ``wrong_count``. When that latest call was refused (its observation an
+    ``error``), no count backs any answer: ``not_backed``.
     """
     tools = _analyst("exercise-1")
     filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
@@ -146,7 +153,7 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     counted = tools.count_rows(CountRows(rows=filtered["row_ref"]))
     right = format_answer(counted["count"], "get_refund", APPROVED_SCOPE)
     after = {"step": "filter_by_intent", "observation": {"preview_rows": 3}}
-    for shift, version in ((5, "support-2026-08-01"), (-5, "support-2026-12-01")):
+    for shift, version in ((5, "support-2026-08-01"), (-5, "support-2026-07-01")):
         earlier = {**counted, "count": counted["count"] + shift, "dataset_version": version}
         calls = [
             *preview,

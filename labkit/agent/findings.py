@@ -86,8 +86,13 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     if ok_wrong:
         lines.append(
             f"- **Status `ok` is not correct.** {len(ok_wrong)} cases ended `ok` with a wrong answer, "
-            f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}): the validator checks "
-            "counts, not routes, so a misrouted question gets that route's answer."
+            f"routed {', '.join(f'`{r}`' for r in routes)} ({_ids(ok_wrong)}). "
+            + (
+                "The profile node set that status itself: it answers from the profile, and no validator "
+                "runs on that route."
+                if routes == ["profile"]
+                else "Each route's node sets its own status; only a count's answer meets the validator."
+            )
         )
     if ops:
         tail = (
@@ -148,8 +153,8 @@ def authored_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     )
     return (
         f"- **Authored: {outcome['correct']}/{outcome['cases']} by construction.** The course wrote these "
-        "replies, so every rate in this column, its intervals included, tests the application's code, "
-        f"not a model. Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
+        "replies, so every rate in this column tests the application's code, not a model. "
+        f"Argument validity {tools['valid_arguments']}/{tools['tool_proposals']}: "
         f"{refused_args or 'none refused'}; the course wrote that proposal to show a refused "
         "argument fed back as an observation." + injection + by_design
     )
@@ -186,8 +191,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         f"`max_tokens={SETTINGS['max_tokens']}` tokens. "
         f"{sum(refused.values())} parsed as JSON but failed the tool's schema. The most frequent: {common or 'none'}. "
         f"{with_answer} of them put an `answer` where the tool's arguments go. The shared schema requires no field, "
-        "so the server let that through. A schema per step was never tried here, and refusing bad arguments "
-        "would not by itself make a valid call. "
+        "so the server let that through. "
         f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. "
         f"{router_bad} router replies did not parse at all. "
         "The token cap and the shared schema are the course's choices. This run cannot say how much of the "
