@@ -263,4 +263,8 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
     # 2 against 6 of 26: outside the interval, yet 4 disagreements all one way give p = 0.125
     assert paired_reading(_two_of_six()) == (
         "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
+        " The interval rule lets through differences that chance explains."
+    )
+    assert paired_reading(_two_of_six()[:1]) == (
+        "Of 0 pairs of settings, the interval rule calls 0 a difference and the paired test 0."
     )
