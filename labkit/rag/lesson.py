@@ -251,6 +251,7 @@ def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
     When the paired test calls fewer, the sentence says the interval rule let through differences chance explains.
+    It also warns that many tests at `ALPHA` each pass some pairs by chance alone.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
     by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
@@ -259,6 +260,11 @@ def paired_reading(experiments: list[Experiment]) -> str:
     return (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
         f" and the paired test {by_test}.{looser}"
+        + (
+            f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
+            if pairs
+            else ""
+        )
     )
 
 
