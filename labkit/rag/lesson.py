@@ -250,13 +250,13 @@ def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment]) -> 
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
-    When the paired test calls fewer, the sentence says the interval rule let through differences chance explains.
+    When the paired test calls fewer, the sentence says the interval rule let through differences chance could explain.
     It also warns that many tests at `ALPHA` each pass some pairs by chance alone.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
     by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
     by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
-    looser = " The interval rule lets through differences that chance explains." if by_test < by_interval else ""
+    looser = " The interval rule lets through differences that chance could explain." if by_test < by_interval else ""
     return (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
         f" and the paired test {by_test}.{looser}"
