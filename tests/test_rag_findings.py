@@ -116,7 +116,7 @@ def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path
         in text
     )
     assert "this notebook cannot show that retrieval helps a model answer" in text
-    assert "generation failed" not in text  # page-hit cannot tell generation from context assembly
+    assert "a generation failure from a retrieval one" in text
 
 
 @pytest.fixture(scope="module")
@@ -192,12 +192,16 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     assert list(table["characters"]) == [3, 1, 2]
 
 
-def test_exercise_b_conclusion_counts_each_stage_where_evidence_was_lost():
+def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it_sent(questions, index):
     from labkit.rag.findings import where_lost_summary
 
-    stages = {"a": "not a candidate", "b": "not a candidate", "c": "ranked below k", "d": "figure sent"}
-    stages |= {"e": "sent without the figure", "f": "sent without the figure", "g": "sent without the figure"}
-    text = where_lost_summary(stages).data
-    assert text.startswith("Of 7 answerable questions, 1 reached the model with the figure. 3 had a labelled page")
+    ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
+    stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
+    stages |= {ids["017"]: "figure sent", ids["004"]: "sent without the figure"}
+    stages |= {ids["018"]: "sent without the figure"}  # its figure's chunk on page 20 is a candidate
+    text = where_lost_summary(stages, index, questions).data
+    assert text.startswith("Of 6 answerable questions, 1 reached the model with the figure. 2 had a labelled page")
+    assert "For 1 of them that chunk was not even a candidate: the search lost it." in text
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
     assert "2 never reached the twelve candidates." in text
+    assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss

@@ -213,10 +213,59 @@ def test_a_figure_on_a_selected_page_can_be_missing_from_the_chunk_sent():
     from labkit.rag.lesson import figure_on_page
 
     meta = {"doc_name": "D", "source_page": 4}
-    index = SimpleNamespace(chunks=[SimpleNamespace(page_content=t, metadata=meta) for t in ("intro text", "Q4 660.7")])
-    record = {"retrieved": [{"citation_id": "D#p4", "chunk_text": "intro text"}]}
+    chunks = [SimpleNamespace(page_content=t, metadata=meta) for t in ("intro text", "Q4 660.7")]
+    store = SimpleNamespace(similarity_search_with_score=lambda question, k: [(chunks[0], 0.5)])
+    index = SimpleNamespace(chunks=chunks, store=store)
+    record = {"question": "Q4 sales?", "retrieved": [{"citation_id": "D#p4", "chunk_text": "intro text"}]}
     assert figure_on_page(index, record, "D#p4", "660.7") == (
-        "D#p4: 2 chunks; 660.7 printed in a chunk sent: False | in a chunk of the page: True"
+        "D#p4: 2 chunks; 660.7 printed in a chunk sent: False | in a candidate chunk: False"
+        " | in a chunk of the page: True"
     )
     record["retrieved"][0]["chunk_text"] = "Q4 660.7"
     assert "printed in a chunk sent: True" in figure_on_page(index, record, "D#p4", "660.7")
+
+
+def _paired_answer(a, b):
+    from labkit.rag.metrics import paired_p
+
+    wins = sum(hit and not b.hits[q] for q, hit in a.hits.items())
+    losses = sum(b.hits[q] and not hit for q, hit in a.hits.items())
+    if paired_p(wins, losses) >= 0.05:
+        return "tie"
+    return "higher" if wins > losses else "lower"
+
+
+def _two_of_six():
+    few = Experiment("few", {}, {f"q{i}": i < 2 for i in range(26)})
+    more = Experiment("more", {}, {f"q{i}": i < 6 for i in range(26)})
+    return [few, more]
+
+
+def test_exercise_as_check_passes_the_paired_test_and_refuses_the_interval_rule_and_the_totals():
+    from labkit.rag.lesson import check_paired_verdict, versus
+    from labkit.rag.metrics import paired_p
+
+    def totals(a, b):
+        wins, losses = sum(a.hits.values()), sum(b.hits.values())
+        return "tie" if paired_p(wins, losses) >= 0.05 else "higher" if wins > losses else "lower"
+
+    check_paired_verdict(_paired_answer, _two_of_six())
+    for wrong in (versus, totals, lambda a, b: "tie"):
+        with pytest.raises(AssertionError, match="not the paired test's verdict"):
+            check_paired_verdict(wrong, _two_of_six())
+    with pytest.raises(AssertionError, match="returns 'higher', 'lower' or 'tie'"):
+        check_paired_verdict(lambda a, b: None, _two_of_six())
+
+
+def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
+    from labkit.rag.lesson import paired_reading
+
+    # 2 against 6 of 26: outside the interval, yet 4 disagreements all one way give p = 0.125
+    assert paired_reading(_two_of_six()) == (
+        "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
+        " The interval rule lets through differences that chance could explain."
+        " Each pair is its own test at 0.05, so over 1 tests some fall below it by chance."
+    )
+    assert paired_reading(_two_of_six()[:1]) == (
+        "Of 0 pairs of settings, the interval rule calls 0 a difference and the paired test 0."
+    )

@@ -121,7 +121,7 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
         )
         + f" A labelled page reached the model for {int(hit.sum())} of {len(answerable)} answerable questions."
         " Page-hit does not say whether the chunk sent held the figure (question 004 above), so it cannot tell"
-        " a generation failure from a context-assembly one."
+        " a generation failure from a retrieval one."
     )
 
 
@@ -162,24 +162,32 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     )
 
 
-def where_lost_summary(stages: Mapping[str, str]) -> Any:
+def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[FilingQuestion]) -> Any:
     """Render exercise B's conclusion from its stages (question id -> one of `labkit.rag.lesson.STAGES`): where
     each question's evidence was lost, and which fix each loss asks for.
+
+    For a page ``sent without the figure``, `labkit.rag.lesson.figure_chunk_candidate` on ``index`` tells whether
+    the chunk holding the figure was among the candidates: when it was not, the search lost it.
     """
+    from labkit.rag.lesson import figure_chunk_candidate
+
     values = list(stages.values())
     count = {stage: values.count(stage) for stage in dict.fromkeys(values)}
 
     def n(stage: str) -> int:
         return count.get(stage, 0)
 
+    by_id = {q.financebench_id: q for q in questions}
+    without = [qid for qid, stage in stages.items() if stage == "sent without the figure"]
+    unsearched = sum(not figure_chunk_candidate(index, by_id[qid]) for qid in without)
     return _markdown(
         f"Of {len(values)} answerable questions, {n('figure sent')} reached the model with the figure."
-        f" {n('sent without the figure')} had a labelled page sent, but not the chunk holding the figure:"
-        " a context-assembly loss, fixed in how pages are cut into chunks or by sending whole pages."
+        f" {len(without)} had a labelled page sent, but not the chunk holding the figure."
+        f" For {unsearched} of them that chunk was not even a candidate: the search lost it."
         f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
         " the rerank: a better rerank could reach those."
-        f" {n('not a candidate')} never reached the twelve candidates. No reranker of those candidates could fix"
-        " them, not even the book's cross-encoder. Only a better first search can."
+        f" {n('not a candidate')} never reached the twelve candidates. No reranker could fix those, not even the"
+        " book's cross-encoder. Only a better first search can."
     )
 
 

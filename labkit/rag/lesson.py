@@ -23,7 +23,7 @@ from labkit.rag.index import (
     load_filings,
     open_index,
 )
-from labkit.rag.metrics import Experiment, grade, page_hit, summary
+from labkit.rag.metrics import Experiment, grade, page_hit, paired_p, summary
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import text_table
 
@@ -208,6 +208,64 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
     table["ci95"] = [interval(*wilson_interval(sum(e.hits.values()), len(e.hits))) for _, e in chosen]
     table["vs_baseline"] = [versus(e, baseline) for _, e in chosen]
     return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
+
+
+#: Exercise A's significance level: the paired test calls a difference only when its p-value is below it.
+ALPHA = 0.05
+
+
+def _paired(a: Experiment, b: Experiment) -> str:
+    wins = sum(hit and not b.hits[qid] for qid, hit in a.hits.items())
+    losses = sum(b.hits[qid] and not hit for qid, hit in a.hits.items())
+    if paired_p(wins, losses) >= ALPHA:
+        return "tie"
+    return "higher" if wins > losses else "lower"
+
+
+def _planted(name: str, hits: list[bool]) -> Experiment:
+    return Experiment(name, {}, {f"q{i:02d}": hit for i, hit in enumerate(hits)})
+
+
+def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment]) -> None:
+    """Check exercise A's ``paired_verdict(a, b)``; raise AssertionError at the first wrong verdict.
+
+    Every ordered pair of ``experiments`` must get ``higher``, ``lower`` or ``tie`` as the exact paired test
+    (`labkit.rag.metrics.paired_p` below `ALPHA`) gives it, and so must two planted pairs over 40 questions: one
+    where the 7 disagreements all go one way, and one where 9 go one way and 2 the other. No expected verdict is
+    printed.
+    """
+    shared = [True] * 20 + [False] * 20
+    one_way = _planted("a", [True] * 27 + [False] * 13), _planted("b", shared)
+    nine_two = (
+        _planted("c", [True] * 27 + [False] * 13),
+        _planted("d", [True] * 18 + [False] * 9 + [True] * 2 + [False] * 11),
+    )
+    pairs = [(a, b) for a in experiments for b in experiments if a is not b]
+    for a, b in [*pairs, one_way, one_way[::-1], nine_two, nine_two[::-1]]:
+        got = paired_verdict(a, b)
+        assert got in ("higher", "lower", "tie"), f"paired_verdict returns 'higher', 'lower' or 'tie', not {got!r}"
+        assert got == _paired(a, b), f"{a.name} against {b.name}: that is not the paired test's verdict"
+
+
+def paired_reading(experiments: list[Experiment]) -> str:
+    """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
+
+    When the paired test calls fewer, the sentence says the interval rule let through differences chance could explain.
+    It also warns that many tests at `ALPHA` each pass some pairs by chance alone.
+    """
+    pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
+    by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
+    by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
+    looser = " The interval rule lets through differences that chance could explain." if by_test < by_interval else ""
+    return (
+        f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
+        f" and the paired test {by_test}.{looser}"
+        + (
+            f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
+            if pairs
+            else ""
+        )
+    )
 
 
 #: Exercise B's stages, from the best outcome to the earliest loss.
@@ -570,16 +628,33 @@ def bench_table(questions: list[FilingQuestion], shared: Any, own: Any, sample: 
 
 
 def figure_on_page(index: FilingsIndex, record: dict[str, Any], page: str, figure: str) -> str:
-    """Say whether ``figure`` (as printed) is in the chunk of ``page`` that a record sent, or only in another chunk.
+    """Say whether ``figure`` (as printed) is in the chunk of ``page`` that a record sent, in a candidate, or only in
+    another chunk of the page.
 
     This is how a page-hit can still starve the model: the labelled page was selected, but the chunk of it
-    that was sent does not hold the figure.
+    that was sent does not hold the figure. When no candidate holds it either, the search lost it.
     """
     from labkit.rag.index import citation_id
 
     chunks = [c.page_content for c in index.chunks if citation_id(c.metadata) == page]
     sent = [r["chunk_text"] for r in record["retrieved"] if r["citation_id"] == page]
+    found = index.store.similarity_search_with_score(record["question"], k=CANDIDATES)
+    candidates = [doc.page_content for doc, _ in found if citation_id(doc.metadata) == page]
     return (
         f"{page}: {len(chunks)} chunks; {figure} printed in a chunk sent: {any(figure in t for t in sent)}"
+        f" | in a candidate chunk: {any(figure in t for t in candidates)}"
         f" | in a chunk of the page: {any(figure in t for t in chunks)}"
     )
+
+
+def figure_chunk_candidate(index: FilingsIndex, question: FilingQuestion) -> bool:
+    """Return whether a chunk holding a labelled page's evidence text is among FAISS's 12 candidates.
+
+    When it is not, the evidence was lost at the search, even if another chunk of the page was sent.
+    """
+    from labkit.rag.index import citation_id
+
+    held = {e.citation_id: e.evidence_text for e in question.evidence}
+    found = index.store.similarity_search_with_score(question.question, k=CANDIDATES)
+    pages = [(citation_id(doc.metadata), doc.page_content) for doc, _ in found]
+    return any(page in held and held[page] in text for page, text in pages)
