@@ -55,6 +55,33 @@ def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
     )
 
 
+def influence_reading(report: EvaluationReport, criterion: str, index: int) -> str:
+    """Say which held-out item ``criterion``'s kappa hangs on: its labels, and kappa with and without it."""
+    from labkit.evaluator.calibration import kappa, most_influential_item
+
+    people = report.inputs.labels.column(report.inputs.labels.held_out, criterion)
+    judged = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion=criterion)
+    judge = [judged[p] for p in report.inputs.labels.held_out]
+    _require(index == most_influential_item(people, judge), f"item {index} moves {criterion}'s kappa most")
+    full = kappa(people, judge)
+    without = kappa(people[:index] + people[index + 1 :], judge[:index] + judge[index + 1 :])
+    assert full is not None and without is not None
+    product = report.inputs.labels.held_out[index]
+    same = people[index] == judge[index]
+    kind = (
+        f"an item where both say `{people[index]}`"
+        if same
+        else f"people say `{people[index]}`, the judge `{judge[index]}`"
+    )
+    rarest = min(set(people), key=people.count)
+    lesson = (
+        f"The item that moves kappa most is an agreement, on the rarer label `{rarest}`."
+        if same and people[index] == rarest
+        else "One item of ten moves the figure this far."
+    )
+    return f"**{product}** ({kind}): without it, `{criterion}`'s kappa goes from {full:.2f} to {without:.2f}. {lesson}"
+
+
 def what_the_items_show(report: EvaluationReport) -> str:
     """Say what the agreement table can and cannot show on its few held-out items."""
     tone = report.agreement_for("tone", "per_criterion")
