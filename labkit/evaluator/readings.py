@@ -232,9 +232,7 @@ def log_reading(logged: list[Experiment]) -> str:
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
         "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
-        "lantern text. All four entries are in the log file under `scratch/`: the judge-model entry holds each "
-        "side's scorer per criterion and the kappa differences, which decide nothing; the others hold their "
-        "comparisons."
+        "lantern text. All four entries are in the log file under `scratch/`."
     )
 
 
@@ -257,17 +255,16 @@ def shelf_reading(authored: EvaluationReport) -> str:
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
-        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
-        "material is not a number with a unit), and so does the authored judge, its verdict written by the course "
-        f"to show this case; {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it too, and "
-        f"the adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
-        "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
-        "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. The raters labeled this very text, yet the release rule never reads their labels: the "
-        "pipeline ignores the human labels it already holds, so p15 shows as awaiting review, not blocked. "
-        "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
-        "judge misses."
+        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it: a "
+        "material is not a number with a unit. The authored judge passes it too. The course wrote that verdict to "
+        f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
+        f"adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items). The rule measures "
+        "agreement with people, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
+        "people. A judge qualified for tone would release a false material claim. The raters labeled this very "
+        "text, but the release rule never reads their labels: the pipeline ignores the human labels it already "
+        "holds. Agreement is not correctness. A material check against the facts, or a person, must cover what "
+        "the judge misses."
     )
 
 
