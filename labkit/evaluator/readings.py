@@ -61,7 +61,9 @@ def influence_reading(report: EvaluationReport, criterion: str, index: int) -> s
 
     people = report.inputs.labels.column(report.inputs.labels.held_out, criterion)
     judged = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion=criterion)
-    judge = [judged[p] for p in report.inputs.labels.held_out]
+    verdicts = [judged[p] for p in report.inputs.labels.held_out]
+    judge = [v for v in verdicts if v is not None]
+    _require(len(judge) == len(people), f"the judge labeled every held-out item for {criterion}")
     _require(index == most_influential_item(people, judge), f"item {index} moves {criterion}'s kappa most")
     full = kappa(people, judge)
     without = kappa(people[:index] + people[index + 1 :], judge[:index] + judge[index + 1 :])
