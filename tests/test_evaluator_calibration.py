@@ -287,3 +287,22 @@ def test_kappa_after_one_fix_fixes_one_missed_item_of_the_label_and_refuses_a_la
     assert kappa_after_one_fix(people, judge, "pass") == kappa(people, ["pass", "fail", "pass", "pass", "pass", "pass"])
     with pytest.raises(ValueError, match="disagrees on no item labeled 'partial'"):
         kappa_after_one_fix(people, judge, "partial")
+
+
+def test_most_influential_item_is_the_one_whose_removal_moves_kappa_most_in_either_direction():
+    from labkit.evaluator.calibration import most_influential_item
+
+    people = ["pass"] * 8 + ["fail"] * 2
+    judge = ["pass"] * 6 + ["fail", "fail", "fail", "pass"]  # tone's cross-table: 1 agreed fail, 3 disagreements
+    # Leaving out the one agreed fail drops kappa from 0.21 to -0.17; leaving out a disagreement raises it less.
+    assert most_influential_item(people, judge) == 8
+    assert most_influential_item(["a", "b", "a", "b"], ["a", "b", "a", "b"]) == 0  # all alike: the first
+
+
+def test_most_influential_item_refuses_lists_whose_kappa_is_undefined_without_an_item():
+    from labkit.evaluator.calibration import most_influential_item
+
+    with pytest.raises(ValueError, match="undefined without item 1"):
+        most_influential_item(["a", "a"], ["a", "b"])
+    with pytest.raises(ValueError, match="undefined on these lists"):
+        most_influential_item(["a", "a"], ["a", "a"])

@@ -1,16 +1,30 @@
 """The exercise checks' unseen label lists: fixed by their seed, and holding the cases the checks promise."""
 
-from labkit.evaluator.calibration import base_rate, kappa
-from labkit.evaluator.practice import fix_cases, kappa_cases, material_cases
+from labkit.evaluator.calibration import kappa, most_influential_item
+from labkit.evaluator.practice import fix_cases, influence_cases, material_cases
 
 
-def test_kappa_cases_are_fixed_by_the_seed_start_with_a_base_rate_tie_and_all_have_a_kappa():
-    cases = kappa_cases()
-    assert cases == kappa_cases() and cases != kappa_cases(seed=1)
-    assert len(cases) == 200
-    first, _ = cases[0]
-    assert first.count("pass") == first.count("fail") and base_rate(first) == ("fail", 0.5)
-    assert all(len(a) == len(b) and kappa(a, b) is not None for a, b in cases)
+def test_influence_cases_start_with_the_given_pair_and_keep_every_leave_one_out_kappa_defined():
+    people, judge = ["pass", "fail", "pass", "fail"], ["pass", "fail", "fail", "fail"]
+    cases = influence_cases((people, judge))
+    assert cases[0] == (people, judge) and len(cases) == 80
+    assert cases == influence_cases((people, judge)) and cases != influence_cases((people, judge), seed=1)
+    for p, j in cases[1:]:
+        assert all(kappa(p[:i] + p[i + 1 :], j[:i] + j[i + 1 :]) is not None for i in range(len(p)))
+
+
+def test_influence_cases_hold_pairs_where_the_first_disagreement_or_the_largest_rise_is_not_the_answer():
+    def first_disagreement(people, judge):
+        return next(i for i, (p, j) in enumerate(zip(people, judge, strict=True)) if p != j)
+
+    def largest_rise(people, judge):  # signed: forgets that removing an item can also lower kappa
+        full = kappa(people, judge)
+        rises = [kappa(people[:i] + people[i + 1 :], judge[:i] + judge[i + 1 :]) - full for i in range(len(people))]
+        return rises.index(max(rises))
+
+    cases = influence_cases((["pass", "fail", "pass"], ["pass", "fail", "fail"]))[1:]
+    assert sum(first_disagreement(*c) != most_influential_item(*c) for c in cases) >= 10
+    assert sum(largest_rise(*c) != most_influential_item(*c) for c in cases) >= 5
 
 
 def test_fix_cases_start_with_the_given_pair_and_a_pair_no_fix_can_rescue():

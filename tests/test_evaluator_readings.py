@@ -45,6 +45,17 @@ def test_kappa_by_hand_works_the_formula_from_the_cross_table_and_matches_the_ta
         readings.kappa_by_hand(_with_agreement(authored, "tone", "per_criterion", kappa=0.5), "tone")
 
 
+def test_influence_reading_names_the_item_tones_kappa_hangs_on_and_refuses_another(runs):
+    authored, _, _ = runs
+    people = authored.inputs.labels.column(authored.inputs.labels.held_out, "tone")
+    judged = authored.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="tone")
+    index = next(i for i, p in enumerate(authored.inputs.labels.held_out) if people[i] == judged[p] == "fail")
+    text = readings.influence_reading(authored, "tone", index)
+    assert "both say `fail`" in text and "from 0.21 to -0.17" in text and "rarer label `fail`" in text
+    with pytest.raises(ReadingOutdated, match="moves tone's kappa most"):
+        readings.influence_reading(authored, "tone", (index + 1) % len(people))
+
+
 def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs):
     authored, _, _ = runs
     text = readings.what_the_items_show(authored)

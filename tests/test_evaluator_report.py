@@ -98,3 +98,21 @@ def test_spread_table_gives_the_judge_calls_median_latency_or_says_not_measured(
     data = table.data if hasattr(table, "data") else table
     assert data.loc["a", "judge latency s (median)"] == "not measured"
     assert data.loc["c", "judge latency s (median)"] == 15.36
+
+
+def test_judge_cost_counts_the_release_arrangements_calls_not_the_bundled_one_compared_beside_it():
+    report = evaluate_run("01-evaluator-authored")
+    digest = report.records["p07"].description_sha256
+    calls = {c.call.request_sha256: c for c in report.runs.judging.calls if c.description_sha256 == digest}
+    per_criterion = [c for c in calls.values() if c.arrangement == "per_criterion"]
+    assert len(per_criterion) == 3 and any(c.arrangement == "bundled" for c in calls.values())
+    assert report.records["p07"].judge_cost_usd == pytest.approx(sum(c.call.cost_usd for c in per_criterion))
+
+
+def test_release_table_names_each_runs_origin():
+    def origins(report):
+        table = report.release_table()
+        return set((table.data if hasattr(table, "data") else table)["origin"])
+
+    assert origins(evaluate_run("01-evaluator-authored")) == {"authored"}
+    assert origins(evaluate_run("01-evaluator-smollm2")) == {"captured"}

@@ -289,3 +289,21 @@ def kappa_after_one_fix(reference: list[str], judge: list[str], label: str) -> f
     if item is None:
         raise ValueError(f"the judge disagrees on no item labeled {label!r}; pick a label it misses")
     return kappa(reference, [r if i == item else j for i, (r, j) in enumerate(pairs)])
+
+
+def most_influential_item(reference: list[str], judge: list[str]) -> int:
+    """Return the index of the item whose removal moves kappa the most, up or down (ties: the first such item).
+
+    Each item is left out in turn and kappa is computed on the others: how much one
+    item of a small set decides the figure. Every leave-one-out kappa must be defined.
+    """
+    full = kappa(reference, judge)
+    if full is None:
+        raise ValueError("kappa is undefined on these lists: give lists with at least two labels between them")
+    moves = []
+    for i in range(len(reference)):
+        left_out = kappa(reference[:i] + reference[i + 1 :], judge[:i] + judge[i + 1 :])
+        if left_out is None:
+            raise ValueError(f"kappa is undefined without item {i}: give lists that keep two labels without any item")
+        moves.append(abs(left_out - full))
+    return moves.index(max(moves))

@@ -13,21 +13,33 @@ import random
 VOCABULARY = ("pass", "fail", "complete", "partial", "incomplete")
 
 
-def kappa_cases(count: int = 200, *, seed: int = 20261130) -> list[tuple[list[str], list[str]]]:
-    """Return ``count`` pairs of equally long label lists whose kappa is defined, for exercise 1.
+def influence_cases(
+    first: tuple[list[str], list[str]], count: int = 80, *, seed: int = 20261202
+) -> list[tuple[list[str], list[str]]]:
+    """Return ``count`` (people, judge) pairs for exercise 1: ``first``, then random ones.
 
-    The first pair has a tie in its first list's base rate (two ``pass``, two ``fail``);
-    the others have 4 to 30 items over 2 to 4 labels, the second list agreeing with the
-    first on about 60 % of them.
+    The random pairs have 6 to 14 items over two or three labels, the judge agreeing with
+    people on about 70 % of them. Each keeps kappa defined whichever item is left out, and
+    its most influential kind of item (a pair of labels) moves kappa clearly more than any
+    other kind, so no rounding decides the answer.
     """
+    from labkit.evaluator.calibration import kappa
+
     rng = random.Random(seed)
-    cases = [(["pass", "fail", "fail", "pass"], ["pass", "pass", "fail", "pass"])]
+    cases = [first]
     while len(cases) < count:
-        vocabulary = rng.sample(VOCABULARY, rng.randint(2, 4))
-        a = [rng.choice(vocabulary) for _ in range(rng.randint(4, 30))]
-        b = [x if rng.random() < 0.6 else rng.choice(vocabulary) for x in a]
-        if len(set(a) | set(b)) > 1:  # kappa is undefined when both lists hold one and the same label
-            cases.append((a, b))
+        vocabulary = ["pass", "fail", "partial"][: rng.choice([2, 2, 3])]
+        people = [rng.choice(vocabulary) for _ in range(rng.randint(6, 14))]
+        judge = [x if rng.random() < 0.7 else rng.choice(vocabulary) for x in people]
+        full = kappa(people, judge)
+        left = [kappa(people[:i] + people[i + 1 :], judge[:i] + judge[i + 1 :]) for i in range(len(people))]
+        kept = [k for k in left if k is not None]
+        if full is None or len(kept) < len(people):
+            continue
+        moves = {pair: abs(k - full) for pair, k in zip(zip(people, judge, strict=True), kept, strict=True)}
+        ranked = sorted(moves.values(), reverse=True)
+        if len(ranked) > 1 and ranked[0] - ranked[1] > 1e-6:
+            cases.append((people, judge))
     return cases
 
 

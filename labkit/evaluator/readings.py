@@ -55,6 +55,35 @@ def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
     )
 
 
+def influence_reading(report: EvaluationReport, criterion: str, index: int) -> str:
+    """Say which held-out item ``criterion``'s kappa hangs on: its labels, and kappa with and without it."""
+    from labkit.evaluator.calibration import kappa, most_influential_item
+
+    people = report.inputs.labels.column(report.inputs.labels.held_out, criterion)
+    judged = report.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion=criterion)
+    verdicts = [judged[p] for p in report.inputs.labels.held_out]
+    judge = [v for v in verdicts if v is not None]
+    _require(len(judge) == len(people), f"the judge labeled every held-out item for {criterion}")
+    _require(index == most_influential_item(people, judge), f"item {index} moves {criterion}'s kappa most")
+    full = kappa(people, judge)
+    without = kappa(people[:index] + people[index + 1 :], judge[:index] + judge[index + 1 :])
+    assert full is not None and without is not None
+    product = report.inputs.labels.held_out[index]
+    same = people[index] == judge[index]
+    kind = (
+        f"an item where both say `{people[index]}`"
+        if same
+        else f"people say `{people[index]}`, the judge `{judge[index]}`"
+    )
+    rarest = min(set(people), key=people.count)
+    lesson = (
+        f"The item that moves kappa most is an agreement, on the rarer label `{rarest}`."
+        if same and people[index] == rarest
+        else "One item of ten moves the figure this far."
+    )
+    return f"**{product}** ({kind}): without it, `{criterion}`'s kappa goes from {full:.2f} to {without:.2f}. {lesson}"
+
+
 def what_the_items_show(report: EvaluationReport) -> str:
     """Say what the agreement table can and cannot show on its few held-out items."""
     tone = report.agreement_for("tone", "per_criterion")
@@ -205,9 +234,7 @@ def log_reading(logged: list[Experiment]) -> str:
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
         "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
-        "lantern text. All four entries are in the log file under `scratch/`: the judge-model entry holds each "
-        "side's scorer per criterion and the kappa differences, which decide nothing; the others hold their "
-        "comparisons."
+        "lantern text. All four entries are in the log file under `scratch/`."
     )
 
 
@@ -230,17 +257,16 @@ def shelf_reading(authored: EvaluationReport) -> str:
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
-        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
-        "material is not a number with a unit), and so does the authored judge, its verdict written by the course "
-        f"to show this case; {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it too, and "
-        f"the adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule tolerates a "
-        "miss, measures agreement with people rather than truth, and cannot say *which* items the judge gets wrong. "
-        "p15 is held only because `tone` waits for people; a judge qualified for tone would release a false "
-        "material claim. The raters labeled this very text, yet the release rule never reads their labels: the "
-        "pipeline ignores the human labels it already holds, so p15 shows as awaiting review, not blocked. "
-        "Agreement is not correctness: a material check against the facts, or a person, must cover what the "
-        "judge misses."
+        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it: a "
+        "material is not a number with a unit. The authored judge passes it too. The course wrote that verdict to "
+        f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
+        f"adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items). The rule measures "
+        "agreement with people, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
+        "people. A judge qualified for tone would release a false material claim. The raters labeled this very "
+        "text, but the release rule never reads their labels: the pipeline ignores the human labels it already "
+        "holds. Agreement is not correctness. A material check against the facts, or a person, must cover what "
+        "the judge misses."
     )
 
 

@@ -65,7 +65,9 @@ class EvaluationRecord(BaseModel):
     completion_tokens: int = Field(description="Completion tokens of the generation call.")
     usage_source: str = Field(description="reported by the endpoint, or estimated (authored runs).")
     cost_usd: float = Field(description="Generation cost from the price table.")
-    judge_cost_usd: float = Field(description="Cost of the judge calls on this description, from the price table.")
+    judge_cost_usd: float = Field(
+        description="Cost of the judge calls on this description in the release arrangement, from the price table."
+    )
     latency_s: float | None = Field(description="Measured generation seconds; None for an authored run.")
     release: Literal["release", "blocked", "awaiting_human_review"] = Field(
         description="What the release rule decides."

@@ -191,12 +191,12 @@ class EvaluationReport:
         return text_table(pd.DataFrame(rows, columns=["arrangement", "criterion", "explanation", "verdict"]))
 
     def release_table(self) -> Any:
-        """Return the release summary: per product, each criterion's label (or who must give it) and the decision."""
+        """Return the release summary: per product, the run's origin, each criterion's label (or who must give it) and the decision."""
         import pandas as pd
 
         rows = []
         for pid, record in self.records.items():
-            row: dict[str, Any] = {"product": pid}
+            row: dict[str, Any] = {"product": pid, "origin": self.origin}
             for result in record.criteria:
                 row[result.criterion] = result.label if result.label else result.scorer
             row.update({"cost_usd": round(record.cost_usd, 7), "release": record.release})
@@ -393,7 +393,8 @@ def build_report(run_id: str, origin: str, inputs: LessonInputs, runs: LessonRun
         digest = hashlib.sha256(g.text.encode("utf-8")).hexdigest()
         calls = [c for c in runs.judging.calls if c.product_id == g.product_id and c.description_sha256 == digest]
         judge_labels = {lab.criterion: lab for c in calls if c.arrangement == release_arrangement for lab in c.labels}
-        judge_cost = sum(c.call.cost_usd for c in {c.call.request_sha256: c for c in calls}.values())
+        in_release = {c.call.request_sha256: c for c in calls if c.arrangement == release_arrangement}
+        judge_cost = sum(c.call.cost_usd for c in in_release.values())  # not the other arrangement's, §5 compares
         records[g.product_id] = build_record(
             g,
             checks[g.product_id],
