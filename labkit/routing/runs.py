@@ -145,24 +145,12 @@ def recording_summary(
 ) -> str:
     """Describe a recorded run in a few lines: its origin and model, the server, the settings, the prompt's end.
 
-    The second line holds two facts from two sources: the kind of endpoint the run recorded, and
-    the llama-cpp-python version the course pins in ``constraints.txt`` (the run records no version). The last line counts the calls' transport errors
+    The second line names the kind of endpoint the run recorded. The last line counts the calls' transport errors
     and retries, as the recording kept them. ``instruction=None`` leaves out the system prompt.
     """
-    from labkit.paths import project_root
     from labkit.recording import load_run
 
     recorded = load_run(run)
-    constraints = project_root() / "constraints.txt"
-    pins = constraints.read_text(encoding="utf-8").splitlines() if constraints.is_file() else None
-    pinned = next((line.partition("==")[2] for line in pins or [] if line.startswith("llama-cpp-python==")), None)
-    pin = (
-        "no constraints.txt beside the notebooks (a copy of the course without it)"
-        if pins is None
-        else f"constraints.txt pins llama-cpp-python {pinned}"
-        if pinned
-        else "constraints.txt pins no llama-cpp-python"
-    )
     shown = {key: value for key, value in settings.items() if key != "response_format"}
     errors = sum(len(binding.transport_errors) for binding in recorded.bindings)
     retries = sum(binding.retries for binding in recorded.bindings)
@@ -170,7 +158,7 @@ def recording_summary(
     return "\n".join(
         [
             f"{recorded.run_id}: origin={recorded.origin}, model={recorded.model.id}",
-            f"endpoint kind recorded: {recorded.model.endpoint_kind}; {pin}",
+            f"endpoint kind recorded: {recorded.model.endpoint_kind}",
             f"settings: {shown} + the reply schema",
             *prompt,
             f"calls: {len(recorded.bindings)}, transport errors: {errors}, retries: {retries}",
