@@ -28,12 +28,6 @@ from labkit.trials import Trials, misled_by_one_trace, repeat_table
 #: so a lower temperature, still sampling; five is the fewest a rate is shown over, as each
 #: request took a minute or more to record.
 TRIALS = Trials(n=5, temperature=0.4, first_seed=500)
-#: How the temperature was chosen, said wherever the repeats are read.
-PILOT = (
-    "The temperature 0.4 was chosen after a pilot at 0.7 got no reply the contract accepts "
-    "(0 of 6 requests). That pilot is the course's note, not a kept measurement: its replies "
-    "were not recorded."
-)
 RUN_CAPTURED = "05-system-smollm2-repeats"
 #: The lesson's settings at the plan's temperature with the first trial's seed (each sends its own).
 SETTINGS = TRIALS.settings_for(BASE_SETTINGS, 0)
@@ -245,7 +239,7 @@ def one_trace_note(trials: list[GoldenTrial]) -> str:
 
 
 def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return the figures of `repeat_summary`'s reading, in Markdown: the plan and its pilot,
+    """Return the figures of `repeat_summary`'s reading, in Markdown: the plan,
     then one bullet each for the Wilson interval's width at this n, the tie rule's verdict
     (`tie_note`), the pooled pass rate, and what one trace per case would have shown
     (`one_trace_note`). What they mean beyond these figures is the notebook's prose."""
@@ -257,7 +251,7 @@ def reading_note(trials: list[GoldenTrial]) -> str:
     _, high_none = wilson(0, n)
     pooled = sum(t.passed for t in trials)
     return (
-        f"{TRIALS.describe()} {PILOT}\n\n"
+        f"{TRIALS.describe()}\n\n"
         f"- With n = {n} trials per case the Wilson interval is wide whatever happens: {n} passes "
         f"of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass anywhere up to "
         f"{high_none:.2f}.\n"
