@@ -46,8 +46,7 @@ def request_json(value: Any) -> str:
 
     A body read back from the wire is written again here, so its spelling is json's:
     no whitespace between values, escapes such as ``\\u00e9`` written as the character
-    itself, and each number as Python writes it (``1.50`` becomes ``1.5``; ``7.0``
-    stays ``7.0`` and ``7`` stays ``7``, so those two still differ).
+    itself, and each number as Python's ``json`` writes it (``1.50`` becomes ``1.5``).
     """
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
