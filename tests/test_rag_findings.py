@@ -95,14 +95,16 @@ def test_the_page_trap_counts_a_hit_on_the_page_before_the_label_as_the_unconver
     assert page_trap(Selecting(["ACME_2024_10K#p23"]), [question]) == {"converted": 1, "unconverted": 0, "n": 1}
 
 
-def test_question_018_is_called_unfaithful_for_its_computed_ratio_and_the_unsent_balance_sheet_is_named(
-    questions, index
-):
+def test_question_018_is_unfaithful_because_the_only_equity_sent_gives_another_ratio(questions, index):
     run = make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS), questions=questions, index=index)
     text = graded_examples(questions, run).data
     line = next(line for line in text.splitlines() if line.startswith("- **018**"))
-    assert "The figure no cited passage prints is 0.36, a ratio" in line
-    assert "The labelled page not sent: BRIGHTWAVE_2025_10K#p16." in line
+    assert "No cited passage prints 0.36." in line
+    assert (
+        "The only equity figure sent is FY2024's 3,772.0, on BRIGHTWAVE_2024_10K#p16: 1,435.6/3,772.0 = 0.38." in line
+    )
+    assert "The equity of the year asked is on BRIGHTWAVE_2025_10K#p16, which was not sent." in line
+    assert "faithful `False` is right" in line
     assert "Its authored reply: *Long-term debt" in line
     assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 
@@ -135,7 +137,9 @@ def test_the_bench_compares_each_retriever_with_faiss_bm25_in_one_vocabulary(que
     assert verdicts <= {"tie", "higher", "lower", "(reference)"}
     assert table.loc["faiss", ("single-document store", "vs faiss+bm25")] == "lower"
     assert table.loc["faiss", ("single-document store", "page-hit@5")] == "7/26 [0.14, 0.46]"
-    assert table.loc["hybrid", ("FinanceBench sample", "page-hit@5")] == "24/40 [0.45, 0.74]"
+    assert (
+        table.loc["hybrid", ("FinanceBench sample, single-document (committed)", "page-hit@5")] == "24/40 [0.45, 0.74]"
+    )
 
 
 def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentative_sample(questions, index, stores):
@@ -146,13 +150,18 @@ def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentat
     experiments = experiment_grid(questions, open_indexes(questions, saved_vectors()))
     text = bench_reading(questions, *stores, load_results(), experiments).data
     assert "- **shared store**: every retriever ties with `faiss+bm25`." in text
-    assert "- **single-document store**: `faiss` is lower than `faiss+bm25`." in text
-    assert "finds 6/26 and the experiments' baseline 6/26. They are different retrievers: the equal count" in text
+    assert (
+        "- **single-document store**: `faiss` is lower than `faiss+bm25` by the interval screen, which exercise A"
+        in text
+    )
+    assert "finds 6/26 and the experiments' baseline 6/26. They are different retrievers (above):" in text
+    assert "the equal count is a coincidence." in text
     assert "FAISS alone finds 5/26 here against 4/26 with the rerank off above" in text
     assert "40 of FinanceBench's 150 questions" in text and "26 of the 40 are novel-generated" in text
     assert "not representative" in text
     assert (
-        "each of its chunks names company, kind and period; here only a page's last chunk does, in its footer." in text
+        "A context line added to each of its chunks names company, kind and period; here only a page's last chunk"
+        in text
     )
     assert "best" not in text and "below" not in text
     base = (5, 800, True)
@@ -163,7 +172,7 @@ def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentat
         for e in experiments
     ]
     other = bench_reading(questions, *stores, load_results(), changed).data
-    assert "the experiments' baseline 0/26. They are different retrievers." in other
+    assert "the experiments' baseline 0/26. They are different retrievers (above). FAISS alone" in other
     assert "coincidence" not in other
 
 

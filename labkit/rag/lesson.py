@@ -590,7 +590,7 @@ def bench_counts(questions: list[FilingQuestion], shared: Any, own: Any, sample:
     sets = {
         "shared store": question_rows(questions, shared, ks=(5,)),
         "single-document store": question_rows(questions, own, ks=(5,)),
-        "FinanceBench sample": financebench_rows(sample),
+        "FinanceBench sample, single-document (committed)": financebench_rows(sample),
     }
     return {
         store: {
