@@ -23,7 +23,8 @@ def test_direct_count_answers_the_refund_count_with_one_tool_call_and_no_model()
 def test_the_direct_path_spends_no_model_request_and_stores_no_result_set():
     row = path_costs("direct", direct_case(REFUND, "get_refund", data=SupportData()))
     assert (row["model requests"], row["tokens"], row[COST]) == (0, "0", "0.000")
-    assert row["latency (s)"] == "0 (no model call)", "a zero nobody measured says why it is zero"
+    assert row["latency (s)"] == "no model call; tool time not measured", "no zero for a time nobody measured"
+    assert row["path"] == "direct"
     assert (row["tool calls"], row["result sets stored"], row["status"]) == (1, 0, "ok")
 
 
@@ -35,6 +36,14 @@ def test_the_agents_path_costs_model_requests_an_extra_call_and_a_stored_set():
     row = path_costs("agent", result, run)
     assert (row["model requests"], row["tool calls"], row["result sets stored"]) == (4, 2, 1)
     assert row["tokens"] == "not measured (authored)" and row["answer"] == REFUND.expected_final
+
+
+def test_a_path_whose_run_failed_is_labelled_a_failed_run():
+    run = load_run(runs.RUN_CAPTURED)
+    result = runs.run_case(
+        REFUND, connect(run.run_id, lesson="04", settings=runs.SETTINGS), data=SupportData(), profile=None
+    )
+    assert path_costs("agent", result, run)["path"] == "agent, failed (fallback)"
 
 
 class UnitPrices:

@@ -61,6 +61,21 @@ def test_the_stale_recount_check_refuses_a_retry_loop_without_end():
         check_stale_recount(keeps_trying)
 
 
+def test_the_stale_recount_check_stops_a_retry_loop_with_no_bound_and_says_why():
+    def retries_forever(tools, intent):
+        while True:
+            row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
+            try:
+                counted = tools.count_rows(CountRows(rows=row_ref))
+                return format_answer(counted["count"], intent, counted["caller_scope"])
+            except RowRefRefused as exc:
+                if exc.reason != "stale":
+                    raise
+
+    with pytest.raises(AssertionError, match="bound the retries"):
+        check_stale_recount(retries_forever)
+
+
 @pytest.fixture(scope="module")
 def captured_results():
     from labkit.agent import runs
@@ -147,8 +162,16 @@ def test_the_backed_count_check_refuses_verifying_against_the_first_count():
 def test_the_backed_count_check_refuses_verifying_against_the_last_call_whatever_its_step():
     from labkit.agent.exercises import check_backed_count
 
-    with pytest.raises(KeyError):  # the filter after the count is a preview: it has no count to compare
+    with pytest.raises(AssertionError, match="crashed with KeyError"):  # a preview has no count to compare
         check_backed_count(_backed(lambda counts, calls: calls[-1]["observation"]))
+
+
+def test_the_backed_count_check_refuses_the_bare_last_observation_with_a_message():
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import verify_final
+
+    with pytest.raises(AssertionError, match="rejected with AnswerRejected"):
+        check_backed_count(lambda answer, calls: verify_final(answer, result=calls[-1]["observation"]))
 
 
 _PREVIEW_AS_COUNT = {

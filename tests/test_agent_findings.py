@@ -23,6 +23,7 @@ def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outc
     assert "No proposal in this run was a valid tool call" in text and "in 0 of 25 proposals" in text
     assert "declines with data-tool calls read `n/a (0 eligible)`" in text
     assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text
+    assert "3/20: only 1 of them reached the model" in text
     assert "8 cases ended `ok` with a wrong answer, routed `profile`" in text
     assert "The profile node set that status itself" in text and "the validator checks" not in text
     assert "over the 18 cases" in text

@@ -40,15 +40,21 @@ def direct_case(case: AgentCase, intent: str, *, data: SupportData) -> CaseResul
     return CaseResult(case, "ok", verified.answer, None, None, list(data.audit))
 
 
+NO_MODEL_TIME = "no model call; tool time not measured"
+
+
 def path_costs(path: str, result: CaseResult, run: Any = None, *, prices: Prices | None = None) -> dict[str, Any]:
     """Return what one run of a path spent, as a table row: model requests, tokens, latency, cost, tool calls.
 
     Tokens, latency and cost come from ``run``'s recorded bindings when it is a
     captured run; an authored run measured nothing and says so, and a path with
-    no model request spends none. Cost is tokens times ``prices``, per 1,000 runs.
+    no model request spends none. Latency is model time only: the tools' own time
+    is not measured. Cost is tokens times ``prices``, per 1,000 runs. A run that
+    did not end ``ok`` is labelled a failed run in its ``path``.
     """
     requests = len(result.requests)
-    row: dict[str, Any] = {"path": path, "model requests": requests}
+    label = path if result.status == "ok" else f"{path}, failed ({result.status})"
+    row: dict[str, Any] = {"path": label, "model requests": requests}
     if requests and (run is None or run.origin != "captured"):
         unmeasured = f"not measured ({getattr(run, 'origin', 'no run')})"
         row.update({"tokens": unmeasured, "latency (s)": unmeasured, COST: unmeasured})
@@ -61,7 +67,7 @@ def path_costs(path: str, result: CaseResult, run: Any = None, *, prices: Prices
         row.update(
             {
                 "tokens": f"{sum(p + c for p, c in used):,}",
-                "latency (s)": f"{sum(b.latency_s or 0.0 for b in bindings):.2f}" if requests else "0 (no model call)",
+                "latency (s)": f"{sum(b.latency_s or 0.0 for b in bindings):.2f}" if requests else NO_MODEL_TIME,
                 COST: "no price table" if cost is None else f"{1000 * cost:.3f}",
             }
         )

@@ -25,6 +25,9 @@ def _analyst(session: str) -> SupportTools:
     return SupportTools(authorize("analyst-ana", session, APPROVED_SCOPE), SupportData())
 
 
+MAX_FILTERS = 10  # exercise 3: more filters than this on restless data is a retry without end
+
+
 def _expect_refusal(count_with_refilter: Callable[..., Any], tools: SupportTools, reason: str) -> None:
     try:
         count_with_refilter(tools, "complaint")
@@ -65,6 +68,11 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     filter_once = restless.filter_by_intent
 
     def filter_then_refresh(args: Any) -> dict[str, Any]:
+        if [tool for tool, _ in _audit(restless)].count("filter_by_intent") >= MAX_FILTERS:
+            raise AssertionError(
+                f"count_with_refilter filtered {MAX_FILTERS} times on data that changes after every filter; "
+                "it would never stop: bound the retries"
+            )
         result = filter_once(args)
         restless.data.publish(f"support-refresh-{next(versions)}")
         return result
@@ -121,9 +129,19 @@ def check_refused_fields(refused_fields: Callable[[Any], dict[str, int]], captur
     return "ex:refused-fields passed"
 
 
+def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict]) -> Any:
+    try:
+        return verify_backed_count(answer, calls)
+    except (KeyError, TypeError) as exc:
+        raise AssertionError(
+            f"verify_backed_count crashed with {type(exc).__name__} on an observation that holds no count; "
+            "an answer no count backs is rejected with AnswerRejected"
+        ) from None
+
+
 def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str) -> None:
     try:
-        verify_backed_count(answer, calls)
+        _call_backed(verify_backed_count, answer, calls)
     except AnswerRejected as exc:
         assert exc.reason == reason, f"expected reason {reason!r}, got {exc.reason!r}"
     else:
@@ -161,7 +179,7 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
             {"step": "count_rows", "observation": counted},
         ]
         try:
-            verified = verify_backed_count(right, [*calls, after])
+            verified = _call_backed(verify_backed_count, right, [*calls, after])
         except AnswerRejected as exc:
             raise AssertionError(f"the answer the counts back was rejected ({exc.reason})") from None
         assert getattr(verified, "count", None) == counted["count"], "the answer the counts back was not verified"

@@ -49,6 +49,21 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
     ]
     profile_passes = [r for r in unfixed if r.route == "profile"]
     lines = [
+        f"- **Task outcome {len(correct)}/{len(results)}: only {len(reached)} of them reached the model.** "
+        f"{len(refused)} ({_ids(refused)}) were refused before any model call. They count as correct in both "
+        f"columns. {len(reached)} reached the model ({_ids(reached)})."
+        + (
+            f" {_ids(unfixed)} {'fixes' if len(unfixed) == 1 else 'fix'} no answer, so the check saw "
+            "only status and route."
+            if unfixed
+            else ""
+        )
+        + (
+            f" {_ids(profile_passes)} passed because the router said `profile`. The profile node's regex "
+            "did the rest, with no further model call."
+            if profile_passes
+            else ""
+        ),
         f"- **{'No proposal in this run was a valid tool call' if not tools['valid_arguments'] else 'Tool calls'}.** "
         f"Its arguments passed the tool's schema in {tools['valid_arguments']} of {tools['tool_proposals']} "
         f"proposals; the application ran {safe['tool_calls']} data-tool calls for it and it routed "
@@ -57,21 +72,6 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
             f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
             "nothing. Exercise 2 and the note after it count why."
             if vacuous
-            else ""
-        ),
-        f"- **Task outcome {len(correct)}/{len(results)}.** {len(refused)} of these ({_ids(refused)}) "
-        "were refused before any model call, and count as correct in both columns; "
-        f"{len(reached)} reached the model ({_ids(reached)})"
-        + (
-            f"; {_ids(unfixed)} {'fixes' if len(unfixed) == 1 else 'fix'} no answer, so the check saw "
-            "only status and route."
-            if unfixed
-            else "."
-        )
-        + (
-            f" {_ids(profile_passes)} passed because the router said `profile`; the profile node's regex "
-            "did the rest, with no further model call."
-            if profile_passes
             else ""
         ),
     ]
