@@ -65,20 +65,15 @@ def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs
     assert "compared only with rater B" in text and "and the intervals overlap" not in text
 
 
-def test_captured_first_look_counts_refusals_and_copied_explanations(runs):
+def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failure(runs):
     _, captured, _ = runs
     text = readings.captured_first_look(captured)
     refused = sum(1 for c in captured.runs.judging.calls if c.rejected)
     assert f"{refused} of the model's {len(captured.runs.judging.calls)} judge replies were refused" in text
-    assert "5 of its 6 explanations" in text and "*110 grams* beside the fact 340 g" in text
+    assert "The prompt asks for an explanation that quotes the description" in text
+    assert "5 of the 6 explanations in table C do quote a sentence" in text
+    assert "the verdict does not follow from the quote" in text and "word for word" not in text
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
-    own = next(
-        c
-        for c in captured.runs.judging.calls
-        if c.description_source == "generated" and c.criteria == ["factual_accuracy"]
-    )
-    assert f"> {own.labels[0].explanation}\n" in text  # its own text's explanation, quoted whole
-    assert "All 24 descriptions pass the schema check because" in text
     better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
     with pytest.raises(ReadingOutdated, match="near or below chance"):
         readings.captured_first_look(better)
@@ -107,7 +102,8 @@ def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
     authored, captured, _ = runs
     text = readings.waiting_reading(authored, captured)
     assert "each of the 16 held products waits for people on all three" in text
-    assert "6 wait only for `tone`" in text and "other 10" in text and "`not_judged`" in text
+    assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
+    assert "In all, 14 of the 24 authored descriptions were never judged" in text
     with pytest.raises(ReadingOutdated, match="every held captured product"):
         readings.waiting_reading(authored, authored)
 

@@ -115,53 +115,42 @@ def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> 
 
 
 def captured_first_look(captured: EvaluationReport) -> str:
-    """Say what the checks and the judge make of the real model's lantern, and why some judge replies were refused."""
-    inputs = captured.inputs
-    lantern = inputs.products["p07"]
-    text = captured.runs.generation.by_product()["p07"].text
-    claims = {(c.text, c.fact, c.status) for c in captured.checks["p07"].claims}
-    size = lantern.facts.dimensions
-    _require(("110 grams", "340 g", "contradicted") in claims, "the lantern claims 110 grams against 340 g")
-    _require("rectangular" in text and size.length.value == size.width.value, "a square lantern is 'rectangular'")
+    """Say that the real model's judge passes both lantern texts the numeric check fails, and why replies were refused.
+
+    The judge prompt asks for an explanation that quotes the description, so a quote is
+    no failure: the failure is a verdict that does not follow from what the quote says.
+    """
     own = captured.runs.judging.labels(arrangement="per_criterion", source="generated", criterion="factual_accuracy")
     _require(own.get("p07") == "pass", "the judge passes its own lantern's factual accuracy")
-    own_calls = [c for c in calls_of(captured, "generated") if c.criteria == ["factual_accuracy"]]
-    _require(all("110 grams" in x.explanation for c in own_calls for x in c.labels), "it repeats 110 grams")
+    claims = {(c.text, c.fact, c.status) for c in captured.checks["p07"].claims}
+    _require(("110 grams", "340 g", "contradicted") in claims, "the lantern claims 110 grams against 340 g")
     calls = captured.runs.judging.calls
     labeled = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
     first = next(c for c in labeled if c.arrangement == "per_criterion" and c.criteria == ["factual_accuracy"])
     _require(bool(first.labels) and first.labels[0].verdict == "pass", "the judge passes the §3 lantern text")
     quoted = first.labels[0].explanation
     _require("12 hours" in quoted and "per litre" in quoted, "its explanation holds 12 hours and a price per litre")
-    _require(captured.checks["p07"].status("schema") == "pass", "the lantern reply passes the schema check")
-    schema = captured.pass_counts()["schema"]
-    _require(schema == f"{len(captured.checks)}/{len(captured.checks)}", "every description passes the schema")
-    refused = [c.rejected for c in calls if c.rejected]
-    _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
-    description = _shown(inputs.labeled_texts["p07"])
+    description = _shown(captured.inputs.labeled_texts["p07"])
     sentences = [x.strip() + "." for x in description.split(".") if len(x.split()) >= 5]
     explanations = [label.explanation for c in labeled for label in c.labels]
     copied = sum(any(x in e for x in sentences) for e in explanations)
+    refused = [c.rejected for c in calls if c.rejected]
+    _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
     highest = max(a.kappa or 0.0 for a in captured.agreements if a.arrangement in ("per_criterion", "bundled"))
     _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
     return (
-        "**Its own lantern text.** The numeric check finds the wrong weight: *110 grams* beside the fact 340 g. "
-        f"It cannot see *rectangular*. The facts give a {size.length.value:g} x {size.width.value:g} mm "
-        "footprint, a square, and a shape is not a number with a unit. Judging this same text, the model passes "
-        "`factual_accuracy` (the first judge table above). Its explanation, in full, repeats the *110 grams*:\n\n"
-        f"> {own_calls[0].labels[0].explanation}\n\n"
-        "**The course's lantern text of §3**, which claims 12 hours against the fact 6 h. The model passes its "
-        "`factual_accuracy` too. This is that reply's explanation in full:\n\n"
+        "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
+        "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
+        "both (tables B and C). The prompt asks for an explanation that quotes the description, and "
+        f"{copied} of the {len(explanations)} explanations in table C do quote a sentence of it. The failure is "
+        "that the verdict does not follow from the quote. Table C's first explanation, in full:\n\n"
         f"> {quoted}\n\n"
-        "It states both 6 and 12 hours, and a price per litre that no text holds. The explanation came first, "
-        f"and the verdict still does not follow from it. {copied} of its {len(explanations)} explanations on "
-        "this text (the second judge table) copy a sentence of the text word for word.\n\n"
-        f"**Schema and refusals.** All {len(captured.checks)} descriptions pass the schema check because the recording server "
-        "held every reply to the schema's shape with a *grammar*: rules, built from the schema, on which "
-        "characters may come next. That grammar still let raw control characters into strings, which JSON "
-        f"forbids. So {len(refused)} of the model's {len(calls)} judge replies were refused as invalid JSON. "
-        "Each counts as a disagreement and is never repaired. The model's highest kappa is "
-        f"{highest:.2f}, near or below chance, so the rule routes every judged criterion to people."
+        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text.\n\n"
+        "**Refused replies.** The recording server held each reply to the schema's shape with a *grammar*: "
+        "rules, built from the schema, on which characters may come next. It still let raw control characters "
+        f"into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
+        "refused. Each counts as a disagreement. The highest kappa is "
+        f"{highest:.2f}, near or below chance, so every judged criterion goes to people."
     )
 
 
@@ -276,14 +265,16 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
     theirs = captured.waiting_for()
     tone_only = mine.get(("tone:human_review",), 0)
     not_judged = sum(n for key, n in mine.items() if any(k.endswith(":not_judged") for k in key))
+    never = sum(any(c.scorer == "not_judged" for c in r.criteria) for r in authored.records.values())
     all_three = theirs.get(tuple(sorted(f"{c.id}:human_review" for c in captured.inputs.rubric.judged())), 0)
     _require(all_three == sum(theirs.values()), "every held captured product waits for people on each criterion")
     _require(tone_only + not_judged == sum(mine.values()), "an authored product waits for tone or a judge label")
     return (
         f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
         f"for people on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
-        f"other {not_judged} also lack a label the judge may give but was never asked for (`not_judged`): the "
-        "runs judge only the held-out products' labeled texts and the generated text of "
+        f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
+        f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
+        "judge only the held-out products' labeled texts and the generated text of "
         f"{', '.join(NARRATIVE_PRODUCTS)}."
     )
 
