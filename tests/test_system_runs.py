@@ -8,18 +8,20 @@ from labkit.boundary import connect
 from labkit.recording import load_run
 from labkit.system.contract import SETTINGS, ScriptedModel
 from labkit.system.golden import GOLDEN, run_golden
-from labkit.system.policy import load_policy_index
+from labkit.system.policy import load_policy_index, load_policy_pages, split_policy
 from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
     GraphDiagram,
     case_table,
     chunk_table,
+    evidence_sentences,
     evidence_share,
     failure_table,
     golden_table,
     golden_viewer,
     latency_note,
+    latency_spread,
     lesson_folder,
     model_request,
     reply_table,
@@ -109,6 +111,26 @@ def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
 def test_the_token_table_refuses_a_run_that_measured_nothing():
     with pytest.raises(ValueError, match="no usage or latency"):
         token_latency_table(load_run(RUN_AUTHORED))
+
+
+def test_the_latency_spread_names_the_captured_runs_ranges():
+    note = latency_spread(load_run(RUN_CAPTURED))
+    assert note.startswith("Prompt tokens 645 to 668, latency 25 s to 42 s: a 17 s spread")
+    with pytest.raises(ValueError, match="no usage or latency"):
+        latency_spread(load_run(RUN_AUTHORED))
+
+
+def test_evidence_sentences_keep_whole_sentences_and_their_section_numbers():
+    chunks = split_policy(load_policy_pages())
+    found = evidence_sentences(chunks, "business days after", "Exchanges I")
+    assert found == [
+        "refund_policy.pdf#p1: Card refunds appear within five to ten business days after the "
+        "returned item is checked.",
+        "refund_policy.pdf#p2: 5. Exchanges Instead of a refund, a customer may ask to exchange an "
+        "item for another size or colour of the same product.",
+    ]
+    with pytest.raises(ValueError, match="at least one phrase"):
+        evidence_sentences(chunks)
 
 
 def test_a_scripted_probe_shows_in_the_golden_table_with_its_broken_rule(index, tmp_path):

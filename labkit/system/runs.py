@@ -193,6 +193,25 @@ def chunk_table(docs: list[Any], *, distances: list[float] | None = None) -> Any
     return text_table(table)
 
 
+def evidence_sentences(docs: list[Any], *phrases: str) -> list[str]:
+    """Return each sentence of ``docs`` that holds one of ``phrases``, prefixed by its citation id.
+
+    Line breaks inside a sentence become spaces. A sentence ends at a full stop after a
+    lower-case letter, so a section number such as ``5. Exchanges`` stays with its heading.
+    """
+    import re
+
+    if not phrases:
+        raise ValueError("name at least one phrase to look for")
+    found = []
+    for doc in docs:
+        text = " ".join(doc.page_content.split())
+        for sentence in re.split(r"(?<=[a-z]\.)\s+", text):
+            if any(phrase in sentence for phrase in phrases):
+                found.append(f"{doc.metadata['citation_id']}: {sentence}")
+    return found
+
+
 def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
     """Return a table of a golden run: per case the expected status, the result and the verdict.
 
@@ -326,6 +345,24 @@ def token_latency_table(run: Any) -> Any:
             }
         )
     return text_table(pd.DataFrame(rows).set_index("question"))
+
+
+def latency_spread(run: Any) -> str:
+    """Return one sentence: the range of a captured run's prompt tokens and of its latencies.
+
+    The run's requests carry nearly the same prompts, so prompt length cannot explain a
+    wide latency spread; with one request each, these runs cannot say what does.
+    """
+    measured = [b for b in run.bindings if b.usage is not None and b.latency_s is not None]
+    if not measured:
+        raise ValueError(f"{run.run_id} holds no usage or latency to compare")
+    tokens = [b.usage.prompt_tokens for b in measured]
+    seconds = [round(b.latency_s) for b in measured]
+    return (
+        f"Prompt tokens {min(tokens)} to {max(tokens)}, latency {min(seconds)} s to "
+        f"{max(seconds)} s: a {max(seconds) - min(seconds)} s spread at nearly equal "
+        "prompts, which these runs cannot explain."
+    )
 
 
 #: Below this, a replayed request's own time is reported as "under" it: the exact figure varies.
