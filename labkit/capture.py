@@ -40,9 +40,9 @@ from labkit.recording import (
     RecordedRun,
     TransportFailure,
     Usage,
+    binding_key,
     fixture_hashes,
     request_body,
-    request_key,
     seal_run,
 )
 
@@ -284,7 +284,7 @@ class RecordingTransport(httpx2.BaseTransport):
             return self.inner.handle_request(request)
         body = request_body(request.read(), url=redact_url(str(request.url)))
         path, query = request.url.path, list(request.url.params.multi_items())
-        key = request_key(body, path=path, query=query)
+        key = binding_key(body, path=path, query=query)
         self._endpoints[key] = (path, query)
         started = time.perf_counter()
         try:

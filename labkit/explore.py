@@ -309,12 +309,12 @@ class ExploreTransport(httpx2.BaseTransport):
         return response
 
     def _explore(self, request: httpx2.Request, missed: ReplayRequestMismatch) -> httpx2.Response:
-        from labkit.recording import request_body, request_key
+        from labkit.recording import binding_key, request_body
 
         body = request_body(request.read(), url=str(request.url))
         query = list(request.url.params.multi_items())
         sent = with_model(body, self.live.model_id)
-        key = request_key(sent, path=self.live.path, query=query)
+        key = binding_key(sent, path=self.live.path, query=query)
         label = explore_label(self.live.model_id)
         saved = self._saved_bindings().get(key)
         if saved is not None:

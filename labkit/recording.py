@@ -75,10 +75,6 @@ def binding_key(request: dict[str, Any], *, path: str = CHAT_PATH, query: list[t
     return request_sha256({"path": path, "query": [list(pair) for pair in query or []], "body": request})
 
 
-#: The name the rest of labkit calls `binding_key` by (lesson 03 keeps ``request_key`` for the lab's own key).
-request_key = binding_key
-
-
 def response_sha256(response: dict[str, Any] | None) -> str | None:
     """Return the SHA-256 of a response body (keys in their stored order), or None when there is none."""
     return None if response is None else request_sha256(response)

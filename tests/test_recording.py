@@ -6,10 +6,10 @@ from labkit.errors import FixtureChanged, RecordedRunError
 from labkit.recording import (
     Binding,
     RecordedRun,
+    binding_key,
     fixture_hashes,
     load_run,
     read_manifest,
-    request_key,
     run_content_sha256,
     save_run,
     seal_run,
@@ -304,9 +304,9 @@ def test_the_key_covers_key_order_path_and_query():
     request = _request()
     reordered = dict(reversed(list(request.items())))
     assert request == reordered
-    assert request_key(request) != request_key(reordered)
-    assert request_key(request) != request_key(request, query=[("api-version", "2024-10-21")])
-    assert request_key(request) != request_key(request, path="/openai/deployments/d/chat/completions")
+    assert binding_key(request) != binding_key(reordered)
+    assert binding_key(request) != binding_key(request, query=[("api-version", "2024-10-21")])
+    assert binding_key(request) != binding_key(request, path="/openai/deployments/d/chat/completions")
 
 
 # --- keys, bindings and request bodies ---------------------------------------------------------
@@ -321,7 +321,7 @@ def test_a_key_is_the_sha256_of_path_query_and_body_written_compactly_in_order()
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    assert request_key(request, query=[("api-version", "1")]) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert binding_key(request, query=[("api-version", "1")]) == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def test_every_committed_run_keeps_the_keys_it_was_recorded_with():
@@ -332,7 +332,7 @@ def test_every_committed_run_keeps_the_keys_it_was_recorded_with():
     for path in runs:
         data = json.loads(path.read_text(encoding="utf-8"))
         for binding in data["bindings"]:
-            assert request_key(binding["request"], path=binding["path"], query=binding["query"]) == binding["key"]
+            assert binding_key(binding["request"], path=binding["path"], query=binding["query"]) == binding["key"]
 
 
 def test_no_response_has_no_hash():
@@ -346,7 +346,7 @@ def test_no_response_has_no_hash():
 def test_a_binding_keeps_its_path_and_query_as_text():
     binding = Binding.make(_request(), None, status_code=0, path="/v2/chat/completions", query=[("api-version", 2)])
     assert (binding.path, binding.query) == ("/v2/chat/completions", [("api-version", "2")])
-    assert binding.key == request_key(_request(), path="/v2/chat/completions", query=[("api-version", "2")])
+    assert binding.key == binding_key(_request(), path="/v2/chat/completions", query=[("api-version", "2")])
 
 
 def test_a_request_body_must_be_one_json_object_without_streaming():

@@ -6,7 +6,7 @@ import openai
 import pytest
 
 from labkit.errors import LabkitError, RecordedRunError
-from labkit.recording import Binding, StreamingNotRecorded, request_key
+from labkit.recording import Binding, StreamingNotRecorded, binding_key
 from labkit.refusal import EXPLORE_HINT
 from labkit.replay import (
     REPLAY_BASE_URL,
@@ -552,7 +552,7 @@ def test_a_refusal_names_the_nearest_request_and_says_what_to_do():
     assert refusal.diff == [FieldDiff("temperature", 0, 1)]
     assert str(refusal) == (
         "no reply is recorded for this exact request in run '03-demo': no binding key is the SHA-256 of its "
-        f"request ({request_key(request)[:12]}…); the nearest recorded request (binding key {bindings[1].key[:12]}…) "
+        f"request ({binding_key(request)[:12]}…); the nearest recorded request (binding key {bindings[1].key[:12]}…) "
         "differs in 1 field(s):\n"
         "  temperature: '0' -> '1'\n"
         "Restore the original request, or send it to a model with LABKIT_MODE=record, which saves the reply "
@@ -834,15 +834,15 @@ def test_lookup_raises_the_refusal_the_store_builds(store):
     with pytest.raises(ReplayRequestMismatch) as caught:
         store.lookup(changed)
     assert str(caught.value) == str(refusal) and caught.value.diff == refusal.diff
-    assert refusal.nearest_key == store.nearest(changed).key == request_key(as_sent(_request(QUESTIONS[0])))
+    assert refusal.nearest_key == store.nearest(changed).key == binding_key(as_sent(_request(QUESTIONS[0])))
 
 
 def test_the_nearest_recorded_request_differs_in_the_fewest_fields_and_the_first_wins_a_tie(store):
     first, second = (as_sent(_request(q)) for q in QUESTIONS)
-    assert store.nearest({**second, "seed": 8}).key == request_key(second)
+    assert store.nearest({**second, "seed": 8}).key == binding_key(second)
     both = {**first, "messages": [first["messages"][0], {"role": "user", "content": "neither"}]}
-    assert store.nearest(both).key == request_key(first)  # one field from each: the first recorded wins
-    assert store.nearest(first, path="/other/chat/completions").key == request_key(first)
+    assert store.nearest(both).key == binding_key(first)  # one field from each: the first recorded wins
+    assert store.nearest(first, path="/other/chat/completions").key == binding_key(first)
     assert BindingStore([]).nearest(first) is None
 
 
@@ -861,7 +861,7 @@ def test_a_saved_binding_is_the_request_as_sent_and_refuses_a_question_it_does_n
 
     reply = _reply("30 days")
     binding = saved_binding(QUESTIONS[0], _request(QUESTIONS[0]), reply)
-    assert binding.key == request_key(as_sent(_request(QUESTIONS[0])))
+    assert binding.key == binding_key(as_sent(_request(QUESTIONS[0])))
     reply["choices"][0]["message"]["content"] = "tampered"
     assert binding.response["choices"][0]["message"]["content"] == "30 days"
     with pytest.raises(RecordedRunError, match=r"saved question 'How long does shipping take\?' does not match"):
@@ -870,8 +870,6 @@ def test_a_saved_binding_is_the_request_as_sent_and_refuses_a_question_it_does_n
 
 def test_the_binding_key_is_the_sha256_of_path_query_and_body_in_the_order_sent():
     import hashlib
-
-    from labkit.recording import binding_key
 
     request = {"model": MODEL, "messages": [{"role": "user", "content": "¿Dónde?"}], "temperature": 0}
     query = [("api-version", "2024-06-01")]
@@ -882,4 +880,3 @@ def test_the_binding_key_is_the_sha256_of_path_query_and_body_in_the_order_sent(
     )
     assert binding_key(request, query=query) == hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert binding_key(dict(reversed(request.items())), query=query) != binding_key(request, query=query)
-    assert request_key is binding_key  # one function, under the name the rest of labkit uses

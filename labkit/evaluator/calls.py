@@ -22,7 +22,7 @@ from labkit.errors import LabkitError
 from labkit.evaluator.products import EvaluatorFixtureError
 from labkit.explore import is_explore_answer
 from labkit.paths import fixtures_dir
-from labkit.recording import request_key
+from labkit.recording import binding_key
 from labkit.replay import as_sent
 
 
@@ -122,7 +122,7 @@ class Caller:
         """Send one request with these extra settings; return its `ModelCall`."""
         base = dict(self.adapter.settings)
         request = {"model": self.adapter.model, "messages": messages, **base, **settings}
-        digest = request_key(as_sent(request))  # the replay binding key: the request as the client sends it
+        digest = binding_key(as_sent(request))  # the replay binding key: the request as the client sends it
         if digest in self.calls:
             return self.calls[digest]
         started = time.perf_counter()
