@@ -9,6 +9,7 @@ import pytest
 from labkit.routing.command import GateCommand
 from labkit.routing.findings import (
     accuracy_hides_the_outage,
+    followed_step,
     prompt_change_verdict,
     refused_not_rejected,
     where_the_points_went,
@@ -52,13 +53,33 @@ def test_where_the_points_went_reads_the_costliest_slice_and_its_queue_precision
     assert "a sales precision of 3/4" in where_the_points_went(moved, route_confusion(suite, sha, to_sales))
 
 
-def test_refused_not_rejected_counts_the_malformed_replies_and_names_their_tickets():
+def test_refused_not_rejected_counts_the_malformed_and_the_right_readable_replies(shipped):
+    suite, _, baseline, _ = shipped
     refused = GateCommand("labkit grade-routes s b c", 1, "", "labkit grade-routes: no prediction for t9\n")
     bad = [Malformed("t9", '{"id": "./t9"}', "id changed to './t9'")]
-    text = refused_not_rejected(refused, bad, 10)
+    readable = {**baseline, "predictions": [p for p in baseline["predictions"] if p["id"] != "t9"]}
+    readable = apply_changes(readable, [{"id": "t1", "route": "sales"}])
+    text = refused_not_rejected(refused, bad, readable, suite)
     assert "refused to grade" in text and "no prediction for t9" in text and "(1 of 10 replies here)" in text
+    assert "Of its 9 readable replies, 7 name the expected route (t2, t3, t4, t5, t6, t8, t10)" in text
     graded = GateCommand("labkit grade-routes s b c", 2, '{"pass": false}', "")
-    assert "refused" not in refused_not_rejected(graded, [], 10)
+    assert "refused" not in refused_not_rejected(graded, [], baseline, suite)
+
+
+def test_followed_step_says_where_the_ticket_went_and_whether_the_candidate_kept_its_step(shipped):
+    suite, _, baseline, _ = shipped
+    billing = apply_changes(baseline, [{"id": "t8", "route": "billing"}])
+    step = {"ticket": "t8", "step": 2, "step_route": "billing"}
+    against = followed_step(suite, billing, baseline, **step)
+    assert "to billing under the baseline prompt and to sales under the candidate" in against
+    assert "goes against its own step 2" in against
+    kept = followed_step(suite, baseline, billing, **step)
+    assert "to sales under the baseline prompt and to billing" in kept and "followed step 2" in kept
+    assert "against" not in kept
+    both = followed_step(suite, billing, billing, **step)
+    assert "to billing under both prompts" in both and "followed step 2" in both
+    neither = followed_step(suite, billing, apply_changes(baseline, [{"id": "t8", "route": "support"}]), **step)
+    assert "followed neither" in neither
 
 
 def test_prompt_change_verdict_tells_a_failed_absolute_condition_from_a_regression(shipped):

@@ -88,21 +88,57 @@ def where_the_points_went(report: Mapping[str, Any], matrix: Any) -> str:
     return text
 
 
-def refused_not_rejected(gated: Any, malformed: Sequence[Any], replies: int) -> str:
+def refused_not_rejected(gated: Any, malformed: Sequence[Any], run: Mapping[str, Any], suite: Mapping[str, Any]) -> str:
     """Say what the gate's exit code means for a run with malformed replies: no verdict, and a rate to report.
 
-    ``gated`` is the `GateCommand` that graded the run; ``malformed`` the replies `routing_run` could not read.
+    ``gated`` is the `GateCommand` that graded the run; ``malformed`` the replies `routing_run` could not read;
+    ``run`` the run it built from the readable ones; ``suite`` the suite whose expected routes count them right.
     """
     if gated.exit_code != 1:
         return f"The gate graded this run: exit code {gated.exit_code} means *{gated.meaning}*."
+    expected = {case["id"]: case["expected"] for case in suite["cases"]}
+    readable = run["predictions"]
+    right = [p["id"] for p in readable if expected.get(p["id"]) == p["route"]]
     return (
         f"The gate did **not** reject this model: it refused to grade the run. Exit code {gated.exit_code} means "
-        f"*{gated.meaning}*; a failed rule would have been exit code 2, with a report. The run has no prediction "
-        f"for {_listed(bad.id for bad in malformed)}, and a run that does not answer every ticket has no verdict. "
-        "Filling the gap with the expected route would flatter the run; filling it with a guess would invent model "
-        "output. The honest report keeps two numbers: the malformed-reply rate "
-        f"({len(malformed)} of {replies} replies here) and, once a run is complete, the release rule."
+        f"*{gated.meaning}*; a failed rule would have been exit code 2. The run has no prediction for "
+        f"{_listed(bad.id for bad in malformed)}. Of its {len(readable)} readable replies, {len(right)} name{'s' * (len(right) == 1)} "
+        f"the expected route ({_listed(right)}). Filling the gap with the expected route would flatter the run; filling "
+        "it with a guess would invent model output. The honest report keeps the malformed-reply rate "
+        f"({len(malformed)} of {len(readable) + len(malformed)} replies here) and, once a run is complete, the "
+        "release rule."
     )
+
+
+def followed_step(
+    suite: Mapping[str, Any],
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    ticket: str,
+    step: int,
+    step_route: str,
+) -> str:
+    """Say where one ticket went under each prompt, and whether the candidate's answer follows its own step.
+
+    ``old`` and ``new`` are the runs under the baseline and candidate prompts; ``step`` is the candidate's step
+    that, read by a person, sends ``ticket`` to ``step_route``. A ticket with no readable reply is said so.
+    """
+    expected = next(case["expected"] for case in suite["cases"] if case["id"] == ticket)
+    routes = [next((p["route"] for p in run["predictions"] if p["id"] == ticket), None) for run in (old, new)]
+    before, after = (route or "no readable reply" for route in routes)
+    if before == after:
+        text = f"The model sent {ticket} to {after} under both prompts."
+    else:
+        text = f"The model sent {ticket} to {before} under the baseline prompt and to {after} under the candidate."
+    if routes[1] == step_route:
+        return text + f" Under the candidate it followed step {step}; the suite expects {expected}."
+    if routes[1] == expected:
+        return text + (
+            f" So the candidate's fix of {ticket} goes against its own step {step}, which says {step_route}:"
+            " that gain is not its steps at work."
+        )
+    return text + f" Under the candidate it followed neither step {step} ({step_route}) nor the suite ({expected})."
 
 
 def _split(changes: Mapping[str, Any], *, floor: bool = False) -> str:
