@@ -121,8 +121,8 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
                 "although its documents answer it."
             )
         elif _fate(traced) == "rejected":
-            kept = sorted(set(traced.trace.first("context_selected").data["source_ids"]))
-            cited = json.loads(traced.trace.first("model_reply_returned").data["reply"])["source_ids"]
+            kept = sorted(set(_event_data(traced, "context_selected")["source_ids"]))
+            cited = json.loads(_event_data(traced, "model_reply_returned")["reply"])["source_ids"]
             lines.append(
                 f"The {name} question keeps only {kept}. Its recorded reply, given again, cites {cited}, "
                 "so the checks reject it. The best-scored passage need not be the one the answer needs."
@@ -130,7 +130,7 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
     needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
     unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
     for default in defaults.values():
-        candidates = default.trace.first("retrieval_completed").data["candidates"]
+        candidates = _event_data(default, "retrieval_completed")["candidates"]
         if default.result is not None and default.result["status"] == "answered":
             best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in default.result["source_ids"]}
             needed.append(min(best.values()))
@@ -143,6 +143,13 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
             f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}. So few questions cannot show that any floor suits the next one."
         )
     return "\n".join(lines)
+
+
+def _event_data(traced: TracedRequest, kind: str) -> dict[str, Any]:
+    event = traced.trace.first(kind)
+    if event is None:
+        raise AssertionError(f"the request {traced.question!r} has no {kind} event: pass requests from trace_request")
+    return event.data
 
 
 def _same_reply(question: str, index: DocsIndex, adapter: Any, select: Select) -> TracedRequest:
