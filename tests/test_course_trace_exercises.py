@@ -126,3 +126,31 @@ def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, cap
 
     with pytest.raises(AssertionError, match=r"called labkit.s labkit\.rag\.trace\.model_step"):
         check_not_in_docs_cause(via_model_step, index, authored, captured)
+
+
+def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters, authored):
+    from labkit.course.trace_exercises import score_floor_findings
+    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
+
+    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    defaults = {
+        "backup": trace_request(QUESTIONS["not_in_docs"], index, authored),
+        "timestamp": trace_request(QUESTIONS["answered"], index, authored),
+        "ranking": trace_request(RANKING_QUESTION, index, adapters["ranking"]),
+    }
+    text = score_floor_findings(at_floor, defaults, 0.6)
+    assert "The timestamp question: no passage scores 0.6 or more, so the app answers not_in_docs" in text
+    assert "The backup question" not in text  # its not_in_docs is right: nothing to explain
+    assert "keeps only ['path-read-text']. Its recorded reply, given again, cites ['path-write-text']" in text
+    assert "a floor above 0.227 and at most 0.553 keeps a passage of every cited source" in text
+
+
+def test_score_floor_findings_band_follows_the_scores(index, adapters, authored):
+    from labkit.course.trace_exercises import score_floor_findings
+    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
+
+    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    ranking = trace_request(RANKING_QUESTION, index, adapters["ranking"])
+    backup = trace_request(QUESTIONS["not_in_docs"], index, authored)
+    text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
+    assert "a floor above 0.227 and at most 0.568 keeps" in text  # without the timestamp question

@@ -2,7 +2,8 @@
 
 Each check runs the learner's function on requests traced for real (probes,
 replayed runs, other indexes and context rules) and raises `AssertionError`
-with what to fix. A check prints nothing and never shows the expected answer.
+with what to fix. A check prints nothing and never shows the expected answer;
+`score_floor_findings` explains exercise B's answer, for printing after its check passed.
 """
 
 from __future__ import annotations
@@ -99,6 +100,56 @@ def check_score_floor(
     if wrong:
         raise AssertionError(f"{wrong} of 3 predictions do not match what happens")
     return at_floor
+
+
+def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str, TracedRequest], floor: float) -> str:
+    """Say what exercise B's floor did, for the check cell to print once the check has passed.
+
+    ``at_floor`` is what `check_score_floor` returns; ``defaults`` holds the same
+    questions traced with the app's own rule (every candidate sent). The text
+    names each question the floor changed, then the band of floors that, on these
+    questions only, keeps a cited passage of every answered one and drops every
+    passage of the others.
+    """
+    lines = []
+    for name, default in defaults.items():
+        traced = at_floor[name]
+        answered = default.result is not None and default.result["status"] == "answered"
+        if _fate(traced) == "app answers" and answered:
+            lines.append(
+                f"The {name} question: no passage scores {floor} or more, so the app answers not_in_docs itself, "
+                "although its documents answer it."
+            )
+        elif _fate(traced) == "rejected":
+            kept = sorted(set(_event_data(traced, "context_selected")["source_ids"]))
+            cited = json.loads(_event_data(traced, "model_reply_returned")["reply"])["source_ids"]
+            lines.append(
+                f"The {name} question keeps only {kept}. Its recorded reply, given again, cites {cited}, "
+                "so the checks reject it. The best-scored passage need not be the one the answer needs."
+            )
+    needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
+    unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
+    for default in defaults.values():
+        candidates = _event_data(default, "retrieval_completed")["candidates"]
+        if default.result is not None and default.result["status"] == "answered":
+            best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in default.result["source_ids"]}
+            needed.append(min(best.values()))
+        else:
+            unneeded.append(max(c["score"] for c in candidates))
+    if needed and unneeded:
+        lines.append(
+            f"An app has one floor for every question. On these {len(defaults)} questions, a floor above "
+            f"{max(unneeded):.3f} and at most {min(needed):.3f} keeps a passage of every cited source and drops "
+            f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}. So few questions cannot show that any floor suits the next one."
+        )
+    return "\n".join(lines)
+
+
+def _event_data(traced: TracedRequest, kind: str) -> dict[str, Any]:
+    event = traced.trace.first(kind)
+    if event is None:
+        raise AssertionError(f"the request {traced.question!r} has no {kind} event: pass requests from trace_request")
+    return event.data
 
 
 def _same_reply(question: str, index: DocsIndex, adapter: Any, select: Select) -> TracedRequest:
