@@ -86,3 +86,26 @@ def test_the_previous_profiler_is_restored_also_when_the_block_raises():
 def test_a_function_without_python_code_is_refused_with_what_it_watches():
     with pytest.raises(TypeError, match="watches Python functions"), calls_to(len):
         pass
+
+
+def test_cell_that_set_returns_the_latest_earlier_cell_assigning_the_name(monkeypatch):
+    import IPython
+
+    from labkit.course.shortcuts import cell_that_set
+
+    history = [
+        "",
+        "VALUE = 0.38",
+        "from labkit.evaluator.calibration import kappa_after_one_fix\nVALUE = round(kappa_after_one_fix(a, b), 2)",
+        "x = 1",
+        "check(VALUE)  # the current cell",
+    ]
+    shell = type("Shell", (), {"user_ns": {"In": history}})()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert "kappa_after_one_fix" in cell_that_set("VALUE")
+    history.append("VALUE: float = 0.55")
+    history.append("check(VALUE)")
+    assert cell_that_set("VALUE") == "VALUE: float = 0.55"
+    assert cell_that_set("OTHER") == ""
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert cell_that_set("VALUE") == ""

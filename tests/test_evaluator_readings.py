@@ -74,9 +74,30 @@ def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failu
     assert "5 of the 6 explanations in table C do quote a sentence" in text
     assert "the verdict does not follow from the quote" in text and "word for word" not in text
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
-    better = _with_agreement(captured, "tone", "bundled", kappa=0.7)
+    better = _with_agreement(captured, "tone", "per_criterion", kappa=0.7)
     with pytest.raises(ReadingOutdated, match="near or below chance"):
         readings.captured_first_look(better)
+
+
+def test_captured_first_look_names_the_highest_kappa_the_rule_reads_not_the_bundled_one(runs):
+    _, captured, _ = runs
+    rule = captured.inputs.rubric.agreement_rule
+    routed = max(a.kappa for a in captured.agreements if a.arrangement == rule.arrangement)
+    text = readings.captured_first_look(captured)
+    assert f"The highest `per_criterion` kappa, the one the rule reads, is {routed:.2f}" in text
+    assert "-0.07" in text and "-0.02" not in text
+    assert "control characters (invisible ones, such as a line break)" in text
+
+
+def test_bar_reading_names_the_criteria_where_a_constant_judge_meets_the_agreement_bar(runs):
+    authored, _, _ = runs
+    text = readings.bar_reading(authored)
+    assert "On `completeness` and `tone` the base rate is 80% or more" in text
+    assert "`factual_accuracy`" not in text
+    low = _with_agreement(authored, "tone", "per_criterion", base_rate=0.5)
+    low = _with_agreement(low, "completeness", "per_criterion", base_rate=0.5)
+    with pytest.raises(ReadingOutdated, match="constant judge"):
+        readings.bar_reading(low)
 
 
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):
@@ -104,6 +125,8 @@ def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
     assert "each of the 16 held products waits for people on all three" in text
     assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
     assert "In all, 14 of the 24 authored descriptions were never judged" in text
+    assert "byte for byte the authored descriptions" in text
+    assert "No description is released in either run." in text
     with pytest.raises(ReadingOutdated, match="every held captured product"):
         readings.waiting_reading(authored, authored)
 

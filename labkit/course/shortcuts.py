@@ -8,10 +8,14 @@ not by the name used). A check then refuses the shortcut in words:
     with calls_to(request_diff) as called:
         mine = changed_fields(recorded, actual)
     assert not called, f"changed_fields called labkit's {called[0]}: find the fields yourself"
+
+A value the learner types (a constant, not a function) is refused by its cell's source:
+`cell_that_set` returns the latest cell that assigned it.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -46,3 +50,36 @@ def calls_to(*functions: Callable[..., Any]) -> Iterator[list[str]]:
         yield called
     finally:
         sys.setprofile(previous)
+
+
+def cell_that_set(variable: str) -> str:
+    """Return the source of the latest earlier cell run in this IPython kernel that assigns ``variable``.
+
+    A check uses it to refuse a value computed with a labkit function instead of by hand:
+    ``assert "kappa_after_one_fix" not in cell_that_set("KAPPA_AFTER_FIX")``. The current
+    cell is skipped; ``""`` outside IPython or when no earlier cell assigns the name.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # not in a notebook: no cells to read
+        return ""
+    shell = get_ipython()
+    history = shell.user_ns.get("In", []) if shell is not None else []
+    for source in reversed(history[:-1]):
+        if _assigns(source, variable):
+            return str(source)
+    return ""
+
+
+def _assigns(source: str, variable: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+            isinstance(t, ast.Name) and t.id == variable for t in targets
+        ):
+            return True
+    return False

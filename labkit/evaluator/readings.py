@@ -97,11 +97,25 @@ def what_the_items_show(report: EvaluationReport) -> str:
         f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
         f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}], so these items cannot separate a judge "
         f"near chance from one near agreement. A judge that always said `{tone.base_rate_label}` would agree on "
-        f"{tone.base_rate:.0%} of tone's items with a kappa of 0, which is why the rule asks for both figures. "
+        f"{tone.base_rate:.0%} of tone's items with a kappa of 0. "
         f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
         f"{people_c.kappa:.2f}, but the two compare different pairs: the judge is compared with the adjudicated "
         "label, settled from both raters, while rater A is compared only with rater B. So this does not show a "
         "judge better than its raters."
+    )
+
+
+def bar_reading(report: EvaluationReport) -> str:
+    """Say on which criteria a judge giving one label throughout already reaches the percent-agreement bar."""
+    rule = report.inputs.rubric.agreement_rule
+    rows = [report.agreement_for(c.id, rule.arrangement) for c in report.inputs.rubric.judged()]
+    met = [a for a in rows if a is not None and a.base_rate >= rule.min_percent_agreement]
+    _require(bool(met), "a constant judge reaches the percent-agreement bar on some criterion")
+    names = " and ".join(f"`{a.criterion}`" for a in met)
+    return (
+        f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
+        f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
+        f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
     )
 
 
@@ -136,7 +150,9 @@ def captured_first_look(captured: EvaluationReport) -> str:
     copied = sum(any(x in e for x in sentences) for e in explanations)
     refused = [c.rejected for c in calls if c.rejected]
     _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
-    highest = max(a.kappa or 0.0 for a in captured.agreements if a.arrangement in ("per_criterion", "bundled"))
+    rule = captured.inputs.rubric.agreement_rule
+    routed = [a.kappa for a in captured.agreements if a.arrangement == rule.arrangement and a.kappa is not None]
+    highest = max(routed)
     _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
@@ -148,9 +164,9 @@ def captured_first_look(captured: EvaluationReport) -> str:
         "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text.\n\n"
         "**Refused replies.** The recording server held each reply to the schema's shape with a *grammar*: "
         "rules, built from the schema, on which characters may come next. It still let raw control characters "
-        f"into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
-        "refused. Each counts as a disagreement. The highest kappa is "
-        f"{highest:.2f}, near or below chance, so every judged criterion goes to people."
+        f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
+        f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
+        f"is {highest:.2f}, below chance, so every judged criterion goes to people."
     )
 
 
@@ -269,13 +285,22 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
     all_three = theirs.get(tuple(sorted(f"{c.id}:human_review" for c in captured.inputs.rubric.judged())), 0)
     _require(all_three == sum(theirs.values()), "every held captured product waits for people on each criterion")
     _require(tone_only + not_judged == sum(mine.values()), "an authored product waits for tone or a judge label")
+    texts = authored.runs.generation.by_product()
+    held = authored.inputs.labels.held_out
+    _require(
+        all(authored.inputs.labeled_texts[p] == texts[p].text for p in held),
+        "the authored held-out texts are the authored descriptions",
+    )
+    released = [r for report in (authored, captured) for r in report.records.values() if r.release == "release"]
+    _require(not released, "neither run releases a description")
     return (
         f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
         f"for people on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
         f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
         f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
         "judge only the held-out products' labeled texts and the generated text of "
-        f"{', '.join(NARRATIVE_PRODUCTS)}."
+        f"{', '.join(NARRATIVE_PRODUCTS)}. The authored judge's held-out texts are byte for byte the authored "
+        "descriptions, so its labels count for those products. No description is released in either run."
     )
 
 
