@@ -238,6 +238,11 @@ def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(ques
     with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
         graded_examples(questions, failed_017)
 
+    unfaithful_017 = copy.deepcopy(run)
+    unfaithful_017.rag[ids["017"]]["cited_pages"] = []  # still correct, but no cited passage prints its figure
+    with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
+        graded_examples(questions, unfaithful_017)
+
     own_company = copy.deepcopy(run)
     own_company.rag[ids["030"]]["cited_pages"] = ["CORVID_2025_10K#p20"]
     with pytest.raises(FindingOutdated, match="030 cites only another company's pages"):
