@@ -51,6 +51,7 @@ rest are defined beside the code that raises them.
     │   ├── FinanceBenchError(ValueError)            rag/financebench/folder.py: not FinanceBench's layout
     │   ├── DocNameError(ValueError)                 rag/financebench/names.py: outside FinanceBench's naming rule
     │   ├── EncryptedPdfError(ValueError)            rag/financebench/cache.py: pypdf lacks 'cryptography'
+    │   ├── FindingOutdated(ValueError)              rag/findings.py: a sentence the recorded run no longer supports
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py

@@ -91,8 +91,12 @@ def test_the_page_trap_counts_a_hit_on_the_page_before_the_label_as_the_unconver
             "evidence": [{"evidence_text": "1", "evidence_page_num": 22}],
         }
     )
-    assert page_trap(Selecting(["ACME_2024_10K#p22"]), [question]) == {"converted": 0, "unconverted": 1, "n": 1}
-    assert page_trap(Selecting(["ACME_2024_10K#p23"]), [question]) == {"converted": 1, "unconverted": 0, "n": 1}
+    early = page_trap(Selecting(["ACME_2024_10K#p22"]), [question])
+    assert early == {"converted": 0, "unconverted": 1, "n": 1, "converted_only": 0, "unconverted_only": 1}
+    right = page_trap(Selecting(["ACME_2024_10K#p23"]), [question])
+    assert right == {"converted": 1, "unconverted": 0, "n": 1, "converted_only": 1, "unconverted_only": 0}
+    both = page_trap(Selecting(["ACME_2024_10K#p22", "ACME_2024_10K#p23"]), [question])
+    assert (both["converted_only"], both["unconverted_only"]) == (0, 0)
 
 
 def test_question_018_is_unfaithful_because_the_only_equity_sent_gives_another_ratio(questions, index):
@@ -214,3 +218,40 @@ def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
     assert "2 never reached the twelve candidates." in text
     assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss
+
+
+def _authored(questions, index):
+    return make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+
+
+def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(questions, index):
+    import copy
+
+    from labkit.rag.findings import FindingOutdated
+
+    run = _authored(questions, index)
+    graded_examples(questions, run)  # the recorded run supports every sentence
+    ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
+
+    failed_017 = copy.deepcopy(run)
+    failed_017.rag[ids["017"]] = None
+    with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
+        graded_examples(questions, failed_017)
+
+    unfaithful_017 = copy.deepcopy(run)
+    unfaithful_017.rag[ids["017"]]["cited_pages"] = []  # still correct, but no cited passage prints its figure
+    with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
+        graded_examples(questions, unfaithful_017)
+
+    own_company = copy.deepcopy(run)
+    own_company.rag[ids["030"]]["cited_pages"] = ["CORVID_2025_10K#p20"]
+    with pytest.raises(FindingOutdated, match="030 cites only another company's pages"):
+        graded_examples(questions, own_company)
+
+    two_equities = copy.deepcopy(run)
+    sent = two_equities.rag[ids["018"]]["retrieved"]
+    sent.append(
+        {**sent[0], "citation_id": "BRIGHTWAVE_2025_10K#p16", "chunk_text": "Total shareholders' equity 4,000.0"}
+    )
+    with pytest.raises(FindingOutdated, match="print one equity figure"):
+        graded_examples(questions, two_equities)

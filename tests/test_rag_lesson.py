@@ -269,3 +269,64 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
     assert paired_reading(_two_of_six()[:1]) == (
         "Of 0 pairs of settings, the interval rule calls 0 a difference and the paired test 0."
     )
+
+
+def test_failed_trials_are_counted_per_cause_and_path_with_an_unknown_cause_named_by_its_class():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import failure_causes
+
+    run = SimpleNamespace(
+        errors={
+            "rag": {
+                "a": "InvalidReply: ... (Invalid JSON: control character (\\u0000-\\u001F) found while parsing",
+                "b": "InvalidReply: ... (Invalid JSON: EOF while parsing a string at line 1 column 404)",
+                "c": "InvalidCitation: Answer cited evidence outside the supplied context: ['']",
+            },
+            "naive": {"a": "InvalidCitation: outside", "b": "InvalidCitation: outside", "c": "InvalidReply: no"},
+        }
+    )
+    table = failure_causes(run)
+    assert list(table.columns) == ["naive", "rag"]
+    assert table.loc["cites outside the context"].tolist() == [2, 1]
+    assert table.loc["raw line break inside a string"].tolist() == [0, 1]
+    assert table.loc["reply cut off (max_tokens)"].tolist() == [0, 1]
+    assert table.loc["InvalidReply"].tolist() == [1, 0]
+    assert table.loc["total"].tolist() == [3, 3]
+
+
+def test_a_bench_retriever_becomes_an_experiment_of_its_page_hits_per_answerable_question():
+    from labkit.rag.lesson import bench_experiment
+    from labkit.rag.metrics import Retrieval
+
+    questions = load_questions()[:6]
+    labelled = [q for q in questions if q.answerable]
+    first = labelled[0]
+    results = {
+        "faiss": {
+            q.financebench_id: Retrieval(ranked=(min(first.evidence_pages),) if q is first else ("X#p1",), k=5)
+            for q in questions
+        }
+    }
+    experiment = bench_experiment(questions, results, "faiss")
+    assert set(experiment.hits) == {q.financebench_id for q in labelled}
+    assert experiment.hits[first.financebench_id] is True
+    assert sum(experiment.hits.values()) == 1
+
+
+def test_the_paired_verdict_on_the_bench_stands_beside_the_interval_screen_and_an_unfinished_one_is_said():
+    from labkit.rag.lesson import paired_on_bench
+    from labkit.rag.metrics import Retrieval
+
+    questions = [q for q in load_questions() if q.answerable][:10]
+    hit = {q.financebench_id: Retrieval(ranked=(min(q.evidence_pages),), k=5) for q in questions}
+    miss = {q.financebench_id: Retrieval(ranked=("X#p1",), k=5) for q in questions}
+    results = {"few": {**hit, **dict(list(miss.items())[:8])}, "all": hit}
+
+    def unfinished(a, b):
+        raise NotImplementedError("hint")
+
+    text = paired_on_bench(lambda a, b: "tie", questions, results, "few", "all")
+    assert text.startswith("`few` against `all`: the interval screen says lower; your paired_verdict says tie.")
+    assert "`few` alone hits 0 question(s), `all` alone 8: p = 0.008." in text
+    assert "not yet computed (finish exercise A)" in paired_on_bench(unfinished, questions, results, "few", "all")

@@ -11,9 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from labkit.errors import LabkitError
 from labkit.rag.metrics import Experiment, figures, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
+
+
+class FindingOutdated(LabkitError, ValueError):
+    """A sentence of lesson 02b no longer matches the recorded run it reads."""
+
+
+def _require(holds: bool, claim: str) -> None:
+    if not holds:
+        raise FindingOutdated(
+            f"the recorded run no longer shows that {claim}; read the run's tables again and rewrite "
+            "this sentence in labkit/rag/findings.py"
+        )
 
 
 def _markdown(text: str) -> Any:
@@ -50,6 +63,12 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
         return run.rag[by_id[qid].financebench_id] or {}
 
     r018, r030 = record("018"), record("030")
+    row017 = table.loc["017"]
+    held = [bool(v) if v is not None and v == v else False for v in (row017["faithful"], row017["page_hit@5"])]
+    _require(row017["rag"] == "correct" and all(held), "017 is correct, faithful and a page hit")
+    companies030 = {page.split("_")[0] for page in r030.get("cited_pages", [])}
+    asked030 = by_id["030"].doc_name.split("_")[0]
+    _require(bool(companies030) and asked030 not in companies030, "030 cites only another company's pages")
     missing = ", ".join(f"{f:g}" for f in unsupported_figures(r018)) or "none"
     sent = {p["citation_id"] for p in r018.get("retrieved", [])}
     not_sent = ", ".join(sorted(set(by_id["018"].evidence_pages) - sent)) or "none"
@@ -202,6 +221,7 @@ def _equity_reading(record: dict[str, Any], not_sent: str) -> str:
     debt = [f for f in figures(record.get("answer") or "") if f > 1]
     if not equity or not debt:
         return f" The labelled page not sent: {not_sent}."
+    _require(len(equity) == 1, f"the passages sent for 018 print one equity figure (they print {len(equity)})")
     page, value = equity[0]
     year = page.split("_")[1]  # a balance sheet's first column is its own filing's year
     return (

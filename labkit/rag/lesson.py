@@ -135,6 +135,35 @@ def failures(run: Any) -> Any:
     return text_table(pd.DataFrame(rows, columns=["path", "id", "error"]))
 
 
+#: The failure causes `failure_causes` names, by the text of the error that a failed trial kept.
+FAILURE_CAUSES = {
+    "raw line break inside a string": "control character",
+    "reply cut off (max_tokens)": "EOF while parsing",
+    "cites outside the context": "InvalidCitation",
+}
+
+
+def failure_cause(error: str) -> str:
+    """Name the cause of one failed trial from its kept error (`FAILURE_CAUSES`); else the error's class name."""
+    return next((cause for cause, text in FAILURE_CAUSES.items() if text in error), error.split(":")[0])
+
+
+def failure_causes(run: Any) -> Any:
+    """Return the count of failed trials per cause (`failure_cause`) and path, one row per cause, a total row last."""
+    import pandas as pd
+
+    rows = [
+        {"path": path, "cause": failure_cause(error)}
+        for path, errors in run.errors.items()
+        for error in errors.values()
+    ]
+    frame = pd.DataFrame(rows, columns=["path", "cause"])
+    table = pd.crosstab(frame["cause"], frame["path"]).reindex(columns=sorted(run.errors), fill_value=0)
+    table.loc["total"] = table.sum()
+    table.columns.name = None
+    return table
+
+
 def experiment_grid(
     questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], *, ks: tuple[int, ...] = KS
 ) -> list[Experiment]:
@@ -435,19 +464,29 @@ def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[
     """Measure the page-number trap: page-hit@k with the one-based labels, and had the adapter not converted them.
 
     The unconverted label of ``DOC#p23`` is ``DOC#p22``, FinanceBench's zero-based index read as a page.
-    Returns ``converted``, ``unconverted`` (hits) and ``n`` (answerable questions).
+    Returns ``converted``, ``unconverted`` (hits), ``n`` (answerable questions), and the questions where they
+    disagree: ``converted_only`` and ``unconverted_only``, the counts `labkit.rag.metrics.paired_p` takes.
     """
-    converted = unconverted = n = 0
+    converted = unconverted = n = converted_only = unconverted_only = 0
     for q in questions:
         if not q.answerable:
             continue
         _, selected = rag.retrieve(q.question, k=k)
         sent = {s["citation_id"] for s in selected}
         early = {f"{doc}#p{int(page) - 1}" for doc, page in (p.rsplit("#p", 1) for p in q.evidence_pages)}
-        converted += bool(sent & set(q.evidence_pages))
-        unconverted += bool(sent & early)
+        hit, early_hit = bool(sent & set(q.evidence_pages)), bool(sent & early)
+        converted += hit
+        unconverted += early_hit
+        converted_only += hit and not early_hit
+        unconverted_only += early_hit and not hit
         n += 1
-    return {"converted": converted, "unconverted": unconverted, "n": n}
+    return {
+        "converted": converted,
+        "unconverted": unconverted,
+        "n": n,
+        "converted_only": converted_only,
+        "unconverted_only": unconverted_only,
+    }
 
 
 def answers_as_returned(questions: list[FilingQuestion], run: Any, *, origin: str, per_path: int = 3) -> Any:
@@ -599,6 +638,34 @@ def bench_counts(questions: list[FilingQuestion], shared: Any, own: Any, sample:
         }
         for store, rows in sets.items()
     }
+
+
+def bench_experiment(questions: list[FilingQuestion], results: Any, retriever: str) -> Experiment:
+    """Return one retriever of the bench (`labkit.rag.retrievers.retrieve_all`'s ``results``) as an `Experiment`:
+    its page-hit@5 per answerable question, so exercise A's paired test can compare two retrievers."""
+    from labkit.rag.retrievers import question_rows
+
+    rows = question_rows(questions, {retriever: results[retriever]}, ks=(5,))
+    return Experiment(retriever, {"retriever": retriever}, {r["id"]: bool(r["page_hit@5"]) for r in rows})
+
+
+def paired_on_bench(paired_verdict: Any, questions: list[FilingQuestion], results: Any, a: str, b: str) -> str:
+    """Say what exercise A's ``paired_verdict`` calls retriever ``a`` against ``b`` on one store of the bench, beside
+    the interval screen's verdict and the disagreements the test weighs (`bench_experiment` makes each retriever).
+
+    An unfinished exercise (``NotImplementedError``) is said, not raised, so the notebook runs on.
+    """
+    first, second = bench_experiment(questions, results, a), bench_experiment(questions, results, b)
+    one_way = sum(hit and not second.hits[q] for q, hit in first.hits.items())
+    other_way = sum(second.hits[q] and not hit for q, hit in first.hits.items())
+    try:
+        verdict = paired_verdict(first, second)
+    except NotImplementedError:
+        verdict = "not yet computed (finish exercise A)"
+    return (
+        f"`{a}` against `{b}`: the interval screen says {versus(first, second)}; your paired_verdict says {verdict}."
+        f" `{a}` alone hits {one_way} question(s), `{b}` alone {other_way}: p = {paired_p(one_way, other_way):.3f}."
+    )
 
 
 def bench_table(questions: list[FilingQuestion], shared: Any, own: Any, sample: Any) -> Any:
