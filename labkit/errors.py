@@ -14,6 +14,7 @@ rest are defined beside the code that raises them.
     ├── RouteGradeError(ValueError)                  routing-gate inputs are invalid
     ├── FixtureOverwriteRefused(FileExistsError)     a fixture script would overwrite a captured run
     ├── MissingExtra(ImportError)                    an optional extra is not installed
+    ├── ReadingOutdated(ValueError)                  a lesson sentence the recorded run no longer supports
     ├── FolderNotWritable(OSError)                   paths.py: an output folder is a file or cannot be written
     │
     ├── model boundary, replay and recording
@@ -42,8 +43,7 @@ rest are defined beside the code that raises them.
     │   ├── StaleRubric(ValueError)                  rubric.py: a run was made under another rubric
     │   ├── UnknownPrice(LookupError)                calls.py
     │   ├── JudgeReplyRejected(ValueError)           judge.py: a verdict outside the allowed labels
-    │   ├── ExperimentLogError(ValueError)           experiments.py
-    │   └── ReadingOutdated(ValueError)              readings.py: a lesson sentence the recorded run no longer supports
+    │   └── ExperimentLogError(ValueError)           experiments.py
     ├── lesson 02, rag/
     │   ├── CorpusError, StaleIndex, ReplyRejected, ContextSelectionError, MessageEditError (ValueError)  rag/trace.py
     │   ├── QuestionSetError(ValueError)             rag/questions.py
@@ -51,7 +51,6 @@ rest are defined beside the code that raises them.
     │   ├── FinanceBenchError(ValueError)            rag/financebench/folder.py: not FinanceBench's layout
     │   ├── DocNameError(ValueError)                 rag/financebench/names.py: outside FinanceBench's naming rule
     │   ├── EncryptedPdfError(ValueError)            rag/financebench/cache.py: pypdf lacks 'cryptography'
-    │   ├── FindingOutdated(ValueError)              rag/findings.py: a sentence the recorded run no longer supports
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py
@@ -124,6 +123,10 @@ class RouteGradeError(LabkitError, ValueError):
 
 class FixtureOverwriteRefused(LabkitError, FileExistsError):
     """A fixture script refused to overwrite a folder that holds a captured run."""
+
+
+class ReadingOutdated(LabkitError, ValueError):
+    """A lesson sentence built from a recorded run no longer matches the run it reads (lessons 01 and 02b)."""
 
 
 class MissingExtra(LabkitError, ImportError):

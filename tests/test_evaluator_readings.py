@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from labkit.errors import ReadingOutdated
 from labkit.evaluator import readings
 from labkit.evaluator.experiments import (
     arrangement_experiment,
@@ -11,7 +12,6 @@ from labkit.evaluator.experiments import (
     judge_model_experiment,
 )
 from labkit.evaluator.lesson import load_inputs
-from labkit.evaluator.readings import ReadingOutdated
 from labkit.evaluator.report import evaluate_run
 
 

@@ -227,7 +227,7 @@ def _authored(questions, index):
 def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(questions, index):
     import copy
 
-    from labkit.rag.findings import FindingOutdated
+    from labkit.errors import ReadingOutdated
 
     run = _authored(questions, index)
     graded_examples(questions, run)  # the recorded run supports every sentence
@@ -235,17 +235,17 @@ def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(ques
 
     failed_017 = copy.deepcopy(run)
     failed_017.rag[ids["017"]] = None
-    with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
+    with pytest.raises(ReadingOutdated, match="017 is correct, faithful and a page hit"):
         graded_examples(questions, failed_017)
 
     unfaithful_017 = copy.deepcopy(run)
     unfaithful_017.rag[ids["017"]]["cited_pages"] = []  # still correct, but no cited passage prints its figure
-    with pytest.raises(FindingOutdated, match="017 is correct, faithful and a page hit"):
+    with pytest.raises(ReadingOutdated, match="017 is correct, faithful and a page hit"):
         graded_examples(questions, unfaithful_017)
 
     own_company = copy.deepcopy(run)
     own_company.rag[ids["030"]]["cited_pages"] = ["CORVID_2025_10K#p20"]
-    with pytest.raises(FindingOutdated, match="030 cites only another company's pages"):
+    with pytest.raises(ReadingOutdated, match="030 cites only another company's pages"):
         graded_examples(questions, own_company)
 
     two_equities = copy.deepcopy(run)
@@ -253,5 +253,5 @@ def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(ques
     sent.append(
         {**sent[0], "citation_id": "BRIGHTWAVE_2025_10K#p16", "chunk_text": "Total shareholders' equity 4,000.0"}
     )
-    with pytest.raises(FindingOutdated, match="print one equity figure"):
+    with pytest.raises(ReadingOutdated, match="print one equity figure"):
         graded_examples(questions, two_equities)

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.errors import ReadingOutdated
 from labkit.evaluator.catalog import NARRATIVE_PRODUCTS
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
 from labkit.evaluator.report import EvaluationReport
-
-
-class ReadingOutdated(LabkitError, ValueError):
-    """A sentence of lesson 01 no longer matches the recorded run it reads."""
 
 
 def _require(holds: bool, claim: str) -> None:

@@ -11,19 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.errors import ReadingOutdated
 from labkit.rag.metrics import Experiment, figures, rate_verdicts, unsupported_figures, wilson_interval
 from labkit.rag.questions import FilingQuestion
 from labkit.tables import interval
 
 
-class FindingOutdated(LabkitError, ValueError):
-    """A sentence of lesson 02b no longer matches the recorded run it reads."""
-
-
 def _require(holds: bool, claim: str) -> None:
     if not holds:
-        raise FindingOutdated(
+        raise ReadingOutdated(
             f"the recorded run no longer shows that {claim}; read the run's tables again and rewrite "
             "this sentence in labkit/rag/findings.py"
         )
