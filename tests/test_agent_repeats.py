@@ -147,6 +147,15 @@ def test_the_lesson_table_adds_kinds_routes_and_the_greedy_verdict_beside_the_re
     assert list(table.index) == list(repeats.REPEATED_IDS)
     assert table.loc["c01", "95% Wilson"] == "[0.00, 0.43]" and table.loc["c05", "passed"] == "2/5"
     assert table.loc["c07", "greedy run (temperature 0)"] == "pass"
+    assert table.loc["c01", "verdict"] == "no pass in 5" and table.loc["c05", "verdict"] == "mixed"
     assert table.loc["c06", "kind"] == "profile" and "out_of_scope" in table.loc["c05", "routes chosen"]
     flipped = [r if r.case.id != "c07" else type(r)(r.case, "fallback", None, None, r.state, r.audit) for r in greedy]
     assert repeats.trials_table(replayed, flipped).loc["c07", "greedy run (temperature 0)"] == "fail"
+
+
+def test_the_seen_verdict_says_what_the_trials_showed_and_no_more():
+    assert repeats.seen_verdict([False] * 5) == "no pass in 5"
+    assert repeats.seen_verdict([True] * 3) == "no fail in 3"
+    assert repeats.seen_verdict([True, False]) == "mixed"
+    with pytest.raises(ValueError, match="at least one trial"):
+        repeats.seen_verdict([])

@@ -77,12 +77,22 @@ def repeat_outcomes(results: Mapping[str, Sequence[CaseResult]]) -> dict[str, li
     return {case: [outcome_correct(result) for result in trials] for case, trials in results.items()}
 
 
+def seen_verdict(passes: Sequence[bool]) -> str:
+    """Say what a case's trials showed: ``no pass in n``, ``no fail in n`` or ``mixed``, and no more."""
+    if not passes:
+        raise ValueError("a case needs at least one trial to have a verdict")
+    if not any(passes):
+        return f"no pass in {len(passes)}"
+    return f"no fail in {len(passes)}" if all(passes) else "mixed"
+
+
 def trials_table(results: Mapping[str, Sequence[CaseResult]], greedy: Sequence[CaseResult]) -> Any:
     """Return one row per repeated case, as lesson 04 prints it.
 
     The columns: the case's kind; `labkit.trials.repeat_table`'s trials in seed order,
     passes, rate, 95% Wilson interval (printed ``[low, high]``), first trial and
-    verdict; the routes its trials chose (``invalid`` for a reply that was no route);
+    verdict, the verdict said as what was seen (``no pass in 5``, ``no fail in 5``,
+    ``mixed``), since five failures do not show a case never passes; the routes its trials chose (``invalid`` for a reply that was no route);
     and the verdict of ``greedy``, the evaluation's temperature-0 run, shown for
     comparison and not counted in the rate.
     """
@@ -92,7 +102,9 @@ def trials_table(results: Mapping[str, Sequence[CaseResult]], greedy: Sequence[C
 
     kinds = {case.id: case.kind for case in REPEATED_CASES}
     greedy_verdict = {r.case.id: "pass" if outcome_correct(r) else "fail" for r in greedy}
-    table = repeat_table(repeat_outcomes(results)).set_index("case")
+    outcomes = repeat_outcomes(results)
+    table = repeat_table(outcomes).set_index("case")
+    table["verdict"] = [seen_verdict(outcomes[case]) for case in table.index]
     table.insert(0, "kind", [kinds[case] for case in table.index])
     bounds = zip(table.pop("wilson_low"), table.pop("wilson_high"), strict=True)
     table.insert(4, "95% Wilson", [interval(low, high) for low, high in bounds])
