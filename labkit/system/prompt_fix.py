@@ -197,11 +197,16 @@ def fix_reading(
             f" The address question gets the same invented address under both prompts: "
             f"*{opening['fixed']}* So it does not come from the fix."
         )
-        earlier = load_run(earlier_run).bindings
-        if not any(
-            opening["fixed"] in b.response["choices"][0]["message"]["content"] for b in earlier
-        ):
-            note += f" `{earlier_run}`, on the other server, holds no such reply: the invention came with the server change."
+        earlier = [
+            str(b.response["choices"][0]["message"]["content"])
+            for b in load_run(earlier_run).bindings
+            if b.response
+        ]
+        if not any(opening["fixed"] in reply for reply in earlier):
+            note += (
+                f" `{earlier_run}`, on the other server, holds no such reply:"
+                " the invention came with the server change."
+            )
     if "\\n" in raw["fixed"]:
         note += (
             " Inside the address replies' `text`, `\\n` is JSON's escape for a line break, which"
