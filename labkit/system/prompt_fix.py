@@ -9,9 +9,10 @@ server): `RUN_BASELINE` holds the lesson's unchanged requests, `RUN_CAPTURED` th
 same requests sent with `SYSTEM_FIXED`. Between them the prompt is the only
 variable; the lesson's first captured run was served by another runtime. What they
 show: with the fix the count question gets a valid ``tool_call``, but three of the four
-replies still name ``get_refund`` (the fourth answers the address question with an
-invented address): on these four requests the example is not shown to be the cause;
-the other suspects (the enum's first value, refund-saturated evidence) remain.
+replies still name ``get_refund``. The fourth invents the same address under both
+prompts, so that came with the server, not the fix (`fix_reading`). On these four
+requests the example is not shown to be the cause; the other suspects (the enum's
+first value, refund-saturated evidence) remain.
 
 Record both again with ``python -m labkit.course.prompt_test`` (a served model in
 ``LABKIT_BASE_URL`` / ``LABKIT_MODEL``, as for ``labkit record``).
@@ -161,3 +162,55 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
         f"beyond whitespace: {named}. Each is one request at temperature 0, so this shows "
         "that a change of server alone can change replies, not how often it does."
     )
+
+
+def fix_reading(
+    asked: dict[str, list[tuple[str, str, dict[str, Any]]]],
+    trace_dir: str | Path,
+    *,
+    earlier_run: str = "05-system-smollm2",
+) -> str:
+    """Return, in Markdown, what the fixed prompt changed in the replies of `comparison_table`.
+
+    It counts the fixed prompt's replies that still name ``get_refund``, and reads the
+    address question's reply under both prompts: when both open their ``text`` with the
+    same sentence, the note says that sentence does not come from the fix, and, when
+    ``earlier_run`` (the other server's run) holds no reply with it, that it came with
+    the server. It also says when that ``text`` holds ``\\n``, JSON's escape for a line
+    break, which the table prints like a raw line break.
+    """
+    import json
+
+    from labkit.recording import load_run
+    from labkit.system.golden import GOLDEN
+
+    table = comparison_table(asked, trace_dir)
+    fixed = list(table.xs("fixed", level="prompt")["raw reply"])
+    naming = sum('"get_refund"' in reply for reply in fixed)
+    address = GOLDEN[2].question
+    raw = {name: table.loc[(address, name), "raw reply"] for name in ("unchanged", "fixed")}
+    texts = {name: str(json.loads(reply).get("text") or "") for name, reply in raw.items()}
+    opening = {name: text.split("\n")[0] for name, text in texts.items()}
+    note = f"With the example fixed, {naming} of the {len(fixed)} replies still name `get_refund`."
+    if opening["unchanged"] and opening["unchanged"] == opening["fixed"]:
+        note += (
+            f" The address question gets the same invented address under both prompts: "
+            f"*{opening['fixed']}* So it does not come from the fix."
+        )
+        earlier = [
+            str(b.response["choices"][0]["message"]["content"])
+            for b in load_run(earlier_run).bindings
+            if b.response
+        ]
+        if not any(opening["fixed"] in reply for reply in earlier):
+            note += (
+                f" `{earlier_run}`, on the other server, holds no such reply:"
+                " the invention came with the server change."
+            )
+    if "\\n" in raw["fixed"]:
+        note += (
+            " Inside the address replies' `text`, `\\n` is JSON's escape for a line break, which"
+            " strict parsing accepts. Every other `\\n` in the table is a raw line break outside"
+            " any string."
+        )
+    return note
