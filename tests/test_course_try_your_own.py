@@ -37,7 +37,7 @@ SHAPELESS = {
     "03": "invalid shape",
     "04": "not JSON",
     "05": "invalid_output",
-    "06": "not JSON",
+    "06": "not strict JSON",
 }
 
 
@@ -90,7 +90,7 @@ def test_the_lesson_02b_check_grades_the_reply_as_the_lesson_does(no_network):
 
 @pytest.mark.parametrize(
     ("reply", "problem"),
-    [('{"id": "t9", "route": "sales"}', "not an object with exactly route"), ("sales", "not JSON")],
+    [('{"id": "t9", "route": "sales"}', "not an object with exactly route"), ("sales", "not strict JSON")],
 )
 def test_a_malformed_lesson_06_reply_is_one_the_gate_refuses_to_grade_not_a_miss(reply, problem):
     verdict = t.route_reply_verdict("support", reply)

@@ -47,7 +47,9 @@ def test_where_the_points_went_reads_the_costliest_slice_and_its_queue_precision
     report = compare(suite, sha, baseline, candidate)
     text = where_the_points_went(report, route_confusion(suite, sha, candidate))
     assert "`urgent_support` slice is 2 of the 10 tickets and carries 20 of the candidate's 20" in text
-    assert "sent 4 tickets to billing, 3 of which belonged there: a billing precision of 3/4" in text
+    assert (
+        "sent 4 tickets to billing, 3 of which belonged there: a billing precision of 3/4, a count on 4 tickets" in text
+    )
     to_sales = apply_changes(candidate, [{"id": "t1", "route": "sales"}])
     moved = compare(suite, sha, baseline, to_sales)
     assert "a sales precision of 3/4" in where_the_points_went(moved, route_confusion(suite, sha, to_sales))
@@ -72,7 +74,10 @@ def test_followed_step_says_where_the_ticket_went_and_whether_the_candidate_kept
     step = {"ticket": "t8", "step": 2, "step_route": "billing"}
     against = followed_step(suite, billing, baseline, **step)
     assert "to billing under the baseline prompt and to sales under the candidate" in against
-    assert "goes against its own step 2" in against
+    assert "does not follow its own step 2, which says billing" in against and "consistent" not in against
+    fixed_t3 = apply_changes(baseline, [{"id": "t3", "route": "billing"}])
+    fixes_both = followed_step(suite, apply_changes(billing, [{"id": "t3", "route": "sales"}]), fixed_t3, **step)
+    assert "Its fix of t3 (billing) is consistent with step 2." in fixes_both
     kept = followed_step(suite, baseline, billing, **step)
     assert "to sales under the baseline prompt and to billing" in kept and "followed step 2" in kept
     assert "against" not in kept

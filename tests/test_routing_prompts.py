@@ -75,7 +75,7 @@ def test_a_reply_that_names_an_id_or_adds_a_field_is_malformed_and_never_repaire
     assert run["predictions"] == [{"id": "t1", "route": "urgent_support"}] and run["origin"] == "captured"
     assert [(m.id, m.problem) for m in malformed] == [
         ("t2", "not an object with exactly route"),
-        ("t3", "not JSON"),
+        ("t3", "not strict JSON: reply: malformed JSON at line 1, column 1: Expecting value"),
         ("t4", "route is not text"),
     ]
 
@@ -109,7 +109,8 @@ def test_the_captured_replies_are_the_raw_text_the_pair_was_built_from():
 
 
 def test_a_reply_with_a_repeated_route_key_is_malformed_not_the_last_value():
-    assert parse_route('{"route": "sales", "route": "urgent_support"}') == (None, "not JSON")
+    route, problem = parse_route('{"route": "sales", "route": "urgent_support"}')
+    assert route is None and problem.startswith("not strict JSON: ") and "repeated JSON key 'route'" in problem
 
 
 def test_prompt_difference_shows_the_shared_end_and_the_inserted_order_of_decisions():

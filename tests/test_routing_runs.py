@@ -41,7 +41,7 @@ def test_malformed_replies_are_counted_and_never_repaired():
     run, malformed = routing_run(replies, label="x", suite_sha256="abc")
     assert run["predictions"] == [{"id": "t1", "route": "sales"}] and run["origin"] == "captured"
     assert [(m.id, m.problem) for m in malformed] == [
-        ("t2", "not JSON"),
+        ("t2", "not strict JSON: reply: malformed JSON at line 1, column 1: Expecting value"),
         ("t3", "id changed to 't03'"),
         ("t4", "not an object with exactly id and route"),
     ]
@@ -63,11 +63,16 @@ def test_captured_replies_keep_each_raw_reply_with_its_recorded_cost():
 
 
 @pytest.mark.parametrize(
-    "raw",
-    ['{"id": "./t1", "id": "t1", "route": "sales"}', '{"id": "t1", "route": NaN}', '{"id": "t1", "route": "sa\nles"}'],
+    ("raw", "cause"),
+    [
+        ('{"id": "./t1", "id": "t1", "route": "sales"}', "repeated JSON key 'id'"),
+        ('{"id": "t1", "route": NaN}', "NaN"),
+        ('{"id": "t1", "route": "sa\nles"}', "Invalid control character"),
+    ],
 )
-def test_a_reply_json_loads_would_accept_leniently_is_malformed(raw):
-    assert parse_route_reply("t1", raw) == (None, "not JSON")
+def test_a_reply_json_loads_would_accept_leniently_is_malformed_and_its_problem_names_the_cause(raw, cause):
+    route, problem = parse_route_reply("t1", raw)
+    assert route is None and problem.startswith("not strict JSON: ") and cause in problem
 
 
 def test_recording_summary_names_the_model_the_server_and_counts_errors_and_retries():
@@ -77,7 +82,7 @@ def test_recording_summary_names_the_model_the_server_and_counts_errors_and_retr
     recorded = load_run(RUN_CAPTURED)
     lines = recording_summary().splitlines()
     assert lines[0] == f"{RUN_CAPTURED}: origin=captured, model={recorded.model.id}"
-    assert lines[1] == "endpoint kind recorded: local-llama-cpp"
+    assert lines[1] == f"endpoint kind recorded: local-llama-cpp, created_at: {recorded.created_at}"
     assert "response_format" not in lines[2] and "'max_tokens': 40" in lines[2]
     assert lines[-1] == f"calls: {len(recorded.bindings)}, transport errors: 0, retries: 0"
     assert "system prompt" not in recording_summary(instruction=None)

@@ -83,7 +83,7 @@ def where_the_points_went(report: Mapping[str, Any], matrix: Any) -> str:
         text += (
             f" Its misses sit in the `{costliest}` row, `{route}` column; down that column the candidate sent "
             f"{column.sum()} tickets to {route}, {column[route]} of which belonged there: a {route} precision "
-            f"of {column[route]}/{column.sum()}."
+            f"of {column[route]}/{column.sum()}, a count on {column.sum()} tickets."
         )
     return text
 
@@ -121,11 +121,14 @@ def followed_step(
 ) -> str:
     """Say where one ticket went under each prompt, and whether the candidate's answer follows its own step.
 
+    Where it does not, the candidate's other fixes that do send a ticket to ``step_route`` are named as
+    consistent with the step (consistent, not caused: one reply per ticket cannot show a cause).
+
     ``old`` and ``new`` are the runs under the baseline and candidate prompts; ``step`` is the candidate's step
     that, read by a person, sends ``ticket`` to ``step_route``. A ticket with no readable reply is said so.
     """
     expected = next(case["expected"] for case in suite["cases"] if case["id"] == ticket)
-    routes = [next((p["route"] for p in run["predictions"] if p["id"] == ticket), None) for run in (old, new)]
+    routes = [_route(run, ticket) for run in (old, new)]
     before, after = (route or "no readable reply" for route in routes)
     if before == after:
         text = f"The model sent {ticket} to {after} under both prompts."
@@ -134,17 +137,26 @@ def followed_step(
     if routes[1] == step_route:
         return text + f" Under the candidate it followed step {step}; the suite expects {expected}."
     if routes[1] == expected:
-        return text + (
-            f" So the candidate's fix of {ticket} goes against its own step {step}, which says {step_route}:"
-            " that gain is not its steps at work."
-        )
+        text += f" So the candidate's reply for {ticket} does not follow its own step {step}, which says {step_route}."
+        consistent = [
+            case["id"]
+            for case in suite["cases"]
+            if case["expected"] == step_route == _route(new, case["id"]) != _route(old, case["id"])
+        ]
+        if consistent:
+            text += f" Its fix of {_listed(consistent)} ({step_route}) is consistent with step {step}."
+        return text
     return text + f" Under the candidate it followed neither step {step} ({step_route}) nor the suite ({expected})."
+
+
+def _route(run: Mapping[str, Any], ticket: str) -> str | None:
+    return next((p["route"] for p in run["predictions"] if p["id"] == ticket), None)
 
 
 def _split(changes: Mapping[str, Any], *, floor: bool = False) -> str:
     fixed, broke = len(changes["fixed"]), len(changes["broke"])
     differ = fixed + broke
-    reading = "which the sign test cannot tell from chance" if changes["tie"] else "beyond what chance explains"
+    reading = "no evidence of a difference by the sign test" if changes["tie"] else "beyond what chance explains"
     tickets = f"{differ} ticket{'s' * (differ != 1)}"
     floor_note = f"; {tickets} can give no p below {min(1.0, 2 * 0.5**differ):.2f}" if floor and differ < 6 else ""
     return (

@@ -302,7 +302,7 @@ def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
     neither run were better, each such ticket would be as likely fixed as broken: ``p_value`` is
     the exact two-sided sign test's chance of a split at least this lopsided, ``smallest_p`` the
     smallest it could be for that many tickets, and ``tie`` is true when the chance is 5% or more
-    (the runs cannot be told apart; no disagreement at all gives ``p_value`` 1).
+    (no evidence of a difference, which is not proof the runs are equal; no disagreement at all gives ``p_value`` 1).
     """
     from scipy.stats import binomtest
 

@@ -119,8 +119,8 @@ def parse_route(raw: str) -> tuple[str | None, str | None]:
     """
     try:
         data = loads_strict(raw, source="reply")
-    except ValueError:  # also a repeated key, NaN or a raw control character in a string
-        return None, "not JSON"
+    except ValueError as error:  # also a repeated key, NaN or a raw control character in a string
+        return None, f"not strict JSON: {error}"  # the error names the cause
     if not isinstance(data, dict) or set(data) != {"route"}:
         return None, "not an object with exactly route"
     if not isinstance(data["route"], str):

@@ -83,8 +83,8 @@ def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]
     """Return ``(route, None)`` for a well-formed reply, or ``(None, problem)``; an unknown route is kept as is."""
     try:
         data = loads_strict(raw, source="reply")
-    except ValueError:  # also a repeated key, NaN or a raw control character in a string
-        return None, "not JSON"
+    except ValueError as error:  # also a repeated key, NaN or a raw control character in a string
+        return None, f"not strict JSON: {error}"  # the error names the cause
     if not isinstance(data, dict) or set(data) != {"id", "route"}:
         return None, "not an object with exactly id and route"
     if data["id"] != ticket_id:
@@ -145,7 +145,8 @@ def recording_summary(
 ) -> str:
     """Describe a recorded run in a few lines: its origin and model, the server, the settings, the prompt's end.
 
-    The second line names the kind of endpoint the run recorded. The last line counts the calls' transport errors
+    The second line names the kind of endpoint the run recorded and when the run was made (``created_at``,
+    which docs/recording.md maps to the server that answered). The last line counts the calls' transport errors
     and retries, as the recording kept them. ``instruction=None`` leaves out the system prompt.
     """
     from labkit.recording import load_run
@@ -158,7 +159,7 @@ def recording_summary(
     return "\n".join(
         [
             f"{recorded.run_id}: origin={recorded.origin}, model={recorded.model.id}",
-            f"endpoint kind recorded: {recorded.model.endpoint_kind}",
+            f"endpoint kind recorded: {recorded.model.endpoint_kind}, created_at: {recorded.created_at}",
             f"settings: {shown} + the reply schema",
             *prompt,
             f"calls: {len(recorded.bindings)}, transport errors: {errors}, retries: {retries}",
