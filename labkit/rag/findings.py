@@ -209,8 +209,8 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
 def unprinted_reading(questions: list[FilingQuestion], index: Any) -> Any:
     """Say how many answerable questions have a reference figure that no page of their own filing prints.
 
-    A correct reply to those states a computed figure, so faithfulness (figures printed in a cited passage)
-    cannot be True for it when it cites its own filing: see `labkit.rag.lesson.unprinted_references`.
+    A reply that states such a computed figure is never faithful (figures printed in a cited passage) when it
+    cites its own filing, even when it is correct: see `labkit.rag.lesson.unprinted_references`.
     """
     from labkit.rag.lesson import unprinted_references
 
@@ -218,8 +218,8 @@ def unprinted_reading(questions: list[FilingQuestion], index: Any) -> Any:
     answerable = sum(q.answerable for q in questions)
     return _markdown(
         f"For {len(missing)} of the {answerable} answerable questions ({', '.join(missing)}), no page of the"
-        " question's own filing prints the reference figure: it is computed. A correct reply to those that cites"
-        " its own filing can never be faithful."
+        " question's own filing prints the reference figure: it is computed. A reply that states that figure and"
+        " cites its own filing is never faithful, even when it is correct."
     )
 
 
