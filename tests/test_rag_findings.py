@@ -217,6 +217,9 @@ def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it
     assert "For 1 of them that chunk was not even a candidate: the search lost it." in text
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
     assert "2 never reached the twelve candidates." in text
+    assert "No rerank of these candidates could fix those" in text
+    assert "A different first search or store can." in text
+    assert "Only a better first search" not in text  # the page shows a store change fixing some too
     assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss
 
 
@@ -255,3 +258,20 @@ def test_a_graded_example_the_run_no_longer_supports_is_refused_not_printed(ques
     )
     with pytest.raises(ReadingOutdated, match="print one equity figure"):
         graded_examples(questions, two_equities)
+
+
+def test_a_reference_figure_no_page_of_its_own_filing_prints_is_counted_as_never_faithful(questions, index):
+    from labkit.rag.findings import unprinted_reading
+    from labkit.rag.lesson import unprinted_references
+
+    missing = unprinted_references(questions, index)
+    assert missing["018"] == [0.36]  # leverage, computed from two lines
+    assert "017" not in missing  # $304.2 million is printed on its letter to shareholders
+    assert len(missing) == 8
+    by_id = {q.financebench_id[-3:]: q for q in questions}
+    printed_elsewhere = by_id["017"].model_copy(update={"doc_name": "ACME_2024_10K"})  # another filing's page
+    assert unprinted_references([printed_elsewhere], index) == {"017": [304.2]}
+    assert unprinted_references([q for q in questions if not q.answerable], index) == {}
+    text = unprinted_reading(questions, index).data
+    assert text.startswith("For 8 of the 26 answerable questions (")
+    assert "018" in text and "is never faithful, even when it is correct" in text

@@ -201,8 +201,25 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         f" For {unsearched} of them that chunk was not even a candidate: the search lost it."
         f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
         " the rerank: a better rerank could reach those."
-        f" {n('not a candidate')} never reached the twelve candidates. No reranker could fix those, not even the"
-        " book's cross-encoder. Only a better first search can."
+        f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
+        " those, not even the book's cross-encoder. A different first search or store can."
+    )
+
+
+def unprinted_reading(questions: list[FilingQuestion], index: Any) -> Any:
+    """Say how many answerable questions have a reference figure that no page of their own filing prints.
+
+    A reply that states such a computed figure is never faithful (figures printed in a cited passage) when it
+    cites its own filing, even when it is correct: see `labkit.rag.lesson.unprinted_references`.
+    """
+    from labkit.rag.lesson import unprinted_references
+
+    missing = unprinted_references(questions, index)
+    answerable = sum(q.answerable for q in questions)
+    return _markdown(
+        f"For {len(missing)} of the {answerable} answerable questions ({', '.join(missing)}), no page of the"
+        " question's own filing prints the reference figure: it is computed. A reply that states that figure and"
+        " cites its own filing is never faithful, even when it is correct."
     )
 
 

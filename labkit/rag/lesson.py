@@ -725,3 +725,25 @@ def figure_chunk_candidate(index: FilingsIndex, question: FilingQuestion) -> boo
     found = index.store.similarity_search_with_score(question.question, k=CANDIDATES)
     pages = [(citation_id(doc.metadata), doc.page_content) for doc, _ in found]
     return any(page in held and held[page] in text for page, text in pages)
+
+
+def unprinted_references(questions: list[FilingQuestion], index: FilingsIndex) -> dict[str, list[float]]:
+    """Return, per answerable question, the reference answer's figures that no chunk of its own filing prints.
+
+    Such a figure is computed (a ratio, a margin, a sum). `labkit.rag.metrics.faithful` asks for every figure of
+    an answer to be printed in a cited passage, so a reply that states it and cites its own filing is never
+    faithful, even when it is correct. Questions whose figures are all printed are left out.
+    """
+    from labkit.rag.metrics import figures
+
+    printed: dict[str, set[float]] = {}
+    for chunk in index.chunks:
+        found = {round(f, 4) for f in figures(chunk.page_content)}
+        printed.setdefault(chunk.metadata["doc_name"], set()).update(found)
+    missing = {}
+    for q in questions:
+        if q.answerable:
+            unprinted = [f for f in figures(q.answer) if round(f, 4) not in printed.get(q.doc_name, set())]
+            if unprinted:
+                missing[q.financebench_id[-3:]] = unprinted
+    return missing
