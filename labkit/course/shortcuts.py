@@ -76,12 +76,13 @@ def typed_as_number(variable: str) -> bool:
     """Return whether the latest earlier cell assigning ``variable`` gives it a number typed out, such as ``0.55``.
 
     ``round(kappa(a, b), 2)`` or any other computed value is refused, so a check can
-    hold a learner to a figure worked out by hand. ``False`` when no earlier cell
-    assigns the name (outside IPython too).
+    hold a learner to a figure worked out by hand. ``True`` when no earlier cell in the
+    kernel's history assigns the name (outside IPython, or a kernel that keeps no
+    history): there is no source to refuse, as with `cell_that_set`'s ``""``.
     """
     source = cell_that_set(variable)
     if not source:
-        return False
+        return True
     values = [
         node.value
         for node in ast.walk(ast.parse(source))
