@@ -109,3 +109,21 @@ def test_cell_that_set_returns_the_latest_earlier_cell_assigning_the_name(monkey
     assert cell_that_set("OTHER") == ""
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
     assert cell_that_set("VALUE") == ""
+
+
+def test_typed_as_number_refuses_a_computed_value_and_accepts_a_typed_one(monkeypatch):
+    import IPython
+
+    from labkit.course.shortcuts import typed_as_number
+
+    history = ["", "VALUE = round(kappa(people, fixed), 2)", "check(VALUE)"]
+    shell = type("Shell", (), {"user_ns": {"In": history}})()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert not typed_as_number("VALUE")
+    history[-1:] = ["VALUE: float = 0.55", "check(VALUE)"]
+    assert typed_as_number("VALUE")
+    history[-1:] = ["x = 1\nVALUE = -0.07", "check(VALUE)"]
+    assert typed_as_number("VALUE")
+    history[-1:] = ["VALUE = True", "check(VALUE)"]
+    assert not typed_as_number("VALUE")
+    assert typed_as_number("OTHER")  # no cell assigns it: no source to refuse

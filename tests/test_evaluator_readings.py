@@ -86,6 +86,12 @@ def test_captured_first_look_names_the_highest_kappa_the_rule_reads_not_the_bund
     text = readings.captured_first_look(captured)
     assert f"The highest `per_criterion` kappa, the one the rule reads, is {routed:.2f}" in text
     assert "-0.07" in text and "-0.02" not in text
+    assert "no better than chance on 10 items" in text and "below chance" not in text
+    assert "below the rule's `min_kappa` of 0.60, so every judged criterion goes to people" in text
+    rubric = captured.inputs.rubric.model_copy(update={"agreement_rule": rule.model_copy(update={"min_kappa": -0.5})})
+    lenient = dataclasses.replace(captured, inputs=dataclasses.replace(captured.inputs, rubric=rubric))
+    with pytest.raises(ReadingOutdated, match="below min_kappa"):
+        readings.captured_first_look(lenient)
     assert "control characters (invisible ones, such as a line break)" in text
 
 
@@ -103,8 +109,10 @@ def test_bar_reading_names_the_criteria_where_a_constant_judge_meets_the_agreeme
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):
     authored, _, logged = runs
     text = readings.arrangement_reading(logged[0], authored)
-    assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text and "every measure is a tie" in text
+    assert "(0.74 vs 0.41, 0.71 vs 0.26, 0.21 vs 0.09)" in text
     assert "this lead is authored" in text
+    assert "by the rule every measure is a tie" in text and "does not mean the two score the same" in text
+    assert "10 items cannot rule out no difference" in text
     with pytest.raises(ReadingOutdated, match="every measure is a tie"):
         readings.arrangement_reading(logged[0].model_copy(update={"outcome": "succeeded"}), authored)
 

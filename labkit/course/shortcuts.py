@@ -10,7 +10,8 @@ not by the name used). A check then refuses the shortcut in words:
     assert not called, f"changed_fields called labkit's {called[0]}: find the fields yourself"
 
 A value the learner types (a constant, not a function) is refused by its cell's source:
-`cell_that_set` returns the latest cell that assigned it.
+`cell_that_set` returns the latest cell that assigned it, and `typed_as_number` says
+whether that cell gave it a number typed out, not an expression that computes one.
 """
 
 from __future__ import annotations
@@ -69,6 +70,28 @@ def cell_that_set(variable: str) -> str:
         if _assigns(source, variable):
             return str(source)
     return ""
+
+
+def typed_as_number(variable: str) -> bool:
+    """Return whether the latest earlier cell assigning ``variable`` gives it a number typed out, such as ``0.55``.
+
+    ``round(kappa(a, b), 2)`` or any other computed value is refused, so a check can
+    hold a learner to a figure worked out by hand. ``True`` when no earlier cell in the
+    kernel's history assigns the name (outside IPython, or a kernel that keeps no
+    history): there is no source to refuse, as with `cell_that_set`'s ``""``.
+    """
+    source = cell_that_set(variable)
+    if not source:
+        return True
+    values = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _assigns(ast.unparse(node), variable)
+    ]
+    value = values[-1] if values else None
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub | ast.UAdd):
+        value = value.operand
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
 
 
 def _assigns(source: str, variable: str) -> bool:

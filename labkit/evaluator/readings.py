@@ -150,6 +150,8 @@ def captured_first_look(captured: EvaluationReport) -> str:
     routed = [a.kappa for a in captured.agreements if a.arrangement == rule.arrangement and a.kappa is not None]
     highest = max(routed)
     _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
+    _require(highest < rule.min_kappa, "the highest kappa the rule reads is below min_kappa")
+    items = len(captured.inputs.labels.held_out)
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
         "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
@@ -162,7 +164,8 @@ def captured_first_look(captured: EvaluationReport) -> str:
         "rules, built from the schema, on which characters may come next. It still let raw control characters "
         f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
         f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
-        f"is {highest:.2f}, below chance, so every judged criterion goes to people."
+        f"is {highest:.2f}: no better than chance on {items} items. It is below the rule's `min_kappa` of "
+        f"{rule.min_kappa:.2f}, so every judged criterion goes to people."
     )
 
 
@@ -203,15 +206,17 @@ def arrangement_reading(experiment: Experiment, report: EvaluationReport) -> str
     _require(all(d.startswith("[0.00,") for _, _, d in pairs), "each difference interval starts at 0.00")
     changes = report.label_changes()
     _require(all(n > 0 for n in changes.values()), "the arrangements' labels differ on some item")
+    items = experiment.conditions["items"]
     points = ", ".join(f"{float(c):.2f} vs {float(b):.2f}" for b, c, _ in pairs)
     changed = ", ".join(f"{n} for `{c}`" for c, n in changes.items())
     author = "The course wrote these judge replies, so this lead is authored. " if report.origin == "authored" else ""
     return (
         f"Per-criterion is ahead of bundled on every point estimate ({points}). {author}"
         f"The two arrangements give a different label on few held-out items: {changed}. A resample that "
-        "leaves those items out gives a difference of exactly 0, so each interval starts at 0.00. It holds zero, "
-        "and every measure is a tie. The log keeps the `tie`: the next person may not call either arrangement "
-        "the better one on these items."
+        "leaves those items out gives a difference of exactly 0, so each interval starts at 0.00. Each interval "
+        "reaches zero, so by the rule every measure is a tie. Here a tie does not mean the two score the same: "
+        f"no interval goes below 0, but {items} items cannot rule out no difference. The log keeps the `tie`: "
+        "the next person may not call either arrangement the better one on these items."
     )
 
 
