@@ -10,7 +10,7 @@ same requests sent with `SYSTEM_FIXED`. Between them the prompt is the only
 variable; the lesson's first captured run was served by another runtime. What they
 show: with the fix the count question gets a valid ``tool_call``, but three of the four
 replies still name ``get_refund``. The fourth invents the same address under both
-prompts, so that came with the server, not the fix (`fix_reading`). On these four
+prompts, so it does not come from the fix (`fix_reading`). On these four
 requests the example is not shown to be the cause; the other suspects (the enum's
 first value, refund-saturated evidence) remain.
 
@@ -132,11 +132,13 @@ def comparison_table(
 
 
 def server_change(*, earlier: str = "05-system-smollm2") -> str:
-    """Return, in Markdown, what a change of server alone did to the lesson's requests.
+    """Return, in Markdown, how the replies to the same requests differ between two servers.
 
     ``earlier`` (the lesson's run on llama-cpp-python) and `RUN_BASELINE` (xllamacpp)
     are compared: whether their binding keys, the hashes of the exact requests, are
-    equal, and how many replies differ once whitespace is removed.
+    equal, and how many replies differ once whitespace is removed. The server is inferred
+    from whether the replies carry ``timings``; the runs record no model file, build or machine, so
+    the note does not credit the difference to the server alone.
     """
     from labkit.recording import load_run
     from labkit.system.runs import server_of
@@ -159,8 +161,10 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
         f"The {len(keys_before)} requests of `{earlier}` ({server_of(before)}) "
         f"and `{RUN_BASELINE}` ({server_of(after)}) have the same binding keys, the hashes of each exact request: "
         f"the requests were identical. {len(changed)} of {len(keys_before)} replies differ "
-        f"beyond whitespace: {named}. Each is one request at temperature 0, so this shows "
-        "that a change of server alone can change replies, not how often it does."
+        f"beyond whitespace: {named}. The server is inferred from whether the replies carry "
+        "`timings`. "
+        "The runs do not record the model file, the build or the machine. "
+        "So one reply per request cannot say the server alone changed them."
     )
 
 
@@ -175,8 +179,9 @@ def fix_reading(
     It counts the fixed prompt's replies that still name ``get_refund``, and reads the
     address question's reply under both prompts: when both open their ``text`` with the
     same sentence, the note says that sentence does not come from the fix, and, when
-    ``earlier_run`` (the other server's run) holds no reply with it, that it came with
-    the server. It also says when that ``text`` holds ``\\n``, JSON's escape for a line
+    ``earlier_run`` (the other server's run) holds no reply with it, that it appears only
+    in the runs served by xllamacpp, which one reply per request cannot credit to the
+    server alone. It also says when that ``text`` holds ``\\n``, JSON's escape for a line
     break, which the table prints like a raw line break.
     """
     import json
@@ -204,8 +209,9 @@ def fix_reading(
         ]
         if not any(opening["fixed"] in reply for reply in earlier):
             note += (
-                f" `{earlier_run}`, on the other server, holds no such reply:"
-                " the invention came with the server change."
+                " It appears in the runs served by xllamacpp, and in no reply of"
+                f" the earlier run `{earlier_run}`. One reply per request cannot say"
+                " the server alone caused it."
             )
     if "\\n" in raw["fixed"]:
         note += (
