@@ -143,6 +143,10 @@ def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters,
     assert "The backup question" not in text  # its not_in_docs is right: nothing to explain
     assert "keeps only ['path-read-text']. Its recorded reply, given again, cites ['path-write-text']" in text
     assert "a floor above 0.227 and at most 0.553 keeps a passage of every cited source" in text
+    assert (
+        "a floor above 0.481 in that band drops the timestamp question's rank-2 passage of datetime-fromisoformat"
+        in text
+    )
 
 
 def test_score_floor_findings_band_follows_the_scores(index, adapters, authored):
@@ -154,3 +158,4 @@ def test_score_floor_findings_band_follows_the_scores(index, adapters, authored)
     backup = trace_request(QUESTIONS["not_in_docs"], index, authored)
     text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
     assert "a floor above 0.227 and at most 0.568 keeps" in text  # without the timestamp question
+    assert "in that band drops" not in text  # the ranking question cites one passage, scored above the band

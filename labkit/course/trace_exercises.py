@@ -109,7 +109,8 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
     questions traced with the app's own rule (every candidate sent). The text
     names each question the floor changed, then the band of floors that, on these
     questions only, keeps a cited passage of every answered one and drops every
-    passage of the others.
+    passage of the others, and the best-scored passage of a cited source that a
+    floor inside that band still drops.
     """
     lines = []
     for name, default in defaults.items():
@@ -129,19 +130,31 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
             )
     needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
     unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
-    for default in defaults.values():
+    cited_passages: list[tuple[str, dict[str, Any]]] = []  # (question, candidate) for every cited source's passage
+    for name, default in defaults.items():
         candidates = _event_data(default, "retrieval_completed")["candidates"]
         if default.result is not None and default.result["status"] == "answered":
             best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in default.result["source_ids"]}
             needed.append(min(best.values()))
+            cited_passages += [(name, c) for c in candidates if c["source_id"] in best]
         else:
             unneeded.append(max(c["score"] for c in candidates))
     if needed and unneeded:
+        low, high = max(unneeded), min(needed)
         lines.append(
             f"An app has one floor for every question. On these {len(defaults)} questions, a floor above "
-            f"{max(unneeded):.3f} and at most {min(needed):.3f} keeps a passage of every cited source and drops "
-            f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}. So few questions cannot show that any floor suits the next one."
+            f"{low:.3f} and at most {high:.3f} keeps a passage of every cited source and drops "
+            f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}."
         )
+        inside = [(name, c) for name, c in cited_passages if low < c["score"] < high]
+        if inside:
+            name, c = max(inside, key=lambda pair: pair[1]["score"])
+            lines.append(
+                f"But a floor above {c['score']:.3f} in that band drops the {name} question's rank-{c['rank']} "
+                f"passage of {c['source_id']}: a band that keeps each cited source can still drop a passage "
+                "the answer relies on."
+            )
+        lines.append("So few questions cannot show that any floor suits the next one.")
     return "\n".join(lines)
 
 
