@@ -75,6 +75,25 @@ def test_a_repair_that_ignores_a_cheap_outage_is_refused_without_the_answer(ship
         check_smallest_repair(counts_only, _trials(suite, baseline), suite_sha256=sha, watch=calls_to)
 
 
+def test_a_repair_that_never_tests_the_correct_count_is_refused_without_the_answer(shipped):
+    suite, sha, _, candidate = shipped
+    # The candidate misses only t1; this run fixes t1 and misses t3, t4: only condition 1 fails.
+    trials = {"count alone": (suite, candidate, with_routes(candidate, t1="urgent_support", t3="sales", t4="sales"))}
+
+    def penalty_only(old, new):
+        chosen = [f for f in new["failures"] if f["expected"] == "urgent_support"]
+        for failure in sorted((f for f in new["failures"] if f not in chosen), key=lambda f: -f["penalty"]):
+            if new["penalty_points"] - sum(f["penalty"] for f in chosen) <= old["penalty_points"]:
+                break
+            chosen.append(failure)
+        return [f["id"] for f in chosen]
+
+    with pytest.raises(AssertionError, match=r"count alone: with \[\] routed right it still fails") as refused:
+        check_smallest_repair(penalty_only, trials, suite_sha256=sha, watch=calls_to)
+    assert "t3" not in str(refused.value) and "t4" not in str(refused.value)
+    check_smallest_repair(_urgent_first, trials, suite_sha256=sha, watch=calls_to)
+
+
 def test_a_longer_repair_than_needed_is_refused(shipped):
     suite, sha, baseline, _ = shipped
 
