@@ -56,6 +56,7 @@ def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
     assert "24 of them put an `answer`" in text
     assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
+    assert "4 router replies did not parse at all. 3 of them were cut off at the same cap." in text
     assert "would have refused" not in text and "model's choice" not in text
     assert "cannot say how much of the failure is the model's" in text
 
@@ -74,6 +75,7 @@ def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
     assert f"{refused} of them put an `answer`" in text
     misrouted = sum(r.case.expected_route not in (None, "structured") for r in results)
     assert f"{misrouted} questions got a wrong route" in text
+    assert "router replies did not parse" in text and "cut off at the same cap" not in text
 
 
 def test_the_captured_note_says_why_c07_passed(captured):

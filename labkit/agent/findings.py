@@ -165,7 +165,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
 
     ``run`` is the recorded run (for each reply's ``finish_reason``) and ``report``
     its `labkit.agent.evaluation.evaluation_report`. Each count says whose doing it
-    shows: a reply cut off at ``max_tokens``; arguments holding an ``answer`` where
+    shows: a reply (agent or router) cut off at ``max_tokens``; arguments holding an ``answer`` where
     the tool needs an ``intent`` or ``rows``, let through by a shared schema that
     requires no field; a wrong route in valid JSON. It does not split the blame
     between the model, the cap and the schema: the run does not measure that.
@@ -179,6 +179,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     unparsed = ev.unparsed_replies(list(results), run)
     agent_cut = sum(row["step"] == "agent" and row["finish_reason"] == "length" for row in unparsed)
     router_bad = sum(row["step"] == "route" for row in unparsed)
+    router_cut = sum(row["step"] == "route" and row["finish_reason"] == "length" for row in unparsed)
     labels, matrix = report["routing"]["labels"], report["routing"]["matrix"]
     routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
     misrouted = sum(matrix[i][j] for i in routes for j in routes if i != j)
@@ -194,7 +195,8 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         "so the server let that through. "
         f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. "
         f"{router_bad} router replies did not parse at all. "
-        "The token cap and the shared schema are the course's choices. This run cannot say how much of the "
+        + (f"{router_cut} of them were cut off at the same cap. " if router_bad else "")
+        + "The token cap and the shared schema are the course's choices. This run cannot say how much of the "
         "failure is the model's and how much the cap's or the schema's."
     )
 
