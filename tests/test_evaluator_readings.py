@@ -87,7 +87,7 @@ def test_captured_first_look_names_the_highest_kappa_the_rule_reads_not_the_bund
     assert f"The highest `per_criterion` kappa, the one the rule reads, is {routed:.2f}" in text
     assert "-0.07" in text and "-0.02" not in text
     assert "no better than chance on 10 items" in text and "below chance" not in text
-    assert "below the rule's `min_kappa` of 0.60, so every judged criterion goes to people" in text
+    assert "below the rule's `min_kappa` of 0.60, so every judged criterion goes to human review" in text
     rubric = captured.inputs.rubric.model_copy(update={"agreement_rule": rule.model_copy(update={"min_kappa": -0.5})})
     lenient = dataclasses.replace(captured, inputs=dataclasses.replace(captured.inputs, rubric=rubric))
     with pytest.raises(ReadingOutdated, match="below min_kappa"):
@@ -130,7 +130,7 @@ def test_arrangement_reading_explains_the_zero_ends_by_the_items_whose_labels_ch
 def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
     authored, captured, _ = runs
     text = readings.waiting_reading(authored, captured)
-    assert "each of the 16 held products waits for people on all three" in text
+    assert "each of the 16 held products waits for human review on all three" in text
     assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
     assert "In all, 14 of the 24 authored descriptions were never judged" in text
     assert "byte for byte the authored descriptions" in text

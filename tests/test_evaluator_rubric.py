@@ -8,7 +8,13 @@ from labkit.canonical import pretty_json
 from labkit.errors import FixtureChanged
 from labkit.evaluator.fixtures import rubric as rubric_data
 from labkit.evaluator.products import EvaluatorFixtureError
-from labkit.evaluator.rubric import StaleRubric, ensure_same_rubric, load_rubric, parse_rubric
+from labkit.evaluator.rubric import (
+    StaleRubric,
+    ensure_same_rubric,
+    load_rubric,
+    parse_rubric,
+    rubric_bytes_unchanged,
+)
 from labkit.recording import load_run
 
 
@@ -32,6 +38,21 @@ def test_changed_rubric_invalidates_old_recorded_runs(course):
     for run_id in ("01-evaluator-authored", "01-evaluator-smollm2"):
         with pytest.raises(FixtureChanged, match=r"rubric\.json"):
             load_run(run_id)
+
+
+def test_reformatted_rubric_file_no_longer_has_the_bytes_the_run_recorded(course):
+    fixtures = load_run("01-evaluator-authored").fixtures
+    assert rubric_bytes_unchanged(fixtures)
+    path = course / "fixtures" / "evaluator" / "rubric.json"
+    before = load_rubric().sha256
+    path.write_text(json.dumps(json.loads(path.read_text())))  # layout only
+    assert load_rubric().sha256 == before
+    assert not rubric_bytes_unchanged(fixtures)
+
+
+def test_run_without_a_rubric_hash_is_not_bound_to_a_rubric():
+    with pytest.raises(StaleRubric, match="nothing binds it"):
+        rubric_bytes_unchanged({"fixtures/evaluator/products.json": "0" * 64})
 
 
 def test_changed_rubric_invalidates_old_generation_and_judge_runs(course):

@@ -69,7 +69,7 @@ def influence_reading(report: EvaluationReport, criterion: str, index: int) -> s
     kind = (
         f"an item where both say `{people[index]}`"
         if same
-        else f"people say `{people[index]}`, the judge `{judge[index]}`"
+        else f"the raters say `{people[index]}`, the judge `{judge[index]}`"
     )
     rarest = min(set(people), key=people.count)
     lesson = (
@@ -165,7 +165,7 @@ def captured_first_look(captured: EvaluationReport) -> str:
         f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
         f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
         f"is {highest:.2f}: no better than chance on {items} items. It is below the rule's `min_kappa` of "
-        f"{rule.min_kappa:.2f}, so every judged criterion goes to people."
+        f"{rule.min_kappa:.2f}, so every judged criterion goes to human review."
     )
 
 
@@ -268,8 +268,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
         f"adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items). The rule measures "
-        "agreement with people, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
-        "people. A judge qualified for tone would release a false material claim. The raters labeled this very "
+        "agreement with the raters, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
+        "human review. A judge qualified for tone would release a false material claim. The raters labeled this very "
         "text, but the release rule never reads their labels: the pipeline ignores the human labels it already "
         "holds. Agreement is not correctness. A material check against the facts, or a person, must cover what "
         "the judge misses."
@@ -296,7 +296,7 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
     _require(not released, "neither run releases a description")
     return (
         f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
-        f"for people on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
+        f"for human review on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
         f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
         f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
         "judge only the held-out products' labeled texts and the generated text of "

@@ -3,19 +3,22 @@
 A rubric names its criteria; each criterion has an anchor sentence per
 allowed label, the labels that pass, who scores it (the judge or the
 programmatic checks) and which checks gate it. Limits (words, title, cost)
-and the agreement rule live here too. Every generation and judge run records
-``rubric_sha256``; a run made under another rubric is refused (`StaleRubric`).
+and the agreement rule live here too. Every generation and judge run is stamped
+with ``rubric_sha256`` when it runs; a run made under another rubric is refused
+(`StaleRubric`). A recorded run is bound to the rubric file's exact bytes by its
+``fixtures`` field (`rubric_bytes_unchanged`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from labkit.canonical import canonical_sha256, load_strict
+from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.errors import LabkitError, validation_problems
 from labkit.evaluator.products import EvaluatorFixtureError
 from labkit.paths import fixtures_dir
@@ -110,6 +113,25 @@ class Rubric(_Strict):
 def rubric_path() -> Path:
     """Return the committed rubric file."""
     return fixtures_dir() / "evaluator" / "rubric.json"
+
+
+RUBRIC_FIXTURE = "fixtures/evaluator/rubric.json"
+"""The rubric file's key in a recorded run's ``fixtures`` field."""
+
+
+def rubric_bytes_unchanged(fixtures: Mapping[str, str], *, path: Path | None = None) -> bool:
+    """Return whether the rubric file's bytes hash to the SHA-256 a recorded run holds for it in ``fixtures``.
+
+    This byte hash, not the ``rubric_sha256`` stamp, binds a recorded run to its rubric:
+    loading the run refuses it (`FixtureChanged`) when the two differ, even after a change of
+    layout only. Raise `StaleRubric` if ``fixtures`` names no rubric file.
+    """
+    if RUBRIC_FIXTURE not in fixtures:
+        raise StaleRubric(
+            f"the run records no hash for {RUBRIC_FIXTURE}, so nothing binds it to a rubric; "
+            "record it again with `labkit record`."
+        )
+    return file_sha256(path or rubric_path()) == fixtures[RUBRIC_FIXTURE]
 
 
 def parse_rubric(data: Any, *, source: str = "rubric") -> Rubric:
