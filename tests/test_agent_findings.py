@@ -58,6 +58,8 @@ def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
     assert "4 router replies did not parse at all. 3 of them were cut off at the same cap." in text
     assert "would have refused" not in text and "model's choice" not in text
+    assert "All 5 unparsed replies hold a raw control character" in text
+    assert "likely comes from the server's grammar" in text
     assert "cannot say how much of the failure is the model's" in text
 
 
@@ -76,6 +78,7 @@ def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
     misrouted = sum(r.case.expected_route not in (None, "structured") for r in results)
     assert f"{misrouted} questions got a wrong route" in text
     assert "router replies did not parse" in text and "cut off at the same cap" not in text
+    assert "raw control character" not in text
 
 
 def test_the_captured_note_says_why_c07_passed(captured):

@@ -167,8 +167,9 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     its `labkit.agent.evaluation.evaluation_report`. Each count says whose doing it
     shows: a reply (agent or router) cut off at ``max_tokens``; arguments holding an ``answer`` where
     the tool needs an ``intent`` or ``rows``, let through by a shared schema that
-    requires no field; a wrong route in valid JSON. It does not split the blame
-    between the model, the cap and the schema: the run does not measure that.
+    requires no field; a wrong route in valid JSON; an unparsed reply holding a raw
+    control character, which the server's grammar lets through. It does not split the
+    blame between the model, the cap, the grammar and the schema: the run does not measure that.
     """
     refused = Counter(
         (event["tool"], json.dumps(event["arguments"]))
@@ -180,6 +181,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     agent_cut = sum(row["step"] == "agent" and row["finish_reason"] == "length" for row in unparsed)
     router_bad = sum(row["step"] == "route" for row in unparsed)
     router_cut = sum(row["step"] == "route" and row["finish_reason"] == "length" for row in unparsed)
+    control = sum(row["strict JSON parser"].startswith("Invalid control character") for row in unparsed)
     labels, matrix = report["routing"]["labels"], report["routing"]["matrix"]
     routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
     misrouted = sum(matrix[i][j] for i in routes for j in routes if i != j)
@@ -196,8 +198,16 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         f"Routing went wrong too. {misrouted} questions got a wrong route in valid JSON. "
         f"{router_bad} router replies did not parse at all. "
         + (f"{router_cut} of them were cut off at the same cap. " if router_bad else "")
-        + "The token cap and the shared schema are the course's choices. This run cannot say how much of the "
-        "failure is the model's and how much the cap's or the schema's."
+        + (
+            f"{'All' if control == len(unparsed) else f'{control} of the'} {len(unparsed)} unparsed replies hold a "
+            "raw control character, which the strict "
+            "JSON parser refuses. It likely comes from the server's grammar, which lets strings hold raw line "
+            "breaks. "
+            if control
+            else ""
+        )
+        + "The token cap, the shared schema and the pinned server are the course's choices. This run cannot say how "
+        "much of the failure is the model's and how much the cap's, the grammar's or the schema's."
     )
 
 
