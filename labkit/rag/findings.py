@@ -202,7 +202,7 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
         " the rerank: a better rerank could reach those."
         f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
-        " those, not even the book's cross-encoder. A different first search or store can."
+        " those, not even the book's cross-encoder. A different store can, as the single-document store shows."
     )
 
 
