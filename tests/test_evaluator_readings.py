@@ -65,6 +65,17 @@ def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs
     assert "compared only with rater B" in text and "and the intervals overlap" not in text
 
 
+def test_what_the_items_show_counts_the_draws_dropped_from_format_lengths_kappa_interval(runs):
+    authored, _, _ = runs
+    code = authored.agreement_for("format_length", "programmatic")
+    assert code.kappa_undefined > 0
+    text = readings.what_the_items_show(authored)
+    kept = 2000 - code.kappa_undefined
+    assert f"comes from {kept} of the 2000 draws: the other {code.kappa_undefined} drew one label only" in text
+    fewer = _with_agreement(authored, "format_length", "programmatic", kappa_undefined=5)
+    assert "comes from 1995 of the 2000 draws: the other 5" in readings.what_the_items_show(fewer)
+
+
 def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failure(runs):
     _, captured, _ = runs
     text = readings.captured_first_look(captured)
@@ -130,7 +141,7 @@ def test_arrangement_reading_explains_the_zero_ends_by_the_items_whose_labels_ch
 def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
     authored, captured, _ = runs
     text = readings.waiting_reading(authored, captured)
-    assert "each of the 16 held products waits for human review on all three" in text
+    assert "each of the 16 held products waits for human review on each of the 3 judged criteria" in text
     assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
     assert "In all, 14 of the 24 authored descriptions were never judged" in text
     assert "byte for byte the authored descriptions" in text
@@ -154,6 +165,9 @@ def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
     assert "so it `failed`" in readings.log_reading(logged)
     assert "each with its comparisons" not in readings.log_reading(logged)
     assert "with flaws on purpose" in readings.log_reading(logged)
+    assert "below* bundled on each of its 3 point estimates" in readings.log_reading(logged)
+    assert "holds all 4 entries" in readings.log_reading(logged)
+    assert "holds all 5 entries" in readings.log_reading([*logged, logged[3]])
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
     qualified = judge.model_copy(update={"result": {**judge.result, "scorer": scorer}})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.errors import ReadingOutdated
+from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
 from labkit.evaluator.catalog import NARRATIVE_PRODUCTS
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
@@ -88,6 +89,8 @@ def what_the_items_show(report: EvaluationReport) -> str:
     people_c = report.agreement_for("completeness", "human-human")
     assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
     _require(judge_c.kappa > people_c.kappa, "the judge's completeness kappa is above the raters'")
+    code = report.agreement_for("format_length", "programmatic")
+    assert code and code.kappa is not None
     return (
         f"**What {tone.items} items can show.** One disagreement moves percent agreement by "
         f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
@@ -97,7 +100,10 @@ def what_the_items_show(report: EvaluationReport) -> str:
         f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
         f"{people_c.kappa:.2f}, but the two compare different pairs: the judge is compared with the adjudicated "
         "label, settled from both raters, while rater A is compared only with rater B. So this does not show a "
-        "judge better than its raters."
+        "judge better than its raters.\n\n"
+        f"`format_length`'s kappa interval [{code.kappa_low:.2f}, {code.kappa_high:.2f}] comes from "
+        f"{BOOTSTRAP_RESAMPLES - code.kappa_undefined} of the {BOOTSTRAP_RESAMPLES} draws: the other "
+        f"{code.kappa_undefined} drew one label only, so kappa was undefined there and they were dropped."
     )
 
 
@@ -234,13 +240,13 @@ def log_reading(logged: list[Experiment]) -> str:
     _require(not by_changed and judge.outcome == "failed", "the changed judge qualifies for no criterion")
     _require(generation.outcome == "tie", "the generation-model experiment is a tie")
     return (
-        "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on all "
-        "three point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
+        "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on each "
+        f"of its {len(captured)} point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
         "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
         "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
-        "lantern text. All four entries are in the log file under `scratch/`."
+        f"lantern text. The log file under `scratch/` holds all {len(logged)} entries."
     )
 
 
@@ -296,7 +302,7 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
     _require(not released, "neither run releases a description")
     return (
         f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
-        f"for human review on all three judged criteria. In the authored run {tone_only} wait only for `tone`. The "
+        f"for human review on each of the {len(captured.inputs.rubric.judged())} judged criteria. In the authored run {tone_only} wait only for `tone`. The "
         f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
         f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
         "judge only the held-out products' labeled texts and the generated text of "
