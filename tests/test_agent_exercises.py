@@ -46,34 +46,30 @@ def test_the_stale_recount_check_refuses_the_plain_path_without_a_retry():
         check_stale_recount(_recount(set()))
 
 
-def test_the_stale_recount_check_refuses_a_retry_loop_without_end():
-    def keeps_trying(tools, intent):
+def _retry_while_stale(max_audit=None):
+    """A recount that filters again after every stale refusal, giving up only past ``max_audit`` audit entries."""
+
+    def recount(tools, intent):
         while True:
             row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
             try:
                 counted = tools.count_rows(CountRows(rows=row_ref))
                 return format_answer(counted["count"], intent, counted["caller_scope"])
             except RowRefRefused as exc:
-                if exc.reason != "stale" or len(tools.data.audit) > 10:
+                if exc.reason != "stale" or (max_audit is not None and len(tools.data.audit) > max_audit):
                     raise
 
+    return recount
+
+
+def test_the_stale_recount_check_refuses_a_retry_loop_without_end():
     with pytest.raises(AssertionError, match="retry once"):
-        check_stale_recount(keeps_trying)
+        check_stale_recount(_retry_while_stale(max_audit=10))
 
 
 def test_the_stale_recount_check_stops_a_retry_loop_with_no_bound_and_says_why():
-    def retries_forever(tools, intent):
-        while True:
-            row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
-            try:
-                counted = tools.count_rows(CountRows(rows=row_ref))
-                return format_answer(counted["count"], intent, counted["caller_scope"])
-            except RowRefRefused as exc:
-                if exc.reason != "stale":
-                    raise
-
     with pytest.raises(AssertionError, match="bound the retries"):
-        check_stale_recount(retries_forever)
+        check_stale_recount(_retry_while_stale())
 
 
 @pytest.fixture(scope="module")
