@@ -86,7 +86,7 @@ def typed_as_number(variable: str) -> bool:
     values = [
         node.value
         for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Assign | ast.AnnAssign) and _assigns(ast.unparse(node), variable)
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _node_assigns(node, variable)
     ]
     value = values[-1] if values else None
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub | ast.UAdd):
@@ -94,15 +94,19 @@ def typed_as_number(variable: str) -> bool:
     return isinstance(value, ast.Constant) and type(value.value) in (int, float)
 
 
+def _node_assigns(node: ast.AST, variable: str) -> bool:
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign):
+        targets = [node.target]
+    else:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == variable for t in targets)
+
+
 def _assigns(source: str, variable: str) -> bool:
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
-            isinstance(t, ast.Name) and t.id == variable for t in targets
-        ):
-            return True
-    return False
+    return any(_node_assigns(node, variable) for node in ast.walk(tree))
