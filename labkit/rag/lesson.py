@@ -243,9 +243,16 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
 ALPHA = 0.05
 
 
+def _disagreements(a: Experiment, b: Experiment) -> tuple[int, int]:
+    """Questions ``a`` hits and ``b`` misses, and the reverse: the two counts `paired_p` takes."""
+    return (
+        sum(hit and not b.hits[qid] for qid, hit in a.hits.items()),
+        sum(b.hits[qid] and not hit for qid, hit in a.hits.items()),
+    )
+
+
 def _paired(a: Experiment, b: Experiment) -> str:
-    wins = sum(hit and not b.hits[qid] for qid, hit in a.hits.items())
-    losses = sum(b.hits[qid] and not hit for qid, hit in a.hits.items())
+    wins, losses = _disagreements(a, b)
     if paired_p(wins, losses) >= ALPHA:
         return "tie"
     return "higher" if wins > losses else "lower"
@@ -656,8 +663,7 @@ def paired_on_bench(paired_verdict: Any, questions: list[FilingQuestion], result
     An unfinished exercise (``NotImplementedError``) is said, not raised, so the notebook runs on.
     """
     first, second = bench_experiment(questions, results, a), bench_experiment(questions, results, b)
-    one_way = sum(hit and not second.hits[q] for q, hit in first.hits.items())
-    other_way = sum(second.hits[q] and not hit for q, hit in first.hits.items())
+    one_way, other_way = _disagreements(first, second)
     try:
         verdict = paired_verdict(first, second)
     except NotImplementedError:
