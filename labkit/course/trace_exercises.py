@@ -113,9 +113,20 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
     floor inside that band still drops.
     """
     lines = []
+    needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
+    unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
+    cited_passages: list[tuple[str, dict[str, Any]]] = []  # (question, candidate) for every cited source's passage
     for name, default in defaults.items():
         traced = at_floor[name]
-        answered = default.result is not None and default.result["status"] == "answered"
+        result = default.result
+        answered = result is not None and result["status"] == "answered"
+        candidates = _event_data(default, "retrieval_completed")["candidates"]
+        if answered and result is not None:
+            best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in result["source_ids"]}
+            needed.append(min(best.values()))
+            cited_passages += [(name, c) for c in candidates if c["source_id"] in best]
+        else:
+            unneeded.append(max(c["score"] for c in candidates))
         if _fate(traced) == "app answers" and answered:
             lines.append(
                 f"The {name} question: no passage scores {floor} or more, so the app answers not_in_docs itself, "
@@ -128,17 +139,6 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
                 f"The {name} question keeps only {kept}. Its recorded reply, given again, cites {cited}, "
                 "so the checks reject it. The best-scored passage need not be the one the answer needs."
             )
-    needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
-    unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
-    cited_passages: list[tuple[str, dict[str, Any]]] = []  # (question, candidate) for every cited source's passage
-    for name, default in defaults.items():
-        candidates = _event_data(default, "retrieval_completed")["candidates"]
-        if default.result is not None and default.result["status"] == "answered":
-            best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in default.result["source_ids"]}
-            needed.append(min(best.values()))
-            cited_passages += [(name, c) for c in candidates if c["source_id"] in best]
-        else:
-            unneeded.append(max(c["score"] for c in candidates))
     if needed and unneeded:
         low, high = max(unneeded), min(needed)
         lines.append(
