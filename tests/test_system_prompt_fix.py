@@ -79,7 +79,7 @@ def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_re
 
 def test_the_fix_reading_places_the_invented_address_in_the_xllamacpp_runs_only_without_blaming_the_server(tmp_path):
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    note = prompt_fix.fix_reading(asked, tmp_path)
+    note = prompt_fix.fix_reading(prompt_fix.comparison_table(asked, tmp_path))
     assert note.startswith("With the example fixed, 3 of the 4 replies still name `get_refund`.")
     assert "the same invented address under both prompts" in note and "New York, USA.*" in note
     assert "does not come from the fix" in note
@@ -89,16 +89,15 @@ def test_the_fix_reading_places_the_invented_address_in_the_xllamacpp_runs_only_
     assert "`\\n` is JSON's escape for a line break" in note
 
 
-def test_the_fix_reading_says_nothing_of_the_server_when_the_address_replies_differ(tmp_path, monkeypatch):
+def test_the_fix_reading_says_nothing_of_the_server_when_the_address_replies_differ(tmp_path):
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
     table = prompt_fix.comparison_table(asked, tmp_path)
     table.loc[(runs.GOLDEN[2].question, "unchanged"), "raw reply"] = '{"kind": "answer", "text": "Elsewhere."}'
-    monkeypatch.setattr(prompt_fix, "comparison_table", lambda *_: table)
-    note = prompt_fix.fix_reading(asked, tmp_path)
+    note = prompt_fix.fix_reading(table)
     assert "under both prompts" not in note and "from the fix" not in note
 
 
 def test_the_fix_reading_credits_no_server_when_the_earlier_run_holds_the_same_reply(tmp_path):
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    note = prompt_fix.fix_reading(asked, tmp_path, earlier_run=prompt_fix.RUN_BASELINE)
+    note = prompt_fix.fix_reading(prompt_fix.comparison_table(asked, tmp_path), earlier_run=prompt_fix.RUN_BASELINE)
     assert "does not come from the fix" in note and "served by xllamacpp" not in note

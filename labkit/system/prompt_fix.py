@@ -168,13 +168,8 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
     )
 
 
-def fix_reading(
-    asked: dict[str, list[tuple[str, str, dict[str, Any]]]],
-    trace_dir: str | Path,
-    *,
-    earlier_run: str = "05-system-smollm2",
-) -> str:
-    """Return, in Markdown, what the fixed prompt changed in the replies of `comparison_table`.
+def fix_reading(table: Any, *, earlier_run: str = "05-system-smollm2") -> str:
+    """Return, in Markdown, what the fixed prompt changed in the replies of ``table``, `comparison_table`'s result.
 
     It counts the fixed prompt's replies that still name ``get_refund``, and reads the
     address question's reply under both prompts: when both open their ``text`` with the
@@ -189,7 +184,6 @@ def fix_reading(
     from labkit.recording import load_run
     from labkit.system.golden import GOLDEN
 
-    table = comparison_table(asked, trace_dir)
     fixed = list(table.xs("fixed", level="prompt")["raw reply"])
     naming = sum('"get_refund"' in reply for reply in fixed)
     address = GOLDEN[2].question
