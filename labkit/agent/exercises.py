@@ -7,6 +7,7 @@ a one-line pass message.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -92,13 +93,15 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
 
 
 def _refused_fields(results: Any) -> dict[str, int]:
-    fields: dict[str, int] = {}
-    for result in results:
-        for event in (result.state or {}).get("events", []):
-            if event["kind"] == "arguments_invalid":
-                for name in event["arguments"]:
-                    fields[name] = fields.get(name, 0) + 1
-    return fields
+    return dict(
+        Counter(
+            name
+            for result in results
+            for event in (result.state or {}).get("events", [])
+            if event["kind"] == "arguments_invalid"
+            for name in event["arguments"]
+        )
+    )
 
 
 def check_refused_fields(refused_fields: Callable[[Any], dict[str, int]], captured: Any, authored: Any) -> str:
