@@ -218,8 +218,9 @@ def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
     assert "2 never reached the twelve candidates." in text
     assert "No rerank of these candidates could fix those" in text
-    assert "A different store can, as the single-document store shows." in text
-    assert "Only a better first search" not in text  # the page shows a store change fixing some too
+    assert "a page sent can still lack the figure" in text  # as 004 shows, a better rerank reaches the page only
+    assert "only a first search that finds their pages can." in text
+    assert "single-document store shows" not in text  # that store is told each filing: a bound, not a fix
     assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss
 
 

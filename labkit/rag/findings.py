@@ -200,9 +200,9 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         f" {len(without)} had a labelled page sent, but not the chunk holding the figure."
         f" For {unsearched} of them that chunk was not even a candidate: the search lost it."
         f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
-        " the rerank: a better rerank could reach those."
+        " the rerank: a better rerank could send their labelled pages, though a page sent can still lack the figure."
         f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
-        " those, not even the book's cross-encoder. A different store can, as the single-document store shows."
+        " those, not even the book's cross-encoder: only a first search that finds their pages can."
     )
 
 
