@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.evaluator.generation import DescriptionOutput
 from labkit.evaluator.products import Product
-from labkit.evaluator.rubric import Rubric
+from labkit.evaluator.rubric import Limits, Rubric
 
 Status = Literal["pass", "fail", "not_applicable"]
 
@@ -145,6 +145,20 @@ def _dimension_claims(text: str, facts: Any, dims: list[float]) -> list[tuple[in
     return found
 
 
+def length_check(output: DescriptionOutput | None, limits: Limits) -> CheckResult:
+    """Return the length check: the description's words and the title's characters within the rubric's limits."""
+    if output is None:
+        return CheckResult(name="length", status="not_applicable", detail="no description field to measure")
+    words = len(output.description.split())
+    title = len(output.title)
+    ok = limits.min_words <= words <= limits.max_words and 0 < title <= limits.max_title_chars
+    return CheckResult(
+        name="length",
+        status="pass" if ok else "fail",
+        detail=f"{words} words (limit {limits.min_words}-{limits.max_words}), title {title} chars",
+    )
+
+
 def run_checks(text: str, product: Product, rubric: Rubric, *, cost_usd: float) -> CheckReport:
     """Run every programmatic check on one reply text; ``cost_usd`` comes from the price table."""
     limits = rubric.limits
@@ -154,21 +168,9 @@ def run_checks(text: str, product: Product, rubric: Rubric, *, cost_usd: float) 
             name="schema",
             status="pass" if output else "fail",
             detail="a JSON object with title and description" if output else f"not the reply schema ({problem})",
-        )
+        ),
+        length_check(output, limits),
     ]
-    if output is None:
-        results.append(CheckResult(name="length", status="not_applicable", detail="no description field to measure"))
-    else:
-        words = len(output.description.split())
-        title = len(output.title)
-        ok = limits.min_words <= words <= limits.max_words and 0 < title <= limits.max_title_chars
-        results.append(
-            CheckResult(
-                name="length",
-                status="pass" if ok else "fail",
-                detail=f"{words} words (limit {limits.min_words}-{limits.max_words}), title {title} chars",
-            )
-        )
     results.append(
         CheckResult(
             name="cost",
