@@ -246,7 +246,12 @@ class SupportAgent:
         except AnswerRejected as exc:
             event = {"kind": "answer_rejected", "answer": answer, "reason": exc.reason, "problem": str(exc)}
             rejected = "answer_rejected"
-            return {"final": None, "status": rejected, "stop_reason": rejected, "events": [{**event, "status": rejected}]}
+            return {
+                "final": None,
+                "status": rejected,
+                "stop_reason": rejected,
+                "events": [{**event, "status": rejected}],
+            }
         return {
             "final": verified.answer,
             "status": "ok",
