@@ -187,3 +187,26 @@ def test_the_captured_route_matrix_declines_nothing_sends_most_declines_to_profi
     declines = matrix.loc["out_of_scope"]
     assert declines["out_of_scope"] == 0 and declines["profile"] > declines.sum() / 2
     assert (matrix.loc["structured", ["structured", "unstructured", "profile", "out_of_scope"]] > 0).sum() == 3
+
+
+def test_the_outcome_table_shows_each_cases_expected_end_beside_each_runs_verdict(authored):
+    results, _ = authored
+    table = ev.outcome_table({"a": results})
+    assert list(table.columns) == ["expected route / status", "expected answer", "a"]
+    assert table.loc["c01", "expected answer"] == "27 refund requests in approved_support_dataset"
+    assert table.loc["c03", "expected answer"] == "(not fixed)"
+    assert table.loc["c08", "expected route / status"] == "- / refused"
+    assert table["a"].str.startswith("✓").all()
+    wrong = runs.make_requests(ScriptedModel({"route:": '{"route":"profile"}'}))
+    marks = ev.outcome_table({"w": wrong})["w"]
+    assert marks.loc["c01"] == "✗ profile / ok" and marks.str.startswith("✗").any()
+
+
+def test_the_fallback_rate_counts_fallbacks_over_cases_that_reached_the_graph(authored):
+    results, _ = authored
+    ran = sum(r.state is not None for r in results)
+    assert ev.fallback_rate(results) == {"fallbacks": 0, "graph_runs": ran, "rate": 0.0}
+    looping = runs.make_requests(ScriptedModel({"route:": '{"route":"structured"}', "agent:": "not json"}))
+    counted = ev.fallback_rate(looping)
+    assert counted["fallbacks"] > 0 and counted["rate"] == round(counted["fallbacks"] / counted["graph_runs"], 3)
+    assert ev.fallback_rate([]) == {"fallbacks": 0, "graph_runs": 0, "rate": None}

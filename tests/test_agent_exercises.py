@@ -88,46 +88,53 @@ def authored_results():
     return runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
 
 
-def _fields_of(kinds):
-    def refused_fields(results):
-        fields = Counter()
+def _missing_of(required_only):
+    from labkit.agent.tools import TOOL_ARGUMENTS
+
+    def missing_arguments(results):
+        missing = Counter()
         for r in results:
             for e in (r.state or {}).get("events", []):
-                if e["kind"] in kinds:
-                    fields.update(list(e["arguments"]))
-        return fields
+                if e["kind"] == "arguments_invalid":
+                    for name, field in TOOL_ARGUMENTS[e["tool"]].model_fields.items():
+                        if (field.is_required() or not required_only) and name not in e["arguments"]:
+                            missing[f"{e['tool']}.{name}"] += 1
+        return missing
 
-    return refused_fields
-
-
-def test_the_refused_fields_check_passes_counting_the_fields_of_refused_arguments(captured_results, authored_results):
-    from labkit.agent.exercises import check_refused_fields
-
-    right = _fields_of({"arguments_invalid"})
-    assert check_refused_fields(right, captured_results, authored_results) == "ex:refused-fields passed"
+    return missing_arguments
 
 
-def test_the_refused_fields_check_refuses_counting_every_call_and_the_figures_typed_in(
+def test_the_missing_arguments_check_passes_counting_required_fields_the_refused_calls_lacked(
     captured_results, authored_results
 ):
-    from labkit.agent.exercises import check_refused_fields
+    from labkit.agent.exercises import check_missing_arguments
 
-    every_call = _fields_of({"arguments_invalid", "tool_returned", "tool_refused"})
-    with pytest.raises(AssertionError, match="authored run"):
-        check_refused_fields(every_call, captured_results, authored_results)
-    typed = dict(_fields_of({"arguments_invalid"})(captured_results))
-    with pytest.raises(AssertionError, match="authored run"):
-        check_refused_fields(lambda results: typed, captured_results, authored_results)
-    by_tool = _fields_of({"arguments_invalid"})
+    right = _missing_of(required_only=True)
+    assert dict(right(captured_results)) == {"filter_by_intent.intent": 15, "count_rows.rows": 9}
+    assert check_missing_arguments(right, captured_results, authored_results) == "ex:missing-arguments passed"
 
-    def tools_not_fields(results):
+
+def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typed_figures(
+    captured_results, authored_results
+):
+    from labkit.agent.exercises import check_missing_arguments
+
+    def held(results):
         return Counter(
-            e["tool"] for r in results for e in (r.state or {}).get("events", []) if e["kind"] == "arguments_invalid"
+            name
+            for r in results
+            for e in (r.state or {}).get("events", [])
+            if e["kind"] == "arguments_invalid"
+            for name in e["arguments"]
         )
 
-    assert by_tool(captured_results) != tools_not_fields(captured_results)
     with pytest.raises(AssertionError, match="captured run"):
-        check_refused_fields(tools_not_fields, captured_results, authored_results)
+        check_missing_arguments(held, captured_results, authored_results)
+    with pytest.raises(AssertionError, match="captured run"):
+        check_missing_arguments(_missing_of(required_only=False), captured_results, authored_results)
+    typed = dict(_missing_of(required_only=True)(captured_results))
+    with pytest.raises(AssertionError, match="authored run"):
+        check_missing_arguments(lambda results: typed, captured_results, authored_results)
 
 
 def _backed(pick):

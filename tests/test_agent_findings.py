@@ -59,7 +59,7 @@ def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
     assert "4 router replies did not parse at all. 3 of them were cut off at the same cap." in text
     assert "would have refused" not in text and "model's choice" not in text
     assert "All 5 unparsed replies hold a raw control character" in text
-    assert "likely comes from the server's grammar" in text
+    assert "does not show whether the model or the server's grammar" in text
     assert "cannot say how much of the failure is the model's" in text
 
 

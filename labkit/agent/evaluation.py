@@ -87,6 +87,33 @@ def outcome_rows(results: list[CaseResult]) -> list[dict[str, Any]]:
     ]
 
 
+def outcome_table(results: dict[str, list[CaseResult]]) -> Any:
+    """Return one row per case: what a correct run ends with, beside what each run did (✓ pass, ✗ fail)."""
+    import pandas as pd
+
+    rows: dict[str, dict[str, Any]] = {}
+    for run_id, run_results in results.items():
+        for row in outcome_rows(run_results):
+            expected = rows.setdefault(
+                row["case"],
+                {
+                    "expected route / status": f"{row['expected_route'] or '-'} / {row['expected_status']}",
+                    "expected answer": next(r.case.expected_final for r in run_results if r.case.id == row["case"])
+                    or "(not fixed)",
+                },
+            )
+            mark = "✓" if row["correct"] else "✗"
+            expected[run_id] = f"{mark} {row['route'] or '-'} / {row['status']}"
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("case")
+
+
+def fallback_rate(results: list[CaseResult]) -> dict[str, Any]:
+    """Return how many cases that reached the graph ended in the fallback node (refused cases never reach it)."""
+    ran = [r for r in results if r.state is not None]
+    fallbacks = sum(r.status == "fallback" for r in ran)
+    return {"fallbacks": fallbacks, "graph_runs": len(ran), "rate": rate(fallbacks, len(ran))}
+
+
 def route_confusion(results: list[CaseResult]) -> dict[str, Any]:
     """Return the route confusion matrix and per-route precision and recall (scikit-learn), over routed cases.
 

@@ -92,44 +92,50 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     return "ex:stale-recount passed"
 
 
-def _refused_fields(results: Any) -> dict[str, int]:
+def _missing_arguments(results: Any) -> dict[str, int]:
+    from labkit.agent.tools import TOOL_ARGUMENTS
+
     return dict(
         Counter(
-            name
+            f"{event['tool']}.{name}"
             for result in results
             for event in (result.state or {}).get("events", [])
-            if event["kind"] == "arguments_invalid"
-            for name in event["arguments"]
+            if event["kind"] == "arguments_invalid" and event["tool"] in TOOL_ARGUMENTS
+            for name, field in TOOL_ARGUMENTS[event["tool"]].model_fields.items()
+            if field.is_required() and name not in event["arguments"]
         )
     )
 
 
-def check_refused_fields(refused_fields: Callable[[Any], dict[str, int]], captured: Any, authored: Any) -> str:
-    """Check exercise 2's ``refused_fields(results)`` on the two recorded runs and two scripted runs.
+def check_missing_arguments(missing_arguments: Callable[[Any], dict[str, int]], captured: Any, authored: Any) -> str:
+    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs.
 
-    ``captured`` and ``authored`` are the recorded runs' case results. One scripted
-    model always proposes ``count_rows`` with an ``answer`` in place of its
-    arguments; the other always proposes a valid filter, whose fields the tool did
-    not refuse and must not be counted. A field counted zero times may be left out.
+    The answer counts, per ``"<tool>.<field>"``, the refused calls that lacked a
+    field the tool's argument class requires. The scripted runs: ``count_rows``
+    with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
+    (an optional field given is not missing); a valid filter (nothing refused).
+    A key counted zero times may be left out.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
 
     route = '{"route": "structured"}'
-    answer = '{"decision": "count_rows", "arguments": {"answer": "9"}}'
-    valid = '{"decision": "filter_by_intent", "arguments": {"intent": "get_refund"}}'
-    runs = {
-        "the captured run": captured,
-        "the authored run": authored,
-        "a scripted run whose every call carries an answer": make_requests(
-            ScriptedModel({"route:": route, "agent:": answer})
-        ),
-        "a scripted run whose every call is valid": make_requests(ScriptedModel({"route:": route, "agent:": valid})),
+    scripted = {
+        "count_rows with an answer": '{"decision": "count_rows", "arguments": {"answer": "9"}}',
+        "a filter with a limit and no intent": '{"decision": "filter_by_intent", "arguments": {"limit": 3}}',
+        "a valid filter": '{"decision": "filter_by_intent", "arguments": {"intent": "get_refund"}}',
     }
+    runs = {"the captured run": captured, "the authored run": authored}
+    for name, reply in scripted.items():
+        runs[f"a scripted run proposing {name}"] = make_requests(ScriptedModel({"route:": route, "agent:": reply}))
     for name, results in runs.items():
-        counted = {field: n for field, n in dict(refused_fields(results)).items() if n}
-        assert counted == _refused_fields(results), f"{name}: the fields of the refused arguments were counted wrong"
-    return "ex:refused-fields passed"
+        counted = {key: n for key, n in dict(missing_arguments(results)).items() if n}
+        expected = _missing_arguments(results)
+        assert counted == expected, (
+            f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
+            "a field the tool's argument class requires (not the fields they hold, not optional ones)"
+        )
+    return "ex:missing-arguments passed"
 
 
 def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict]) -> Any:

@@ -168,7 +168,7 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
     shows: a reply (agent or router) cut off at ``max_tokens``; arguments holding an ``answer`` where
     the tool needs an ``intent`` or ``rows``, let through by a shared schema that
     requires no field; a wrong route in valid JSON; an unparsed reply holding a raw
-    control character, which the server's grammar lets through. It does not split the
+    control character (the symptom; the run does not show its source). It does not split the
     blame between the model, the cap, the grammar and the schema: the run does not measure that.
     """
     refused = Counter(
@@ -201,8 +201,8 @@ def why_no_valid_call(results: Sequence[CaseResult], run: Any, report: dict[str,
         + (
             f"{'All' if control == len(unparsed) else f'{control} of the'} {len(unparsed)} unparsed replies hold a "
             "raw control character, which the strict "
-            "JSON parser refuses. It likely comes from the server's grammar, which lets strings hold raw line "
-            "breaks. "
+            "JSON parser refuses. That is the symptom; the run does not show whether the model or the server's "
+            "grammar put it there. "
             if control
             else ""
         )

@@ -244,19 +244,13 @@ class SupportAgent:
                 raise AnswerRejected("unsupported", "no count result supports a final answer yet; call the tools first")
             verified = verify_final(answer, result=result)
         except AnswerRejected as exc:
+            event = {"kind": "answer_rejected", "answer": answer, "reason": exc.reason, "problem": str(exc)}
+            rejected = "answer_rejected"
             return {
                 "final": None,
-                "status": "answer_rejected",
-                "stop_reason": "answer_rejected",
-                "events": [
-                    {
-                        "kind": "answer_rejected",
-                        "answer": answer,
-                        "reason": exc.reason,
-                        "problem": str(exc),
-                        "status": "answer_rejected",
-                    }
-                ],
+                "status": rejected,
+                "stop_reason": rejected,
+                "events": [{**event, "status": rejected}],
             }
         return {
             "final": verified.answer,
