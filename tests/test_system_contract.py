@@ -144,6 +144,30 @@ def test_a_response_without_text_is_an_error_not_an_empty_reply():
         call_model(_Empty(), "q", [])
 
 
+@pytest.mark.parametrize("mode", ["live", "record"])
+def test_a_live_reply_without_usage_is_refused_not_recorded_as_unknown_tokens(mode):
+    from labkit.errors import LabkitError
+    from labkit.system.contract import ModelUsageMissing
+
+    class _NoUsage(_Live):
+        def generate(self, key, messages):
+            completion = super().generate(key, messages)
+            completion.usage = None
+            return completion
+
+    adapter = _NoUsage()
+    adapter.mode = mode
+    with pytest.raises(ModelUsageMissing, match="reported no token usage") as info:
+        call_model(adapter, "q", [{"role": "user", "content": "q"}])
+    assert isinstance(info.value, LabkitError) and isinstance(info.value, ValueError)
+    assert "'some-model'" in str(info.value)
+
+
+def test_a_scripted_reply_without_usage_records_none_tokens_saying_nothing_measured_them():
+    _, record = call_model(ScriptedModel("{}"), "q", build_messages("q", []))
+    assert (record.input_tokens, record.output_tokens, record.latency_source) == (None, None, "none")
+
+
 def test_a_scripted_model_says_so_and_answers_only_what_was_scripted():
     scripted = ScriptedModel({"q": "{}"})
     text, record = call_model(scripted, "q", build_messages("q", []))

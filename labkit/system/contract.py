@@ -30,6 +30,10 @@ class ModelReplyMissing(LabkitError, ValueError):
     """The model's response holds no choice or no text, so there is no reply to check."""
 
 
+class ModelUsageMissing(LabkitError, ValueError):
+    """A real model answered but its endpoint reported no token usage, so the call's cost is unknown."""
+
+
 class UnscriptedRequest(LabkitError, LookupError):
     """A `ScriptedModel` was asked a request it has no scripted reply for."""
 
@@ -151,6 +155,8 @@ def call_record(
 
     Live, the latency is measured now. In replay it is the one recorded with the run
     (a captured run measured it; an authored run claims none), never the replay's own time.
+    A live reply without usage is refused (`ModelUsageMissing`); only a replayed or scripted
+    reply may leave the tokens None, which says nothing measured them.
     """
     mode = getattr(adapter, "mode", None)
     if mode == "explore":  # the course's run answered (as in replay), or a live model did
@@ -165,6 +171,12 @@ def call_record(
         if binding is not None and binding.latency_s is not None:
             latency_ms, source = round(1000 * binding.latency_s), "recorded"
     usage = completion.usage
+    if usage is None and source == "measured":  # a real model answered now: its cost must be known
+        raise ModelUsageMissing(
+            f"the endpoint answered {getattr(adapter, 'model', None) or completion.model!r} but "
+            "reported no token usage; use an endpoint that returns `usage` (the local servers "
+            "of `labkit serve` do), or ask it for usage in the request"
+        )
     return ModelCallRecord(
         model=getattr(adapter, "model", None) or completion.model,
         input_tokens=usage.prompt_tokens if usage else None,
