@@ -1046,7 +1046,7 @@ def _failing(*ids: str) -> dict:
 
 def test_a_split_of_two_fixed_to_one_broken_is_a_tie():
     changes = ticket_changes(_failing("t7", "t9"), _failing("t1"))
-    assert (changes["fixed"], changes["broke"], changes["tie"]) == (["t7", "t9"], ["t1"], True)
+    assert (changes["fixed"], changes["broke"], changes["no_evidence"]) == (["t7", "t9"], ["t1"], True)
     assert changes["p_value"] == 1.0
 
 
@@ -1054,9 +1054,9 @@ def test_a_lopsided_split_on_enough_tickets_is_not_a_tie():
     many = [f"t{n}" for n in range(1, 7)]
     changes = ticket_changes(_failing(*many), _failing())
     assert changes["fixed"] == many and changes["broke"] == []
-    assert changes["p_value"] == 2 * 0.5**6 and changes["tie"] is False
+    assert changes["p_value"] == 2 * 0.5**6 and changes["no_evidence"] is False
     five = ticket_changes(_failing(*many[:5]), _failing())
-    assert five["p_value"] == 2 * 0.5**5 and five["tie"] is True  # 5 to 0 is still a tie: 0.0625 >= 0.05
+    assert five["p_value"] == 2 * 0.5**5 and five["no_evidence"] is True  # 5 to 0 is still no evidence: 0.0625 >= 0.05
 
 
 def test_too_few_differing_tickets_are_said_to_be_untestable():

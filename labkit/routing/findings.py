@@ -156,7 +156,9 @@ def _route(run: Mapping[str, Any], ticket: str) -> str | None:
 def _split(changes: Mapping[str, Any], *, floor: bool = False) -> str:
     fixed, broke = len(changes["fixed"]), len(changes["broke"])
     differ = fixed + broke
-    reading = "no evidence of a difference by the sign test" if changes["tie"] else "beyond what chance explains"
+    reading = (
+        "no evidence of a difference by the sign test" if changes["no_evidence"] else "beyond what chance explains"
+    )
     tickets = f"{differ} ticket{'s' * (differ != 1)}"
     floor_note = f"; {tickets} can give no p below {min(1.0, 2 * 0.5**differ):.2f}" if floor and differ < 6 else ""
     return (

@@ -301,7 +301,7 @@ def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
     Both runs answer the same tickets, so only the tickets exactly one of them gets right carry evidence. If
     neither run were better, each such ticket would be as likely fixed as broken: ``p_value`` is
     the exact two-sided sign test's chance of a split at least this lopsided, ``smallest_p`` the
-    smallest it could be for that many tickets, and ``tie`` is true when the chance is 5% or more
+    smallest it could be for that many tickets, and ``no_evidence`` is true when the chance is 5% or more
     (no evidence of a difference, which is not proof the runs are equal; no disagreement at all gives ``p_value`` 1).
     """
     from scipy.stats import binomtest
@@ -315,7 +315,7 @@ def ticket_changes(old: Summary, new: Summary) -> dict[str, Any]:
         "broke": broke,
         "p_value": p_value,
         "smallest_p": smallest_p,
-        "tie": p_value >= 0.05,
+        "no_evidence": p_value >= 0.05,
     }
 
 
@@ -328,7 +328,7 @@ def sign_test_sentence(changes: Mapping[str, Any]) -> str:
     fixed, broke = changes["fixed"], changes["broke"]
     differ = len(fixed) + len(broke)
     split = f"{len(fixed)} fixed and {len(broke)} broken of the {differ} tickets exactly one run gets right"
-    verdict = "cannot be told apart on correct routes" if changes["tie"] else "differ beyond chance"
+    verdict = "cannot be told apart on correct routes" if changes["no_evidence"] else "differ beyond chance"
     text = (
         f"{split}: the exact two-sided sign test gives p = {changes['p_value']:.2f}, so at the 5% level "
         f"the runs {verdict}."
