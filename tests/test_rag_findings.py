@@ -155,8 +155,7 @@ def test_the_bench_reading_names_the_coincidence_the_bound_and_the_unrepresentat
     text = bench_reading(questions, *stores, load_results(), experiments).data
     assert "- **shared store**: every retriever ties with `faiss+bm25`." in text
     assert (
-        "- **single-document store**: `faiss` is lower than `faiss+bm25` by the interval screen, which exercise A"
-        in text
+        "- **single-document store**: `faiss` is lower than `faiss+bm25` by the interval rule, which exercise A" in text
     )
     assert "finds 6/26 and the experiments' baseline 6/26. They are different retrievers (above):" in text
     assert "the equal count is a coincidence." in text
@@ -276,3 +275,53 @@ def test_a_reference_figure_no_page_of_its_own_filing_prints_is_counted_as_never
     text = unprinted_reading(questions, index).data
     assert text.startswith("For 8 of the 26 answerable questions (")
     assert "018" in text and "is never faithful, even when it is correct" in text
+
+
+def test_partial_is_said_to_need_a_reference_of_two_figures_and_counts_a_planted_half_answer(questions, index):
+    from types import SimpleNamespace
+
+    from labkit.rag.findings import partial_reading
+
+    run = make_requests(connect(RUN_AUTHORED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    text = partial_reading(questions, {"authored": run}).data
+    assert "5 of the 26 answerable references (003, 009, 013, 014, 023)" in text
+    assert "Their 10 trials in these runs were:" in text
+    assert text.endswith("None states one figure without the other, hence the 0.")
+    half = {"status": "answered", "answer": "10,230 employees at year end"}  # 003's reference holds two figures
+    planted = SimpleNamespace(naive={"labkit_filings_003": half}, rag={})
+    other = partial_reading(questions, {"planted": planted}).data
+    assert "failed 9; partial 1." in other
+    assert "hence the 0" not in other
+
+
+class _Store:
+    """A FAISS stand-in that returns its documents in a fixed order, whatever the question."""
+
+    def __init__(self, docs):
+        self.docs = docs
+
+    def similarity_search_with_score(self, question, *, k):
+        return [(doc, float(rank)) for rank, doc in enumerate(self.docs[:k])]
+
+
+def test_the_short_passage_reading_counts_each_stage_and_says_which_way_each_share_moved(questions, index):
+    from types import SimpleNamespace
+
+    from langchain_core.documents import Document
+
+    from labkit.rag.findings import short_passage_reading
+
+    text = short_passage_reading(questions, index).data
+    assert "over the 30 questions: the index's chunks 26/735 (3.5%);" in text
+    assert "the 5 the BM25 rerank sends 30/145 (20.7%)." in text
+    assert "no interval is given" in text
+    meta = {"doc_name": "D", "company": "C", "period": "FY", "source_page": 1}
+    long = [Document(page_content="lorem ipsum " * 30, metadata=meta) for _ in range(3)]
+    short = Document(page_content="revenue grew", metadata=meta)
+    planted = SimpleNamespace(store=_Store([*long, short]), chunks=[*long, short, *long])
+    asked = [SimpleNamespace(question="What was revenue?")]
+    other = short_passage_reading(asked, planted, k=1).data
+    assert "the index's chunks 1/7 (14.3%); FAISS's 12 candidates 1/4 (25.0%); FAISS's first 1 0/1 (0.0%);" in other
+    assert "the 1 the BM25 rerank sends 1/1 (100.0%)." in other
+    assert "FAISS's candidates hold a larger share than the index." in other
+    assert "sends a larger share than it was offered, and a larger one than FAISS's own first 1." in other

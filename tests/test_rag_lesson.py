@@ -314,7 +314,7 @@ def test_a_bench_retriever_becomes_an_experiment_of_its_page_hits_per_answerable
     assert sum(experiment.hits.values()) == 1
 
 
-def test_the_paired_verdict_on_the_bench_stands_beside_the_interval_screen_and_an_unfinished_one_is_said():
+def test_the_paired_verdict_on_the_bench_stands_beside_the_interval_rule_and_an_unfinished_one_is_said():
     from labkit.rag.lesson import paired_on_bench
     from labkit.rag.metrics import Retrieval
 
@@ -327,6 +327,6 @@ def test_the_paired_verdict_on_the_bench_stands_beside_the_interval_screen_and_a
         raise NotImplementedError("hint")
 
     text = paired_on_bench(lambda a, b: "tie", questions, results, "few", "all")
-    assert text.startswith("`few` against `all`: the interval screen says lower; your paired_verdict says tie.")
+    assert text.startswith("`few` against `all`: the interval rule says lower; your paired_verdict says tie.")
     assert "`few` alone hits 0 question(s), `all` alone 8: p = 0.008." in text
     assert "not yet computed (finish exercise A)" in paired_on_bench(unfinished, questions, results, "few", "all")

@@ -265,7 +265,7 @@ def bench_reading(
         lines.append(
             f"- **{store}**: "
             + (
-                f"{'; '.join(apart)} than `{REFERENCE_RETRIEVER}` by the interval screen, which exercise A showed"
+                f"{'; '.join(apart)} than `{REFERENCE_RETRIEVER}` by the interval rule, which exercise A showed"
                 " too generous."
                 if apart
                 else f"every retriever ties with `{REFERENCE_RETRIEVER}`."
@@ -303,3 +303,68 @@ def _sample_rows(sample: Any) -> list[dict[str, Any]]:
     from labkit.rag.financebench.results import rows
 
     return rows(sample)
+
+
+def partial_reading(questions: list[FilingQuestion], runs: Mapping[str, Any]) -> Any:
+    """Say why column ``partial`` reads what it does: only a reference with two figures or more can be met in part.
+
+    ``runs`` maps a label to a replayed run (`labkit.rag.runs.make_requests`); both paths of each are graded.
+    """
+    from collections import Counter
+
+    from labkit.rag.metrics import correctness
+
+    multi = [q for q in questions if q.answerable and len(figures(q.answer)) > 1]
+    outcomes = Counter(
+        correctness(q, getattr(run, path).get(q.financebench_id))
+        for run in runs.values()
+        for path in ("naive", "rag")
+        for q in multi
+    )
+    ids = ", ".join(q.financebench_id[-3:] for q in multi)
+    answerable = sum(q.answerable for q in questions)
+    seen = "; ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items()))
+    return _markdown(
+        f"`partial` needs an answer that states some, not all, of a reference's figures, so only a reference with"
+        f" two figures or more can be met in part: {len(multi)} of the {answerable} answerable references"
+        f" ({ids}). Their {sum(outcomes.values())} trials in these runs were: {seen or 'none'}."
+        + ("" if outcomes["partial"] else " None states one figure without the other, hence the 0.")
+    )
+
+
+def short_passage_reading(questions: list[FilingQuestion], index: Any, *, k: int = 5) -> Any:
+    """Compare the share of short passages (under `SHORT_PASSAGE` characters) in the index, among FAISS's candidates,
+    in FAISS's first ``k`` and in the ``k`` the BM25 rerank sends, over every question of ``questions``."""
+    from labkit.rag.answer import CANDIDATES, FilingsRAG
+    from labkit.rag.lesson import SHORT_PASSAGE
+
+    def short(texts: list[str]) -> tuple[int, int]:
+        return sum(len(t) < SHORT_PASSAGE for t in texts), len(texts)
+
+    faiss, bm25 = FilingsRAG(index, model=None, rerank=False), FilingsRAG(index, model=None)
+    candidates = [faiss.retrieve(q.question, k=CANDIDATES)[1] for q in questions]
+    shares = {
+        "the index's chunks": short([c.page_content for c in index.chunks]),
+        f"FAISS's {CANDIDATES} candidates": short([s["chunk_text"] for found in candidates for s in found]),
+        f"FAISS's first {k}": short([s["chunk_text"] for found in candidates for s in found[:k]]),
+        f"the {k} the BM25 rerank sends": short(
+            [s["chunk_text"] for q in questions for s in bm25.retrieve(q.question, k=k)[1]]
+        ),
+    }
+    listed = "; ".join(f"{name} {n_short}/{n} ({n_short / n:.1%})" for name, (n_short, n) in shares.items() if n)
+    share = {name: n_short / n if n else 0.0 for name, (n_short, n) in shares.items()}
+    stored, offered, first, sent = share.values()
+    return _markdown(
+        f"Passages under {SHORT_PASSAGE} characters, over the {len(questions)} questions: {listed}. "
+        + (
+            "The search already brings them in: FAISS's candidates hold a larger share than the index."
+            if offered > stored
+            else "FAISS's candidates hold no larger share than the index."
+        )
+        + f" BM25 weighs a shared word more in a passage shorter than average; of these candidates, its"
+        f" rerank sends {'a larger' if sent > offered else 'no larger'} share than it was offered, and"
+        f" {'a larger' if sent > first else 'a smaller'} one than FAISS's own first {k}."
+        " These count passages, and one question's passages are not independent, so no interval is given: they"
+        " describe this question set. They cannot show that a short passage costs an answer (one can hold the"
+        " figure)."
+    )

@@ -658,7 +658,7 @@ def bench_experiment(questions: list[FilingQuestion], results: Any, retriever: s
 
 def paired_on_bench(paired_verdict: Any, questions: list[FilingQuestion], results: Any, a: str, b: str) -> str:
     """Say what exercise A's ``paired_verdict`` calls retriever ``a`` against ``b`` on one store of the bench, beside
-    the interval screen's verdict and the disagreements the test weighs (`bench_experiment` makes each retriever).
+    the interval rule's verdict and the disagreements the test weighs (`bench_experiment` makes each retriever).
 
     An unfinished exercise (``NotImplementedError``) is said, not raised, so the notebook runs on.
     """
@@ -669,7 +669,7 @@ def paired_on_bench(paired_verdict: Any, questions: list[FilingQuestion], result
     except NotImplementedError:
         verdict = "not yet computed (finish exercise A)"
     return (
-        f"`{a}` against `{b}`: the interval screen says {versus(first, second)}; your paired_verdict says {verdict}."
+        f"`{a}` against `{b}`: the interval rule says {versus(first, second)}; your paired_verdict says {verdict}."
         f" `{a}` alone hits {one_way} question(s), `{b}` alone {other_way}: p = {paired_p(one_way, other_way):.3f}."
     )
 
