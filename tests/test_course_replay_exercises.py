@@ -6,15 +6,18 @@ import pytest
 from labkit.canonical import json_inside
 from labkit.course.replay_exercises import (
     CHANGES,
-    REWRITE_KINDS,
+    REWRITES,
     check_changed_fields,
-    check_equal_yet_refused,
     check_hash_predictions,
+    check_rewrite_predictions,
     hash_effects,
+    rewrite_debrief,
+    rewrite_effects,
+    rewrites,
 )
 from labkit.rag.trace import RUN_AUTHORED
-from labkit.recording import load_run
-from labkit.replay import request_diff
+from labkit.recording import binding_key, load_run
+from labkit.replay import BindingStore, ReplayRequestMismatch, replay_client, request_diff
 
 
 @pytest.fixture(scope="module")
@@ -22,48 +25,92 @@ def run():
     return load_run(RUN_AUTHORED)
 
 
-def _schema_reversed(request):
-    changed = copy.deepcopy(request)
-    schema = changed["response_format"]["schema"]
-    schema["properties"] = dict(reversed(schema["properties"].items()))
-    return changed
+#: What each rewrite does, worked out by hand from the client's behaviour (the check measures it).
+EXPECTED_REWRITES = {
+    "seed as a float": {"equal", "refused"},
+    "the schema's properties in reverse order": {"equal", "refused"},
+    "the system message with content before role": {"equal", "refused"},
+    "the top-level keys in reverse order": {"equal"},
+    "messages passed as a tuple": set(),
+    "a header added with extra_headers": set(),
+    "top_p=None added": {"refused"},
+    "the user message's JSON re-indented": {"refused"},
+}
 
 
-def test_one_key_order_and_one_number_rewrite_pass(run):
-    check_equal_yet_refused(lambda r: [_schema_reversed(r), {**r, "seed": float(r["seed"])}], run)
+def test_each_quadrant_of_equal_and_refused_has_a_rewrite(run):
+    effects = rewrite_effects(run)
+    assert effects == EXPECTED_REWRITES
+    assert {frozenset(found) for found in effects.values()} == {
+        frozenset(),
+        frozenset({"equal"}),
+        frozenset({"refused"}),
+        frozenset({"equal", "refused"}),
+    }
 
 
-def test_two_number_rewrites_are_refused_as_one_kind(run):
-    def two_numbers(r):
-        return [{**r, "seed": float(r["seed"])}, {**r, "max_tokens": float(r["max_tokens"])}]
-
-    with pytest.raises(AssertionError, match="one of each kind"):
-        check_equal_yet_refused(two_numbers, run)
-
-
-def test_a_rewrite_the_client_sends_as_recorded_is_refused(run):
-    with pytest.raises(AssertionError, match="got the recorded reply"):
-        check_equal_yet_refused(lambda r: [_schema_reversed(r), dict(reversed(r.items()))], run)
+def test_rewrites_leave_the_request_alone_and_change_one_thing_each(run):
+    recorded = copy.deepcopy(run.bindings[0].request)
+    made = rewrites(recorded)
+    assert recorded == run.bindings[0].request
+    assert list(made) == list(REWRITES)
+    assert len({json.dumps(r, default=repr) for r in made.values()}) == len(REWRITES)
 
 
-def test_a_rewrite_that_edits_its_argument_is_refused(run):
-    def in_place(r):
-        r["seed"] = float(r["seed"])
-        return [_schema_reversed(r), r]
-
-    with pytest.raises(AssertionError, match="changed the request it was given"):
-        check_equal_yet_refused(in_place, run)
-
-
-def test_changed_values_are_refused_as_not_equal(run):
-    with pytest.raises(AssertionError, match="not == the request"):
-        check_equal_yet_refused(lambda r: [{**r, "seed": 8}, {**r, "temperature": 0.5}], run)
+def test_the_right_predictions_pass_and_are_returned_for_the_debrief(run):
+    happened = check_rewrite_predictions(EXPECTED_REWRITES.__getitem__, run)
+    assert happened == EXPECTED_REWRITES
+    debrief = rewrite_debrief(happened)
+    assert debrief.splitlines()[:2] == ["== yet refused, 3 of 8:", "  seed as a float"]
+    assert (
+        "not == yet replayed, 2 of 8:\n  messages passed as a tuple\n  a header added with extra_headers\n" in debrief
+    )
 
 
-def test_the_rewrite_kinds_are_named_in_the_failure(run):
-    with pytest.raises(AssertionError) as raised:
-        check_equal_yet_refused(lambda r: [_schema_reversed(r), _schema_reversed(r)], run)
-    assert all(kind in str(raised.value) for kind in REWRITE_KINDS)
+@pytest.mark.parametrize("guess", [{"refused"}, {"equal", "refused"}, set()])
+def test_one_answer_for_every_rewrite_is_refused(run, guess):
+    with pytest.raises(AssertionError, match=f"of {len(REWRITES)} predictions do not match"):
+        check_rewrite_predictions(lambda rewrite: set(guess), run)
+
+
+def test_one_wrong_prediction_is_counted_not_named(run):
+    def top_p_as_left_out(rewrite):
+        return set() if rewrite == "top_p=None added" else EXPECTED_REWRITES[rewrite]
+
+    with pytest.raises(AssertionError, match=r"^1 of 8 predictions") as raised:
+        check_rewrite_predictions(top_p_as_left_out, run)
+    assert "top_p" not in str(raised.value)
+
+
+def test_comparing_binding_keys_is_refused(run):
+    def by_key(rewrite):
+        recorded = run.bindings[0].request
+        rewritten = {**recorded, "seed": float(recorded["seed"])}  # built by hand, hashed by labkit
+        return {"equal"} if binding_key(rewritten) == binding_key(recorded) else {"equal", "refused"}
+
+    with pytest.raises(AssertionError, match=r"called labkit's labkit\.recording\.binding_key"):
+        check_rewrite_predictions(by_key, run)
+
+
+def test_sending_the_rewrites_through_replay_is_refused(run):
+    client = replay_client(BindingStore.from_run(run))
+
+    def by_sending(rewrite):
+        recorded = run.bindings[0].request
+        rewritten = {**recorded, "seed": float(recorded["seed"])}  # built by hand, sent through replay
+        try:
+            client.chat.completions.create(**rewritten)
+        except ReplayRequestMismatch:
+            return {"refused"}
+        return set()
+
+    with pytest.raises(AssertionError, match=r"called labkit's labkit\.replay\.BindingStore\.lookup"):
+        check_rewrite_predictions(by_sending, run)
+
+
+def test_a_prediction_that_is_not_a_set_of_the_two_effects_is_refused(run):
+    with pytest.raises(AssertionError, match="return a set drawn from"):
+        check_rewrite_predictions(lambda rewrite: ["equal"], run)
 
 
 def _paths(recorded, actual):

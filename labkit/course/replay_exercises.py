@@ -1,9 +1,10 @@
-"""The checks of lesson 03's three exercises, kept here so the notebook's check cells are one call each.
+"""The checks of lesson 03's three exercises, kept here so the notebook's check cells stay short.
 
-Each check runs the learner's function on the recorded run's requests, sends
-what it returns through the real `openai` client under replay, and raises
-`AssertionError` with what to fix. A check prints nothing: it never shows the
-answer before it passes.
+Exercises 1 and 3 ask for predictions: their checks make each change, try it
+(under replay, through the real `openai` client) and count the wrong
+predictions. Exercise 2's check runs the learner's diff on the recorded run's
+requests. Each raises `AssertionError` with what to fix. A check prints
+nothing: it never shows the answer before it passes.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from labkit.canonical import request_json
 from labkit.course.shortcuts import calls_to
 from labkit.recording import RecordedRun
 from labkit.replay import (
-    SAME_JSON,
     BindingStore,
-    FieldDiff,
     ReplayRequestMismatch,
     explain_difference,
     replay_client,
@@ -28,53 +27,108 @@ from labkit.replay import (
     text_diff,
 )
 
-#: The two kinds of rewrite exercise 1 asks for: equal under ``==``, refused by replay.
-REWRITE_KINDS = ("key order", "a number written another way")
+#: What exercise 1 asks about each rewrite: is it ``==`` to the recorded request, and does replay refuse it.
+REWRITE_EFFECTS = ("equal", "refused")
+#: Exercise 1's rewrites of a recorded request, each made alone (`rewrites` makes them).
+REWRITES = (
+    "seed as a float",
+    "the schema's properties in reverse order",
+    "the system message with content before role",
+    "the top-level keys in reverse order",
+    "messages passed as a tuple",
+    "a header added with extra_headers",
+    "top_p=None added",
+    "the user message's JSON re-indented",
+)
 
 
-def rewrite_kind(diff: list[FieldDiff]) -> str:
-    """Say what kind of rewrite a refusal's diff shows: one of `REWRITE_KINDS`, or "another change"."""
-    if diff and all(d.note == SAME_JSON and d.path.endswith("(key order)") for d in diff):
-        return REWRITE_KINDS[0]
-    if diff and all(_same_number(d.recorded, d.actual) for d in diff):
-        return REWRITE_KINDS[1]
-    return "another change"
+def rewrites(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return each of `REWRITES` made to a copy of ``request``, as keyword arguments of ``create``."""
+
+    def reversed_dict(value: dict[str, Any]) -> dict[str, Any]:
+        return dict(reversed(list(value.items())))
+
+    def edited(edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(request)
+        edit(changed)
+        return changed
+
+    def schema_reversed(r: dict[str, Any]) -> None:
+        schema = r["response_format"]["schema"]
+        schema["properties"] = reversed_dict(schema["properties"])
+
+    def user_indented(r: dict[str, Any]) -> None:
+        user = r["messages"][1]
+        user["content"] = json.dumps(json.loads(user["content"]), indent=2, ensure_ascii=False)
+
+    made = [
+        edited(lambda r: r.update(seed=float(r["seed"]))),
+        edited(schema_reversed),
+        edited(lambda r: r["messages"].__setitem__(0, reversed_dict(r["messages"][0]))),
+        reversed_dict(copy.deepcopy(request)),
+        edited(lambda r: r.update(messages=tuple(r["messages"]))),
+        edited(lambda r: r.update(extra_headers={"X-Trace-Id": "lesson-03"})),
+        edited(lambda r: r.update(top_p=None)),
+        edited(user_indented),
+    ]
+    return dict(zip(REWRITES, made, strict=True))
 
 
-def _same_number(recorded: Any, actual: Any) -> bool:
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (recorded, actual))
-    return numbers and recorded == actual and json.dumps(recorded) != json.dumps(actual)
+def rewrite_effects(run: RecordedRun) -> dict[str, set[str]]:
+    """Make each of `REWRITES` to the run's first request and return its effects, as sets drawn from `REWRITE_EFFECTS`.
 
-
-def check_equal_yet_refused(
-    equal_yet_refused: Callable[[dict[str, Any]], list[dict[str, Any]]], run: RecordedRun
-) -> None:
-    """Check exercise 1 on every request of ``run``.
-
-    ``equal_yet_refused(request)`` must leave ``request`` unchanged and return
-    two requests, each ``==`` to it and each refused under replay: one that
-    differs only in key order, one only in how a number is written.
+    "equal": the rewrite is ``==`` to the recorded request; "refused": sent
+    through the real `openai` client under replay, it is refused.
     """
     client = replay_client(BindingStore.from_run(run))
-    for binding in run.bindings:
-        request = copy.deepcopy(binding.request)
-        variants = equal_yet_refused(request)
-        if request_json(request) != request_json(binding.request):
-            raise AssertionError("equal_yet_refused changed the request it was given: rewrite a copy")
-        if len(variants) != 2:
-            raise AssertionError(f"return two requests, not {len(variants)}")
-        kinds = []
-        for variant in variants:
-            if variant != binding.request:
-                raise AssertionError("a rewrite is not == the request: change how it is written, not what it holds")
-            try:
-                client.chat.completions.create(**copy.deepcopy(variant))
-            except ReplayRequestMismatch as error:
-                kinds.append(rewrite_kind(error.diff))
-            else:
-                raise AssertionError("a rewrite got the recorded reply: the client sent the recorded bytes")
-        if sorted(kinds) != sorted(REWRITE_KINDS):
-            raise AssertionError(f"your rewrites are refused as {kinds}; write one of each kind: {list(REWRITE_KINDS)}")
+    recorded = run.bindings[0].request
+    found: dict[str, set[str]] = {}
+    for name, rewritten in rewrites(recorded).items():
+        found[name] = {"equal"} if rewritten == recorded else set()
+        try:
+            client.chat.completions.create(**rewritten)
+        except ReplayRequestMismatch:
+            found[name].add("refused")
+    return found
+
+
+def check_rewrite_predictions(predict: Callable[[str], set[str]], run: RecordedRun) -> dict[str, set[str]]:
+    """Check exercise 1: ``predict(rewrite)`` returns the set of `REWRITE_EFFECTS` each of `REWRITES` has.
+
+    The check makes and sends every rewrite (`rewrite_effects`), says only how
+    many predictions are wrong, never which, and returns what happened. A
+    ``predict`` that builds, hashes or sends the rewrites with labkit
+    (`rewrites`, `binding_key`, `request_json`, the store's lookup) is refused.
+    """
+    from labkit.canonical import request_sha256
+    from labkit.recording import binding_key
+
+    watched = (rewrites, rewrite_effects, binding_key, request_sha256, request_json, BindingStore.lookup)
+    with calls_to(*watched) as called:
+        predicted = {name: predict(name) for name in REWRITES}
+    if called:
+        raise AssertionError(f"predict_rewrite called labkit's {called[0]}: predict from §2 and §3")
+    for name, said in predicted.items():
+        if not isinstance(said, set) or not said <= set(REWRITE_EFFECTS):
+            raise AssertionError(f"predict_rewrite({name!r}): return a set drawn from {list(REWRITE_EFFECTS)}")
+    happened = rewrite_effects(run)
+    wrong = sum(predicted[name] != happened[name] for name in REWRITES)
+    if wrong:
+        raise AssertionError(f"{wrong} of {len(REWRITES)} predictions do not match what happens: reread §2 and §3")
+    return happened
+
+
+def rewrite_debrief(effects: dict[str, set[str]]) -> str:
+    """Say, from what happened, which rewrites `==` and replay judge differently."""
+    equal_refused = [name for name, found in effects.items() if found == {"equal", "refused"}]
+    unequal_replayed = [name for name, found in effects.items() if not found]
+    lines = [f"== yet refused, {len(equal_refused)} of {len(effects)}:", *(f"  {name}" for name in equal_refused)]
+    lines += [
+        f"not == yet replayed, {len(unequal_replayed)} of {len(effects)}:",
+        *(f"  {name}" for name in unequal_replayed),
+    ]
+    lines.append("The key is read from the body the client writes, not from the dict passed to create.")
+    return "\n".join(lines)
 
 
 def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
