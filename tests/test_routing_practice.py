@@ -138,77 +138,81 @@ def test_release_predictions_pass_when_right_and_say_only_how_many_are_wrong(shi
         check_release_predictions({"same": True, "outage": None}, trials, suite_sha256=sha)
 
 
-def _reply_check(parse, **changes):
-    from labkit.routing.practice import check_reply_parser
-    from labkit.routing.runs import Malformed
-
-    sha = "0" * 64
-    captured = [("t1", '{"id": "t1", "route": "sales"}'), ("t9", '{"id": "./t9", "route": "sales"}')]
-    arguments = {
-        "good": {("t2", '{"id": "t2", "route": "refunds"}'): "refunds"},
-        "bad": {
-            ("t3", '{"id": "t3", "id": "t3", "route": "billing"}'): "repeated",
-            ("t5", '{"id": "t5", "route": NaN}'): "NaN",
-        },
-        "captured": captured,
-        "malformed": [Malformed("t9", captured[1][1], "id changed")],
-        "suite_sha256": sha,
-        "watch": calls_to,
-        **changes,
-    }
-    return check_reply_parser(parse, **arguments)
+INPUTS = {
+    "two routes": '{"id": "t4", "route": "sales", "route": "billing"}',
+    "cut short": '{"id": "t3", "route": "bill',
+    "rewritten id": '{ "id": "./t9", "route": "sales"}',
+    "BOM bytes": b'\xef\xbb\xbf{"id": "t1", "route": "sales"}',
+    "UTF-16 bytes": '{"id": "t8", "route": "sales"}'.encode("utf-16"),
+    "BOM text": '\ufeff{"id": "t1", "route": "sales"}',
+}
+RIGHT = {
+    "two routes": "json.loads only",
+    "cut short": "neither",
+    "rewritten id": "both",
+    "BOM bytes": "json.loads only",
+    "UTF-16 bytes": "json.loads only",
+    "BOM text": "neither",
+}
 
 
-def test_reply_parser_check_passes_a_strict_parser_and_counts_its_malformed_replies():
-    from labkit.canonical import loads_strict
+def _loader_check(predicted, source=""):
+    from labkit.routing.practice import check_loader_predictions
 
-    def strict(ticket_id, raw):
-        try:
-            data = loads_strict(raw)
-        except ValueError as error:
-            return None, f"not strict JSON: {error}"
-        if not isinstance(data, dict) or set(data) != {"id", "route"} or data["id"] != ticket_id:
-            return None, "wrong shape or id"
-        return (data["route"], None) if isinstance(data["route"], str) else (None, "route is not text")
-
-    assert _reply_check(strict) == 1
+    return check_loader_predictions(predicted, INPUTS, source=source, variable="PREDICTED")
 
 
-def test_reply_parser_check_refuses_a_lenient_parser_and_labkits_own():
-    import json
+def test_loader_verdict_runs_both_loaders():
+    from labkit.routing.practice import loader_verdict
 
-    from labkit.routing.runs import parse_route_reply
-
-    def lenient(ticket_id, raw):
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            return None, "not JSON"
-        return (data.get("route"), None) if data.get("id") == ticket_id else (None, "wrong id")
-
-    with pytest.raises(AssertionError, match="is malformed: yours routes it 'billing'"):
-        _reply_check(lenient)
-    with pytest.raises(AssertionError, match="calls labkit's"):
-        _reply_check(lambda cid, raw: parse_route_reply(cid, raw))
+    assert {name: loader_verdict(text) for name, text in INPUTS.items()} == RIGHT
+    assert loader_verdict('{"id": "t5", "route": NaN}') == "json.loads only"
+    assert loader_verdict('{"id": "t7", "route": "sales"} {"id": "t7"}') == "neither"
 
 
-def test_reply_parser_check_refuses_a_parser_that_lets_nan_through_as_a_number():
-    import json
+def test_loader_predictions_pass_when_right_and_say_only_how_many_are_wrong():
+    assert _loader_check(RIGHT, source="PREDICTED = {'two routes': 'neither'}") == RIGHT
+    with pytest.raises(NotImplementedError, match="hint"):
+        _loader_check({**RIGHT, "cut short": None})
+    with pytest.raises(AssertionError, match="2 of your 6 predictions are wrong") as refused:
+        _loader_check({**RIGHT, "BOM bytes": "neither", "UTF-16 bytes": "neither"})
+    assert "BOM" not in str(refused.value) and "UTF" not in str(refused.value)  # no answer given away
+    with pytest.raises(AssertionError, match="predict one of"):
+        _loader_check({**RIGHT, "cut short": "refused"})
 
-    from labkit.canonical import unique_object
 
-    def no_nan_rule(ticket_id, raw):  # refuses repeated keys, but NaN only as "not text"
-        try:
-            data = json.loads(raw, object_pairs_hook=unique_object)
-        except ValueError as error:
-            return None, f"not strict JSON: {error}"
-        if not isinstance(data, dict) or set(data) != {"id", "route"} or data["id"] != ticket_id:
-            return None, "wrong shape or id"
-        return (data["route"], None) if isinstance(data["route"], str) else (None, "route is not text")
+def test_loader_predictions_refuse_an_all_refused_guess():
+    with pytest.raises(AssertionError, match="3 of your 6 predictions are wrong"):
+        _loader_check(dict.fromkeys(RIGHT, "json.loads only"))
 
-    with pytest.raises(AssertionError, match="does not name the rule it breaks") as refused:
-        _reply_check(no_nan_rule)
-    assert "NaN" in str(refused.value)  # the reply is named; the word is the reply's own
+
+def test_loader_predictions_refuse_a_verdict_computed_by_running_the_loaders():
+    computed = "PREDICTED = {name: verdict(text) for name, text in MINE.items()}"
+    with pytest.raises(AssertionError, match="type PREDICTED out as words"):
+        _loader_check(RIGHT, source=computed)
+    with pytest.raises(AssertionError, match="type PREDICTED out"):
+        _loader_check(RIGHT, source="PREDICTED = {'two routes': WORDS[reads(json.loads, text)]}")
+    with pytest.raises(AssertionError, match="type PREDICTED out"):
+        _loader_check(RIGHT, source="PREDICTED = dict(RIGHT)")
+
+
+def test_typed_out_reads_only_the_last_assignment_of_the_variable():
+    from labkit.routing.practice import typed_out
+
+    assert typed_out("", "PREDICTED")
+    assert typed_out("PREDICTED = {'a': 'both'}", "PREDICTED")
+    assert typed_out("PREDICTED = f()\nPREDICTED = {'a': 'both'}", "PREDICTED")
+    assert not typed_out("PREDICTED = {'a': 'both'}\nPREDICTED = f()", "PREDICTED")
+    assert not typed_out("OTHER = {'a': 'both'}", "PREDICTED")
+
+
+def test_the_debrief_names_what_plain_json_loads_read_quietly():
+    from labkit.routing.findings import what_json_loads_let_through
+
+    text = what_json_loads_let_through(INPUTS, RIGHT)
+    assert "read 3 of the 6 inputs" in text
+    assert "`{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
+    assert "Neither loader read 2 (cut short, BOM text)" in text and "Both read 1 (rewritten id)" in text
 
 
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):

@@ -222,3 +222,23 @@ def prompt_change_verdict(
             "passes the gate: a rule that only asks for no worse than the baseline is only as good as the baseline."
         )
     return text
+
+
+def what_json_loads_let_through(inputs: Mapping[str, str | bytes], verdicts: Mapping[str, str]) -> str:
+    """Say which inputs plain ``json.loads`` read and `loads_strict` refused, with the value it quietly returned.
+
+    ``verdicts`` maps each input's name to `labkit.routing.practice.loader_verdict` of it.
+    """
+    import json
+
+    groups = {verdict: [name for name in inputs if verdicts[name] == verdict] for verdict in set(verdicts.values())}
+    plain_only = groups.get("json.loads only", [])
+    quiet = "; ".join(f"*{name}* as `{json.loads(inputs[name])!r}`" for name in plain_only)
+    return (
+        f"Plain `json.loads` read {len(plain_only)} of the {len(inputs)} inputs that `loads_strict` refused, "
+        f"and raised nothing: {quiet or 'none'}. The strict loader turns each of these into a refusal with a reason. "
+        f"Neither loader read {len(groups.get('neither', []))} ({_listed(groups.get('neither', []))}): "
+        "`json.loads` refuses those itself, so the strict loader adds nothing there. "
+        f"Both read {len(groups.get('both', []))} ({_listed(groups.get('both', []))}): a parse checks the JSON, "
+        "not the reply's contract, so section 10's id check and the grader's checks of section 8 come after it."
+    )

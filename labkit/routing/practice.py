@@ -4,19 +4,21 @@
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
 `check_release_predictions`, `check_smallest_repair`, `check_protected_predictions` and
-`check_reply_parser` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before it passes.
+`check_loader_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
+it passes.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from labkit.canonical import loads_strict
 from labkit.errors import RouteGradeError
 from labkit.routing.grader import apply_changes, compare, own_functions
-from labkit.routing.prompts import parse_route
-from labkit.routing.runs import Malformed, parse_route_reply, routing_run
 
 #: The summary fields a learner's ``smallest_repair`` receives.
 REPAIR_KEYS = ("correct", "penalty_points", "urgent_misses", "failures")
@@ -121,39 +123,59 @@ def check_smallest_repair(
         assert len(mine) <= fewest, f"{name}: your repair changes {len(mine)} predictions; fewer are enough"
 
 
-#: labkit's own reply parsers, which a learner's ``parse_reply`` may not call.
-OWN_PARSERS = (parse_route_reply, parse_route)
+#: Which loaders read an input, the verdicts a learner predicts in exercise 4: plain ``json.loads`` and `loads_strict`.
+LOADER_VERDICTS = {(True, True): "both", (True, False): "json.loads only", (False, False): "neither"}
 
 
-def check_reply_parser(
-    parse_reply: Callable[[str, str], tuple[str | None, str | None]],
-    good: Mapping[tuple[str, str], str],
-    bad: Mapping[tuple[str, str], str],
-    *,
-    captured: list[tuple[str, str]],
-    malformed: Sequence[Malformed],
-    suite_sha256: str,
-    watch: Callable[..., AbstractContextManager[list[str]]],
-) -> int:
-    """Grade ``parse_reply(ticket id, raw)`` on authored replies, then on the ``captured`` ones; return its malformed count.
+def _reads(load: Callable[[Any], Any], text: str | bytes) -> bool:
+    try:
+        load(text)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError and InvalidJSON are all ValueErrors
+        return False
+    return True
 
-    Each ``good`` reply must give ``(its route, None)``, each ``bad`` one ``(None, a problem in
-    words)``; where ``bad`` maps a reply to a word ("repeated", "NaN"), the problem must contain
-    it, so a parser that refuses a NaN only because it is not text is refused. On the captured replies it must find the same malformed tickets as labkit's parser
-    (``malformed``). It may not call `OWN_PARSERS`: ``watch`` (the course's `calls_to`) lists them.
+
+def loader_verdict(text: str | bytes) -> str:
+    """Return which loaders read ``text``: ``"both"``, ``"json.loads only"`` or ``"neither"`` (see `LOADER_VERDICTS`)."""
+    read = (_reads(json.loads, text), _reads(loads_strict, text))
+    return LOADER_VERDICTS.get(read, "loads_strict only")
+
+
+def typed_out(source: str, variable: str) -> bool:
+    """Return whether ``source`` last assigns ``variable`` a dict literal of typed-out words, computing nothing.
+
+    ``True`` for an empty ``source`` (no cell to read, as `labkit.course.shortcuts.cell_that_set` returns
+    outside IPython). A comprehension, a call or a name anywhere in the value is refused.
     """
-    with watch(*OWN_PARSERS) as called:
-        answers = {(cid, raw): parse_reply(cid, raw) for cid, raw in [*good, *bad]}
-    assert not called, f"parse_reply calls labkit's {called[0]}: write the rules yourself"
-    for (cid, raw), route in good.items():
-        assert answers[cid, raw] == (route, None), f"{raw!r} is well formed: yours {answers[cid, raw]}"
-    for (cid, raw), word in bad.items():
-        got, problem = answers[cid, raw]
-        assert got is None, f"{raw!r} for {cid} is malformed: yours routes it {got!r}, a guess"
-        assert isinstance(problem, str) and problem.strip(), f"{raw!r}: say what is wrong"
-        assert word.lower() in problem.lower(), f"{raw!r}: your problem {problem!r} does not name the rule it breaks"
-    _, mine = routing_run(captured, label="mine", suite_sha256=suite_sha256, parse=parse_reply)
-    assert [bad.id for bad in mine] == [bad.id for bad in malformed], (
-        "your parser and labkit's disagree on the captured replies"
+    if not source:
+        return True
+    values = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
+    ]
+    if not values or not isinstance(values[-1], ast.Dict):
+        return False
+    return all(isinstance(node, ast.Constant) for node in [*values[-1].keys, *values[-1].values])
+
+
+def check_loader_predictions(
+    predicted: Mapping[str, Any], inputs: Mapping[str, str | bytes], *, source: str, variable: str
+) -> dict[str, str]:
+    """Grade a prediction of `loader_verdict` for each named input; return the verdicts once all are right.
+
+    ``source`` is the cell that set the predictions (the course's `cell_that_set` of ``variable``):
+    they must be typed out, not computed by running a loader. Raises `NotImplementedError` while a
+    prediction is still ``None``, and `AssertionError` saying only how many are wrong.
+    """
+    if None in predicted.values() or set(predicted) != set(inputs):
+        raise NotImplementedError("hint: which rules does loads_strict add to json.loads, and what does each refuse?")
+    unknown = sorted({str(v) for v in predicted.values()} - set(LOADER_VERDICTS.values()))
+    assert not unknown, f"predict one of {sorted(LOADER_VERDICTS.values())} for each input, not {unknown}"
+    assert typed_out(source, variable), f"type {variable} out as words: a verdict computed by a loader predicts nothing"
+    verdicts = {name: loader_verdict(text) for name, text in inputs.items()}
+    wrong = [name for name in inputs if predicted[name] != verdicts[name]]
+    assert not wrong, (
+        f"{len(wrong)} of your {len(inputs)} predictions are wrong: reread loads_strict's listing, its hooks and its bytes line"
     )
-    return len(mine)
+    return verdicts
