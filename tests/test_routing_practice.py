@@ -245,3 +245,36 @@ def test_protected_predictions_watch_only_cases_the_baseline_routed_right(shippe
         assert "t7" not in str(caught.value) and "outage" not in str(caught.value)
     with pytest.raises(NotImplementedError, match="protected-case rule"):
         check_protected_predictions({**right, "outage": None}, trials, suite_sha256=sha)
+
+
+def test_release_predictions_computed_by_the_gate_are_refused_though_right(shipped):
+    from labkit.routing.practice import check_release_predictions
+
+    suite, sha, baseline, candidate = shipped
+    trials = _release_trials(suite, baseline, candidate)
+    right = {"same": True, "outage": {2, 3}}
+    typed = "PREDICTED = {'same': True, 'outage': {2, 3}}"
+    check_release_predictions(right, trials, suite_sha256=sha, source=typed)
+    computed = "PREDICTED = {name: failed_conditions(compare(*trial)) for name, trial in trials.items()}"
+    with pytest.raises(AssertionError, match="type PREDICTED out"):
+        check_release_predictions(right, trials, suite_sha256=sha, source=computed)
+
+
+def test_protected_predictions_computed_by_the_gate_are_refused_though_right(shipped):
+    from labkit.routing.practice import check_protected_predictions
+
+    suite, sha, baseline, _candidate = shipped
+    trials = {"same": (suite, baseline, baseline, ["t1"])}
+    check_protected_predictions({"same": True}, trials, suite_sha256=sha, source="PREDICTED_PROTECTED = {'same': True}")
+    with pytest.raises(AssertionError, match="type PREDICTED_PROTECTED out"):
+        check_protected_predictions(
+            {"same": True}, trials, suite_sha256=sha, source="PREDICTED_PROTECTED = {'same': verdict(trials)}"
+        )
+
+
+def test_typed_out_accepts_a_set_of_typed_conditions_but_not_a_computed_set():
+    from labkit.routing.practice import typed_out
+
+    assert typed_out("PREDICTED = {'a': {2, 3}, 'b': True}", "PREDICTED")
+    assert not typed_out("PREDICTED = {'a': {f(2)}}", "PREDICTED")
+    assert not typed_out("PREDICTED = {'a': set(conditions)}", "PREDICTED")

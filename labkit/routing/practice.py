@@ -55,29 +55,46 @@ def failed_conditions(report: Mapping[str, Any]) -> bool | set[int]:
     return {number for reason in report["reasons"] for words, number in CONDITION_OF_REASON.items() if words in reason}
 
 
-def check_release_predictions(predicted: Mapping[str, Any], trials: Trials, *, suite_sha256: str) -> None:
+def check_release_predictions(
+    predicted: Mapping[str, Any], trials: Trials, *, suite_sha256: str, source: str = "", variable: str = "PREDICTED"
+) -> None:
     """Grade each prediction against the gate on each trial ``name: (suite, baseline, candidate)``.
 
     A prediction is ``True`` (the candidate passes) or the set of condition numbers it fails,
     as `failed_conditions` reads them: ``{2, 3}``. Raises `NotImplementedError` while a
     prediction is still ``None``, and `AssertionError` saying only how many predictions are
-    wrong: the gate's reasons would give the answers away.
+    wrong: the gate's reasons would give the answers away. ``source`` is the cell that set the
+    predictions (`labkit.course.shortcuts.cell_that_set` of ``variable``): they must be typed out,
+    not computed by running the gate.
     """
     protected = {name: (suite, base, run, ()) for name, (suite, base, run) in trials.items()}
     _check_verdicts(predicted, protected, suite_sha256, "hint: apply the three conditions; what does a tie do?")
+    _refuse_computed(source, variable)
 
 
 def check_protected_predictions(
-    predicted: Mapping[str, Any], trials: Mapping[str, tuple[Any, Any, Any, Sequence[str]]], *, suite_sha256: str
+    predicted: Mapping[str, Any],
+    trials: Mapping[str, tuple[Any, Any, Any, Sequence[str]]],
+    *,
+    suite_sha256: str,
+    source: str = "",
+    variable: str = "PREDICTED_PROTECTED",
 ) -> None:
     """Grade predictions of the gate's verdict on each trial ``name: (suite, baseline, candidate, protected ids)``.
 
     As `check_release_predictions`, with condition 4, the protected-case rule: a prediction is
     ``True`` or the set of condition numbers the candidate fails, such as ``{3, 4}``. Raises
     `NotImplementedError` while a prediction is ``None``, and `AssertionError` saying only how
-    many are wrong.
+    many are wrong; ``source`` as there.
     """
     _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
+    _refuse_computed(source, variable)
+
+
+def _refuse_computed(source: str, variable: str) -> None:
+    assert typed_out(source, variable), (
+        f"type {variable} out (True, or a set such as {{2, 3}}): a verdict computed by the gate predicts nothing"
+    )
 
 
 def _check_verdicts(
@@ -156,7 +173,14 @@ def typed_out(source: str, variable: str) -> bool:
     ]
     if not values or not isinstance(values[-1], ast.Dict):
         return False
-    return all(isinstance(node, ast.Constant) for node in [*values[-1].keys, *values[-1].values])
+    return all(_typed_value(node) for node in [*values[-1].keys, *values[-1].values])
+
+
+def _typed_value(node: ast.expr | None) -> bool:
+    """Whether a dict key or value is typed out: a constant, or a set of constants such as ``{2, 3}``."""
+    if isinstance(node, ast.Set):
+        return all(isinstance(element, ast.Constant) for element in node.elts)
+    return isinstance(node, ast.Constant)
 
 
 def check_loader_predictions(
