@@ -58,40 +58,88 @@ def test_cited_rank_check_refuses_always_rank_one(index, authored):
         check_cited_rank(lambda t: 1 if t.outcome == "completed" and t.result["source_ids"] else None, index, authored)
 
 
-def floor_at_least(min_score):
-    return lambda ranked: [doc for doc, score in ranked if score >= min_score]
+def floor_band(traced):
+    must_keep, must_drop = [], []
+    for request in traced.values():
+        candidates = request.trace.first("retrieval_completed").data["candidates"]
+        if request.result["status"] == "answered":
+            for source in request.result["source_ids"]:
+                must_keep.append(max(c["score"] for c in candidates if c["source_id"] == source))
+        else:
+            must_drop.append(max(c["score"] for c in candidates))
+    low, high = max(must_drop), min(must_keep)
+    return (low, high) if low < high else None
 
 
 RIGHT = {"timestamp": (0, "app answers"), "backup": (0, "app answers"), "ranking": (1, "rejected")}
 
 
-def test_score_floor_check_passes_at_least_and_returns_the_requests_at_the_floor(index, adapters):
-    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+def test_score_floor_check_passes_the_band_and_returns_the_requests_at_the_floor(index, adapters):
+    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
     assert sorted(at_floor) == ["backup", "ranking", "timestamp"]
     assert at_floor["timestamp"].trace.first("model_skipped") is not None
     assert "outside this request's selected context ['path-read-text']" in at_floor["ranking"].error
 
 
 def test_score_floor_check_gives_the_recorded_reply_again_so_a_dropped_cited_passage_is_rejected(index, adapters):
-    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
     returned = at_floor["ranking"].trace.first("model_reply_returned").data
     assert returned["supplied_by"] == "driver (controlled probe)"
     assert '"path-write-text"' in returned["reply"]
 
 
-def test_score_floor_check_refuses_strictly_above_and_a_hard_coded_floor(index, adapters):
-    with pytest.raises(AssertionError, match=r"score_floor\(.*\) keeps the wrong passages"):
-        check_score_floor(lambda m: lambda r: [d for d, s in r if s > m], RIGHT, 0.6, index, adapters)
-    with pytest.raises(AssertionError, match="keeps the wrong passages"):
-        check_score_floor(lambda m: floor_at_least(0.6), RIGHT, 0.6, index, adapters)
+def test_the_band_cases_include_sets_no_floor_separates(index, adapters):
+    from labkit.course.trace_exercises import _band_cases, _expected_band
+    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
+
+    questions = {"timestamp": QUESTIONS["answered"], "backup": QUESTIONS["not_in_docs"], "ranking": RANKING_QUESTION}
+    traced = {name: trace_request(q, index, adapters[name]) for name, q in questions.items()}
+    bands = {name: _expected_band(case) for name, case in _band_cases(traced, index).items()}
+    assert bands["ranking refused, timestamp answered"] is None  # 0.684 to drop, 0.553 to keep
+    assert [round(x, 3) for x in bands["the three traced questions"]] == [0.227, 0.553]
+    assert [round(x, 3) for x in bands["ranking and backup"]] == [0.227, 0.568]
+
+
+def test_score_floor_check_refuses_the_top_score_and_every_cited_passage(index, adapters):
+    def top_score(traced):
+        keep = [
+            t.trace.first("retrieval_completed").data["candidates"][0]["score"]
+            for t in traced.values()
+            if t.result["status"] == "answered"
+        ]
+        drop = [
+            t.trace.first("retrieval_completed").data["candidates"][0]["score"]
+            for t in traced.values()
+            if t.result["status"] != "answered"
+        ]
+        return (max(drop), min(keep)) if max(drop) < min(keep) else None
+
+    def never_none(traced):
+        band = floor_band(traced)
+        return band if band is not None else (0.9, 0.1)
+
+    for wrong in (top_score, never_none, lambda traced: (0.226712, 0.552792)):
+        with pytest.raises(AssertionError, match="floor_band is wrong for"):
+            check_score_floor(wrong, RIGHT, 0.6, index, adapters)
+
+
+def test_score_floor_check_refuses_reading_the_findings(index, adapters):
+    from labkit.course.trace_exercises import score_floor_findings
+
+    def via_findings(traced):
+        score_floor_findings(traced, traced, 0.6)
+        return floor_band(traced)
+
+    with pytest.raises(AssertionError, match=r"called labkit.s .*score_floor_findings"):
+        check_score_floor(via_findings, RIGHT, 0.6, index, adapters)
 
 
 def test_score_floor_check_counts_wrong_predictions_without_naming_them(index, adapters):
     wrong = {**RIGHT, "ranking": (1, "completed")}
     with pytest.raises(AssertionError, match=r"^1 of 3 predictions do not match what happens$"):
-        check_score_floor(floor_at_least, wrong, 0.6, index, adapters)
+        check_score_floor(floor_band, wrong, 0.6, index, adapters)
     with pytest.raises(AssertionError, match="keep the floor as given"):
-        check_score_floor(floor_at_least, RIGHT, 0.5, index, adapters)
+        check_score_floor(floor_band, RIGHT, 0.5, index, adapters)
 
 
 def not_in_docs_cause(traced):
@@ -132,7 +180,7 @@ def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters,
     from labkit.course.trace_exercises import score_floor_findings
     from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
 
-    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
     defaults = {
         "backup": trace_request(QUESTIONS["not_in_docs"], index, authored),
         "timestamp": trace_request(QUESTIONS["answered"], index, authored),
@@ -153,7 +201,7 @@ def test_score_floor_findings_band_follows_the_scores(index, adapters, authored)
     from labkit.course.trace_exercises import score_floor_findings
     from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
 
-    at_floor = check_score_floor(floor_at_least, RIGHT, 0.6, index, adapters)
+    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
     ranking = trace_request(RANKING_QUESTION, index, adapters["ranking"])
     backup = trace_request(QUESTIONS["not_in_docs"], index, authored)
     text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
