@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,18 +104,38 @@ def check_rewrite_predictions(predict: Callable[[str], set[str]], run: RecordedR
     from labkit.recording import binding_key
 
     watched = (rewrites, rewrite_effects, binding_key, request_sha256, request_json, BindingStore.lookup)
-    with calls_to(*watched) as called:
-        predicted = {name: predict(name) for name in REWRITES}
-    if called:
-        raise AssertionError(f"predict_rewrite called labkit's {called[0]}: predict from §2 and §3")
-    for name, said in predicted.items():
-        if not isinstance(said, set) or not said <= set(REWRITE_EFFECTS):
-            raise AssertionError(f"predict_rewrite({name!r}): return a set drawn from {list(REWRITE_EFFECTS)}")
+    predicted = _predicted_sets(predict, REWRITES, REWRITE_EFFECTS, watched, name="predict_rewrite", source="§2 and §3")
     happened = rewrite_effects(run)
-    wrong = sum(predicted[name] != happened[name] for name in REWRITES)
-    if wrong:
-        raise AssertionError(f"{wrong} of {len(REWRITES)} predictions do not match what happens: reread §2 and §3")
+    _refuse_wrong(predicted, happened, reread="§2 and §3")
     return happened
+
+
+def _predicted_sets(
+    predict: Callable[[str], set[str]],
+    names: Iterable[str],
+    allowed: Iterable[str],
+    watched: tuple[Callable[..., Any], ...],
+    *,
+    name: str,
+    source: str,
+    empty: str = "",
+) -> dict[str, set[str]]:
+    """Return ``predict``'s set for each name, refusing a call to a watched labkit function or a set outside ``allowed``."""
+    with calls_to(*watched) as called:
+        predicted = {item: predict(item) for item in names}
+    if called:
+        raise AssertionError(f"{name} called labkit's {called[0]}: predict from {source}")
+    for item, said in predicted.items():
+        if not isinstance(said, set) or not said <= set(allowed):
+            raise AssertionError(f"{name}({item!r}): return a set drawn from {list(allowed)}{empty}")
+    return predicted
+
+
+def _refuse_wrong(predicted: dict[str, set[str]], happened: dict[str, set[str]], *, reread: str) -> None:
+    """Raise `AssertionError` saying how many predictions differ from what happened, never which."""
+    wrong = sum(predicted[item] != happened[item] for item in predicted)
+    if wrong:
+        raise AssertionError(f"{wrong} of {len(predicted)} predictions do not match what happens: reread {reread}")
 
 
 def rewrite_debrief(effects: dict[str, set[str]]) -> str:
@@ -312,14 +332,14 @@ def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun,
     from labkit.rag.trace import request_key
     from labkit.recording import check_fixtures, load_run
 
-    with calls_to(hash_effects, request_key, check_fixtures, load_run) as called:
-        predicted = {change: predict(change) for change in CHANGES}
-    if called:
-        raise AssertionError(f"predict called labkit's {called[0]}: predict from what sections 2 to 5 show")
-    for change, said in predicted.items():
-        if not isinstance(said, set) or not said <= set(EFFECTS):
-            raise AssertionError(f"predict({change!r}): return a set drawn from {list(EFFECTS)} (set() for none)")
-    happened = hash_effects(run, folder)
-    wrong = sum(predicted[change] != happened[change] for change in CHANGES)
-    if wrong:
-        raise AssertionError(f"{wrong} of {len(CHANGES)} predictions do not match what happens: reread sections 2 to 5")
+    watched = (hash_effects, request_key, check_fixtures, load_run)
+    predicted = _predicted_sets(
+        predict,
+        CHANGES,
+        EFFECTS,
+        watched,
+        name="predict",
+        source="what sections 2 to 5 show",
+        empty=" (set() for none)",
+    )
+    _refuse_wrong(predicted, hash_effects(run, folder), reread="sections 2 to 5")
