@@ -332,6 +332,17 @@ def partial_reading(questions: list[FilingQuestion], runs: Mapping[str, Any]) ->
     )
 
 
+#: Two shares of short passages closer than this are read as about the same: no interval is computed for them.
+SAME_SHARE = 0.05
+
+
+def _share_word(share: float, other: float) -> str:
+    """``a larger share than``, ``a smaller share than`` or ``about the same share as``, by `SAME_SHARE`."""
+    if abs(share - other) < SAME_SHARE:
+        return "about the same share as"
+    return "a larger share than" if share > other else "a smaller share than"
+
+
 def short_passage_reading(questions: list[FilingQuestion], index: Any, *, k: int = 5) -> Any:
     """Compare the share of short passages (under `SHORT_PASSAGE` characters) in the index, among FAISS's candidates,
     in FAISS's first ``k`` and in the ``k`` the BM25 rerank sends, over every question of ``questions``."""
@@ -362,8 +373,8 @@ def short_passage_reading(questions: list[FilingQuestion], index: Any, *, k: int
             else "FAISS's candidates hold no larger share than the index."
         )
         + f" BM25 weighs a shared word more in a passage shorter than average; of these candidates, its"
-        f" rerank sends {'a larger' if sent > offered else 'no larger'} share than it was offered, and"
-        f" {'a larger' if sent > first else 'a smaller'} one than FAISS's own first {k}."
+        f" rerank sends {_share_word(sent, offered)} it was offered, and {_share_word(sent, first)} FAISS's own"
+        f" first {k} (shares within {SAME_SHARE * 100:.0f} percentage points of each other are called about the same)."
         " These count passages, and one question's passages are not independent, so no interval is given: they"
         " describe this question set. They cannot show that a short passage costs an answer (one can hold the"
         " figure)."
