@@ -65,6 +65,7 @@ rest are defined beside the code that raises them.
     ├── lesson 05, system/
     │   ├── PolicyDocumentError(ValueError)          policy.py
     │   ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
+    │   ├── ModelUsageMissing(ValueError)            contract.py: a real model's reply reported no token usage
     │   ├── UnknownTeam(LookupError)                 tickets.py: a team the application does not know
     │   └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
     ├── lesson 06, routing/: RouteGradeError (above)
