@@ -244,14 +244,9 @@ class SupportAgent:
                 raise AnswerRejected("unsupported", "no count result supports a final answer yet; call the tools first")
             verified = verify_final(answer, result=result)
         except AnswerRejected as exc:
-            event = {"kind": "answer_rejected", "answer": answer, "reason": exc.reason, "problem": str(exc)}
             rejected = "answer_rejected"
-            return {
-                "final": None,
-                "status": rejected,
-                "stop_reason": rejected,
-                "events": [{**event, "status": rejected}],
-            }
+            event = {"kind": rejected, "answer": answer, "reason": exc.reason, "problem": str(exc), "status": rejected}
+            return {"final": None, "status": rejected, "stop_reason": rejected, "events": [event]}
         return {
             "final": verified.answer,
             "status": "ok",
