@@ -30,7 +30,6 @@ EXPECTED_REWRITES = {
     "seed as a float": {"equal", "refused"},
     "the schema's properties in reverse order": {"equal", "refused"},
     "the system message with content before role": {"equal", "refused"},
-    "the top-level keys in reverse order": {"equal"},
     "messages passed as a tuple": set(),
     "a header added with extra_headers": set(),
     "top_p=None added": {"refused"},
@@ -38,12 +37,12 @@ EXPECTED_REWRITES = {
 }
 
 
-def test_each_quadrant_of_equal_and_refused_has_a_rewrite(run):
+def test_every_way_equal_and_refused_can_disagree_has_a_rewrite(run):
+    # The fourth quadrant (== and replayed: the top-level keys reordered) is shown in the lesson, not asked.
     effects = rewrite_effects(run)
     assert effects == EXPECTED_REWRITES
     assert {frozenset(found) for found in effects.values()} == {
         frozenset(),
-        frozenset({"equal"}),
         frozenset({"refused"}),
         frozenset({"equal", "refused"}),
     }
@@ -61,10 +60,18 @@ def test_the_right_predictions_pass_and_are_returned_for_the_debrief(run):
     happened = check_rewrite_predictions(EXPECTED_REWRITES.__getitem__, run)
     assert happened == EXPECTED_REWRITES
     debrief = rewrite_debrief(happened)
-    assert debrief.splitlines()[:2] == ["== yet refused, 3 of 8:", "  seed as a float"]
+    assert debrief.splitlines()[:2] == ["== yet refused, 3 of 7:", "  seed as a float"]
     assert (
-        "not == yet replayed, 2 of 8:\n  messages passed as a tuple\n  a header added with extra_headers\n" in debrief
+        "not == yet replayed, 2 of 7:\n  messages passed as a tuple\n  a header added with extra_headers\n" in debrief
     )
+
+
+def test_the_debrief_shows_the_refusal_of_each_equal_yet_refused_rewrite(run):
+    lines = rewrite_debrief(rewrite_effects(run), run).splitlines()
+    assert lines[:3] == ["== yet refused, 3 of 7:", "  seed as a float", "    refusal: seed: '7' -> '7.0'"]
+    schema = next(line for line in lines if "response_format.schema.properties (key order)" in line)
+    assert schema.startswith("    refusal: ") and schema.endswith("[same JSON, different text: key order / whitespace]")
+    assert not any("refusal:" in line for line in lines[lines.index("not == yet replayed, 2 of 7:") :])
 
 
 @pytest.mark.parametrize("guess", [{"refused"}, {"equal", "refused"}, set()])
@@ -77,7 +84,7 @@ def test_one_wrong_prediction_is_counted_not_named(run):
     def top_p_as_left_out(rewrite):
         return set() if rewrite == "top_p=None added" else EXPECTED_REWRITES[rewrite]
 
-    with pytest.raises(AssertionError, match=r"^1 of 8 predictions") as raised:
+    with pytest.raises(AssertionError, match=r"^1 of 7 predictions") as raised:
         check_rewrite_predictions(top_p_as_left_out, run)
     assert "top_p" not in str(raised.value)
 

@@ -34,7 +34,6 @@ REWRITES = (
     "seed as a float",
     "the schema's properties in reverse order",
     "the system message with content before role",
-    "the top-level keys in reverse order",
     "messages passed as a tuple",
     "a header added with extra_headers",
     "top_p=None added",
@@ -65,7 +64,6 @@ def rewrites(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
         edited(lambda r: r.update(seed=float(r["seed"]))),
         edited(schema_reversed),
         edited(lambda r: r["messages"].__setitem__(0, reversed_dict(r["messages"][0]))),
-        reversed_dict(copy.deepcopy(request)),
         edited(lambda r: r.update(messages=tuple(r["messages"]))),
         edited(lambda r: r.update(extra_headers={"X-Trace-Id": "lesson-03"})),
         edited(lambda r: r.update(top_p=None)),
@@ -138,11 +136,26 @@ def _refuse_wrong(predicted: dict[str, set[str]], happened: dict[str, set[str]],
         raise AssertionError(f"{wrong} of {len(predicted)} predictions do not match what happens: reread {reread}")
 
 
-def rewrite_debrief(effects: dict[str, set[str]]) -> str:
-    """Say, from what happened, which rewrites `==` and replay judge differently."""
+def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None) -> str:
+    """Say, from what happened, which rewrites `==` and replay judge differently.
+
+    Given ``run``, each rewrite that is ``==`` yet refused is sent again and the
+    refusal's diff lines are shown under it: what the learner would read.
+    """
+    from labkit.replay import describe_diff
+
     equal_refused = [name for name, found in effects.items() if found == {"equal", "refused"}]
     unequal_replayed = [name for name, found in effects.items() if not found]
-    lines = [f"== yet refused, {len(equal_refused)} of {len(effects)}:", *(f"  {name}" for name in equal_refused)]
+    made = rewrites(run.bindings[0].request) if run is not None else {}
+    client = replay_client(BindingStore.from_run(run)) if run is not None else None
+    lines = [f"== yet refused, {len(equal_refused)} of {len(effects)}:"]
+    for name in equal_refused:
+        lines.append(f"  {name}")
+        if client is not None:
+            try:
+                client.chat.completions.create(**made[name])
+            except ReplayRequestMismatch as refusal:
+                lines += [f"    refusal: {line.strip()}" for line in describe_diff(refusal.diff).splitlines()]
     lines += [
         f"not == yet replayed, {len(unequal_replayed)} of {len(effects)}:",
         *(f"  {name}" for name in unequal_replayed),
