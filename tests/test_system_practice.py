@@ -56,7 +56,7 @@ def test_the_notebooks_task_shows_every_reply_it_grades():
         assert f"{name}" in "".join(task["source"]) and raw in "".join(task["source"]), name
 
 
-QUOTING = '''def check_figures(result: dict, evidence: list[dict]) -> dict:
+QUOTING = """def check_figures(result: dict, evidence: list[dict]) -> dict:
     if result.get("status") != "answered" or "citation_ids" not in result:
         return result
     number = re.compile(r"\\d+(?:\\.\\d+)?")
@@ -65,7 +65,7 @@ QUOTING = '''def check_figures(result: dict, evidence: list[dict]) -> dict:
     if missing:
         return {"status": "unsupported_figure", "reason": f"{result['text']!r}: {missing} unstated"}
     return result
-'''
+"""
 
 
 def test_the_figure_check_passes_a_right_solution_whose_reason_quotes_the_answer(tmp_path):
