@@ -54,3 +54,28 @@ def test_the_notebooks_task_shows_every_reply_it_grades():
     task = next(c for c in cells if "ex:route-prediction" in c["metadata"].get("tags", []))
     for name, raw in ROUTE_REPLIES.items():
         assert f"{name}" in "".join(task["source"]) and raw in "".join(task["source"]), name
+
+
+QUOTING = """def check_figures(result: dict, evidence: list[dict]) -> dict:
+    if result.get("status") != "answered" or "citation_ids" not in result:
+        return result
+    number = re.compile(r"\\d+(?:\\.\\d+)?")
+    cited = " ".join(e["text"] for e in evidence if e["citation_id"] in result["citation_ids"])
+    missing = sorted(set(number.findall(result["text"])) - set(number.findall(cited)))
+    if missing:
+        return {"status": "unsupported_figure", "reason": f"{result['text']!r}: {missing} unstated"}
+    return result
+"""
+
+
+def test_the_figure_check_passes_a_right_solution_whose_reason_quotes_the_answer(tmp_path):
+    """A reason may quote the answer (its supported figures included) as long as it names the unsupported ones."""
+    from labkit.course.runner import execute, read_notebook
+    from labkit.course.workshop import find_exercises
+
+    nb = read_notebook(NOTEBOOK)
+    exercise = next(e for e in find_exercises(nb) if e.slug == "figure-support")
+    nb.cells[exercise.solution].source = QUOTING
+    nb.cells = nb.cells[: exercise.check + 1]
+    execute(nb, NOTEBOOK.parent)  # raises if the check refuses the quoting solution
+    assert "ex:figure-support passed" in "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)

@@ -46,23 +46,35 @@ def test_both_runs_replay_offline_each_with_its_own_prompt_and_the_table_sets_th
     questions = [q for q, _, _ in asked["unchanged"]]
     assert questions == [q for q, _, _ in asked["fixed"]]
     assert list(table.index) == [(q, name) for q in questions for name in ("unchanged", "fixed")]
+    assert list(table.columns) == ["reply", "status", "golden"]  # narrow: the raw replies stay in attrs
     for name, run_id in (("unchanged", prompt_fix.RUN_BASELINE), ("fixed", prompt_fix.RUN_CAPTURED)):
         rows = table.xs(name, level="prompt")
         replies = [b.response["choices"][0]["message"]["content"] for b in load_run(run_id).bindings]
-        assert list(rows["raw reply"]) == replies  # in full: the address reply is over 300 characters
+        assert [table.attrs["raw"][(q, name)] for q in questions] == replies  # in full
+        assert list(rows["reply"]) == [prompt_fix.reply_gist(reply) for reply in replies]
         assert list(rows["status"]) == [result["status"] for _, _, result in asked[name]]
     assert table.loc[(runs.EMPTY_COUNT_QUESTION, "fixed"), "golden"] == "not a golden case"
     assert table.loc[(runs.GOLDEN[1].question, "fixed"), "golden"] == "pass"  # the count case, with a tool_call
     assert table.loc[(runs.GOLDEN[1].question, "unchanged"), "golden"] == "fail"
+    assert prompt_fix.golden_scores(table) == {"unchanged": (0, 3), "fixed": (1, 3)}
 
 
-def test_the_server_change_note_counts_the_replies_that_differ_beyond_whitespace_on_identical_requests():
+def test_a_reply_gist_names_the_kind_and_each_filled_field():
+    gist = prompt_fix.reply_gist
+    assert gist('{"kind": "answer", "tool_args": {"intent": "get_refund"}}') == "answer + intent get_refund"
+    assert gist('{"kind": "answer", "text": "Within 30 days.", "citation_ids": ["p1"]}') == (
+        "answer + text 'Within 30 days.' + cites p1"
+    )
+    assert gist('{"kind": "answer", "text": "' + "x" * 40 + '"}') == f"answer + text '{'x' * 30}'…"
+    assert gist("Customers have 30 days.") == "not JSON"
+    assert gist("[1, 2]") == "not JSON"
+
+
+def test_the_server_change_line_counts_the_replies_that_differ_beyond_whitespace_on_identical_requests():
     note = prompt_fix.server_change()
-    assert "have the same binding keys" in note and "(llama-cpp-python)" in note and "(xllamacpp)" in note
+    assert "(equal binding keys) on xllamacpp as `05-system-smollm2` on llama-cpp-python" in note
     assert "2 of 4 replies differ beyond whitespace" in note
-    assert runs.GOLDEN[1].question in note and runs.GOLDEN[2].question in note
-    assert runs.GOLDEN[0].question not in note  # its replies differ in whitespace only
-    assert "cannot say the server alone changed them" in note and "shows that" not in note
+    assert "no model file, build or machine to say why" in note and "because" not in note
 
 
 def test_the_server_change_note_refuses_to_compare_runs_of_different_requests():
@@ -77,27 +89,32 @@ def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_re
         prompt_test.main([])
 
 
-def test_the_fix_reading_places_the_invented_address_in_the_xllamacpp_runs_only_without_blaming_the_server(tmp_path):
+def test_the_fix_reading_gives_both_scores_and_reads_the_one_request_that_could_show_the_fix(tmp_path):
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
     note = prompt_fix.fix_reading(prompt_fix.comparison_table(asked, tmp_path))
-    assert note.startswith("With the example fixed, 3 of the 4 replies still name `get_refund`.")
-    assert "the same invented address under both prompts" in note and "New York, USA.*" in note
-    assert "does not come from the fix" in note
-    assert "in the runs served by xllamacpp, and in no reply of the earlier run `05-system-smollm2`" in note
-    assert "One reply per request cannot say the server alone caused it." in note
-    assert "came with the server" not in note
-    assert "`\\n` is JSON's escape for a line break" in note
+    assert note.startswith(
+        "**Measured.** Golden set, one request per case at temperature 0: the unchanged prompt "
+        "passes 0/3, the fixed prompt 1/3."
+    )
+    assert "that pass cannot tell the fix from the bug" in note  # the count case passes with get_refund
+    assert f"*{runs.EMPTY_COUNT_QUESTION}* (`cancel_order`)" in note
+    assert "answer + intent get_refund, ending `invalid_output`" in note
+    assert "it did not change the intent: the example is not shown to be the cause" in note
+    assert "3 of the 4 fixed-prompt replies still name `get_refund`." in note
+    assert "the same invented address under both prompts" in note and "New York, USA.*)" in note
 
 
-def test_the_fix_reading_says_nothing_of_the_server_when_the_address_replies_differ(tmp_path):
+def test_the_fix_reading_credits_the_fix_when_the_empty_count_names_its_own_intent(tmp_path):
     asked = prompt_fix.replay_both(trace_dir=tmp_path)
     table = prompt_fix.comparison_table(asked, tmp_path)
-    table.loc[(runs.GOLDEN[2].question, "unchanged"), "raw reply"] = '{"kind": "answer", "text": "Elsewhere."}'
+    table.loc[(runs.EMPTY_COUNT_QUESTION, "fixed"), "reply"] = "tool_call + intent cancel_order"
+    note = prompt_fix.fix_reading(table)
+    assert "tool_call + intent cancel_order" in note and "not shown to be the cause" not in note
+
+
+def test_the_fix_reading_says_nothing_of_the_address_when_its_replies_differ(tmp_path):
+    asked = prompt_fix.replay_both(trace_dir=tmp_path)
+    table = prompt_fix.comparison_table(asked, tmp_path)
+    table.attrs["raw"][(runs.GOLDEN[2].question, "unchanged")] = '{"kind": "answer", "text": "Elsewhere."}'
     note = prompt_fix.fix_reading(table)
     assert "under both prompts" not in note and "from the fix" not in note
-
-
-def test_the_fix_reading_credits_no_server_when_the_earlier_run_holds_the_same_reply(tmp_path):
-    asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    note = prompt_fix.fix_reading(prompt_fix.comparison_table(asked, tmp_path), earlier_run=prompt_fix.RUN_BASELINE)
-    assert "does not come from the fix" in note and "served by xllamacpp" not in note

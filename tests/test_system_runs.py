@@ -233,7 +233,7 @@ def test_the_latency_note_keeps_the_replays_own_time_apart_from_the_recorded_mod
     line = read_trace_lines(system.trace_path)[0]
     recorded = load_run(RUN_CAPTURED).bindings[0].latency_s
     note = latency_note(line)
-    assert f"its model call: {recorded:.0f} s (recorded)" in note
+    assert f"its model call, the whole reply: {recorded:.0f} s (recorded)" in note
     assert "whole request, timed now: under 5 s" in note  # a replay takes milliseconds
     slow = {**line, "latency_ms": 61_000}
     assert "whole request, timed now: 61 s" in latency_note(slow)

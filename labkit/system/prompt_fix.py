@@ -7,12 +7,12 @@ sentence: the value is left open and the three intents are named as choices.
 Two captured runs test the diagnosis on one runtime (the ``local`` extra's
 server): `RUN_BASELINE` holds the lesson's unchanged requests, `RUN_CAPTURED` the
 same requests sent with `SYSTEM_FIXED`. Between them the prompt is the only
-variable; the lesson's first captured run was served by another runtime. What they
-show: with the fix the count question gets a valid ``tool_call``, but three of the four
-replies still name ``get_refund``. The fourth invents the same address under both
-prompts, so it does not come from the fix (`fix_reading`). On these four
-requests the example is not shown to be the cause; the other suspects (the enum's
-first value, refund-saturated evidence) remain.
+variable; the lesson's first captured run was served by another runtime
+(`server_change`). `fix_reading` says what they show: the fixed prompt passes the
+count case, but with ``get_refund``, the value the old example writes anyway; the
+one request whose right intent is another (the empty count) still names
+``get_refund``. On these four requests the example is not shown to be the cause;
+the other suspects (the enum's first value, refund-saturated evidence) remain.
 
 Record both again with ``python -m labkit.course.prompt_test`` (a served model in
 ``LABKIT_BASE_URL`` / ``LABKIT_MODEL``, as for ``labkit record``).
@@ -88,20 +88,46 @@ def replay_both(*, trace_dir: str | Path) -> dict[str, list[tuple[str, str, dict
     }
 
 
+def reply_gist(raw: str) -> str:
+    """Return a reply's shape in a few words: its kind and which fields it fills (the intent named).
+
+    ``{"kind": "answer", "tool_args": {"intent": "get_refund"}}`` reads
+    ``answer + intent get_refund``; text is cut to its first 30 characters. A reply
+    that is not a JSON object reads ``not JSON``.
+    """
+    import json
+
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        return "not JSON"
+    if not isinstance(reply, dict):
+        return "not JSON"
+    parts = [str(reply.get("kind"))]
+    if reply.get("text"):
+        text = str(reply["text"]).split("\n")[0]
+        parts.append(f"text {text[:30]!r}" + ("…" if len(text) > 30 else ""))
+    if reply.get("citation_ids"):
+        parts.append(f"cites {', '.join(map(str, reply['citation_ids']))}")
+    if isinstance(reply.get("tool_args"), dict):
+        parts.append(f"intent {reply['tool_args'].get('intent')}")
+    return " + ".join(parts)
+
+
 def comparison_table(
     asked: dict[str, list[tuple[str, str, dict[str, Any]]]], trace_dir: str | Path
 ) -> Any:
-    """Return one row per request and prompt: the raw reply in full, the status, the golden verdict.
+    """Return one row per request and prompt: the reply's shape (`reply_gist`), status, golden verdict.
 
     Rows are indexed by ``(question, prompt)``, the unchanged prompt first. A request
-    that is no golden case (the empty count) has no verdict: its cell says so.
+    that is no golden case (the empty count) has no verdict: its cell says so. The raw
+    replies stay in the trace files under ``trace_dir``.
     """
     import pandas as pd
 
     from labkit.system.golden import GOLDEN, passed
     from labkit.system.runs import reply_table
     from labkit.system.workflow import read_trace_lines
-    from labkit.tables import text_table
 
     cases = {case.question: case for case in GOLDEN}
     replies = {
@@ -116,29 +142,32 @@ def comparison_table(
         {
             "question": question,
             "prompt": name,
-            "raw reply": replies[name][n],
+            "reply": reply_gist(replies[name][n]),
             "status": result["status"],
             "golden": (
                 ("pass" if passed(result, cases[question]) else "fail")
                 if question in cases
                 else "not a golden case"
             ),
+            "raw": replies[name][n],
         }
         for n in range(len(asked["unchanged"]))
         for name in ("unchanged", "fixed")
         for question, _, result in [asked[name][n]]
     ]
-    return text_table(pd.DataFrame(rows).set_index(["question", "prompt"]))
+    table = pd.DataFrame(rows).set_index(["question", "prompt"])
+    table.attrs["raw"] = table.pop("raw").to_dict()  # the replies in full, for `fix_reading`
+    return table
 
 
 def server_change(*, earlier: str = "05-system-smollm2") -> str:
-    """Return, in Markdown, how the replies to the same requests differ between two servers.
+    """Return one sentence: how many replies differ between ``earlier`` and `RUN_BASELINE`.
 
     ``earlier`` (the lesson's run on llama-cpp-python) and `RUN_BASELINE` (xllamacpp)
-    are compared: whether their binding keys, the hashes of the exact requests, are
-    equal, and how many replies differ once whitespace is removed. The server is inferred
-    from whether the replies carry ``timings``; the runs record no model file, build or machine, so
-    the note does not credit the difference to the server alone.
+    are compared when their binding keys, the hashes of the exact requests, are equal,
+    counting the replies that differ once whitespace is removed. The server is inferred
+    from whether the replies carry ``timings``; the runs record no model file, build or
+    machine, so the sentence credits the difference to nothing.
     """
     from labkit.recording import load_run
     from labkit.system.runs import server_of
@@ -155,62 +184,85 @@ def server_change(*, earlier: str = "05-system-smollm2") -> str:
     def bare(binding: Any) -> str:
         return "".join(binding.response["choices"][0]["message"]["content"].split())
 
-    changed = [b.question for b in before.bindings if bare(b) != bare(keys_after[b.key])]
-    named = ", ".join(f"*{q}*" for q in changed) or "none"
+    changed = sum(bare(b) != bare(keys_after[b.key]) for b in before.bindings)
     return (
-        f"The {len(keys_before)} requests of `{earlier}` ({server_of(before)}) "
-        f"and `{RUN_BASELINE}` ({server_of(after)}) have the same binding keys, the hashes of each exact request: "
-        f"the requests were identical. {len(changed)} of {len(keys_before)} replies differ "
-        f"beyond whitespace: {named}. The server is inferred from whether the replies carry "
-        "`timings`. "
-        "The runs do not record the model file, the build or the machine. "
-        "So one reply per request cannot say the server alone changed them."
+        f"Same {len(keys_before)} requests (equal binding keys) on {server_of(after)} as "
+        f"`{earlier}` on {server_of(before)}: {changed} of {len(keys_before)} replies differ "
+        "beyond whitespace; the runs record no model file, build or machine to say why."
     )
 
 
-def fix_reading(table: Any, *, earlier_run: str = "05-system-smollm2") -> str:
-    """Return, in Markdown, what the fixed prompt changed in the replies of ``table``, `comparison_table`'s result.
+def golden_scores(table: Any) -> dict[str, tuple[int, int]]:
+    """Return, per prompt, ``(golden cases passed, golden cases)`` read from `comparison_table`."""
+    scores = {}
+    for name in ("unchanged", "fixed"):
+        golden = table.xs(name, level="prompt")["golden"]
+        scored = golden[golden != "not a golden case"]
+        scores[name] = (int((scored == "pass").sum()), len(scored))
+    return scores
 
-    It counts the fixed prompt's replies that still name ``get_refund``, and reads the
-    address question's reply under both prompts: when both open their ``text`` with the
-    same sentence, the note says that sentence does not come from the fix, and, when
-    ``earlier_run`` (the other server's run) holds no reply with it, that it appears only
-    in the runs served by xllamacpp, which one reply per request cannot credit to the
-    server alone. It also says when that ``text`` holds ``\\n``, JSON's escape for a line
-    break, which the table prints like a raw line break.
+
+def fix_reading(table: Any) -> str:
+    """Return, in Markdown, what the prompt change measured, read from `comparison_table`'s result.
+
+    It gives both golden scores, names each case whose verdict changed and the intent it
+    passed with, reads the one request whose right intent is not ``get_refund`` (the empty
+    count, no golden case; its right intent is the authored run's), counts the fixed
+    prompt's replies that still name ``get_refund``, and says what one reply per request
+    can and cannot show.
     """
     import json
 
-    from labkit.recording import load_run
-    from labkit.system.golden import GOLDEN
+    from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
+    from labkit.system.runs import AUTHORED_REPLIES
 
-    fixed = list(table.xs("fixed", level="prompt")["raw reply"])
-    naming = sum('"get_refund"' in reply for reply in fixed)
-    address = GOLDEN[2].question
-    raw = {name: table.loc[(address, name), "raw reply"] for name in ("unchanged", "fixed")}
-    texts = {name: str(json.loads(reply).get("text") or "") for name, reply in raw.items()}
-    opening = {name: text.split("\n")[0] for name, text in texts.items()}
-    note = f"With the example fixed, {naming} of the {len(fixed)} replies still name `get_refund`."
-    if opening["unchanged"] and opening["unchanged"] == opening["fixed"]:
-        note += (
-            f" The address question gets the same invented address under both prompts: "
-            f"*{opening['fixed']}* So it does not come from the fix."
+    scores = golden_scores(table)
+    (u, n), (f, _) = scores["unchanged"], scores["fixed"]
+    note = [
+        f"**Measured.** Golden set, one request per case at temperature 0: the unchanged prompt "
+        f"passes {u}/{n}, the fixed prompt {f}/{n}."
+    ]
+    for case in GOLDEN:
+        verdicts = {p: table.loc[(case.question, p), "golden"] for p in ("unchanged", "fixed")}
+        if verdicts["unchanged"] != verdicts["fixed"]:
+            reply = table.loc[(case.question, "fixed"), "reply"]
+            said = f"*{case.question}* {'passes' if verdicts['fixed'] == 'pass' else 'fails'} "
+            said += f"under the fixed prompt ({reply})"
+            if "intent get_refund" in reply:
+                said += ", with the value the old example writes: that pass cannot tell the fix from the bug"
+            note.append(said + ".")
+    right = json.loads(AUTHORED_REPLIES[EMPTY_COUNT_QUESTION])["tool_args"]["intent"]
+    fixed_reply = table.loc[(EMPTY_COUNT_QUESTION, "fixed"), "reply"]
+    status = table.loc[(EMPTY_COUNT_QUESTION, "fixed"), "status"]
+    note.append(
+        f"The one request whose right intent is not `get_refund` is *{EMPTY_COUNT_QUESTION}* "
+        f"(`{right}`), and it is no golden case: under the fixed prompt its reply is "
+        f"{fixed_reply}, ending `{status}`."
+    )
+    if f"intent {right}" not in fixed_reply:
+        note.append(
+            "So on the one request that could show the fix at work, it did not change the intent:"
+            " the example is not shown to be the cause, and the other suspects remain."
         )
-        earlier = [
-            str(b.response["choices"][0]["message"]["content"])
-            for b in load_run(earlier_run).bindings
-            if b.response
-        ]
-        if not any(opening["fixed"] in reply for reply in earlier):
-            note += (
-                " It appears in the runs served by xllamacpp, and in no reply of"
-                f" the earlier run `{earlier_run}`. One reply per request cannot say"
-                " the server alone caused it."
-            )
-    if "\\n" in raw["fixed"]:
-        note += (
-            " Inside the address replies' `text`, `\\n` is JSON's escape for a line break, which"
-            " strict parsing accepts. Every other `\\n` in the table is a raw line break outside"
-            " any string."
+    fixed = list(table.xs("fixed", level="prompt")["reply"])
+    naming = sum("intent get_refund" in reply for reply in fixed)
+    note.append(f"{naming} of the {len(fixed)} fixed-prompt replies still name `get_refund`.")
+    raw = table.attrs.get("raw", {})
+    address = [str(raw.get((GOLDEN[2].question, p), "")) for p in ("unchanged", "fixed")]
+    texts = [str(_text_of(reply)).split("\n")[0] for reply in address]
+    if texts[0] and texts[0] == texts[1]:
+        note.append(
+            f"The address question gets the same invented address under both prompts "
+            f"(*{texts[0]}*), so that reply does not come from the fix."
         )
-    return note
+    return " ".join(note)
+
+
+def _text_of(raw: str) -> str:
+    import json
+
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        return ""
+    return str(reply.get("text") or "") if isinstance(reply, dict) else ""

@@ -386,7 +386,10 @@ def latency_note(line: dict[str, Any]) -> str:
         call = "none (no model ran)"
     else:
         call = f"{generate['latency_ms'] / 1000:.0f} s ({generate['latency_source']})"
-    return f"{line['question']}\n  whole request, timed now: {now}\n  its model call: {call}"
+    return (
+        f"{line['question']}\n  whole request, timed now: {now}\n"
+        f"  its model call, the whole reply: {call}"
+    )
 
 
 def model_request(line: dict[str, Any]) -> list[dict[str, Any]]:
