@@ -229,5 +229,5 @@ def test_score_floor_findings_say_which_end_of_the_band_is_in_and_the_traces_agr
     assert "a floor of exactly 0.553 still sends the timestamp question's cited passage" in text
     for question in (QUESTIONS["not_in_docs"], QUESTIONS["answered"]):  # the rule keeps a score equal to the floor
         best = index.store.similarity_search_with_score(question, k=1)[0][1]
-        kept = trace_request(question, index, authored, select=lambda r: [d for d, s in r if s >= best])
+        kept = trace_request(question, index, authored, select=lambda r, best=best: [d for d, s in r if s >= best])
         assert len(kept.trace.first("context_selected").data["chunk_ids"]) == 1
