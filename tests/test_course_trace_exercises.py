@@ -134,10 +134,15 @@ def test_score_floor_check_refuses_reading_the_findings(index, adapters):
         check_score_floor(via_findings, RIGHT, 0.6, index, adapters)
 
 
-def test_score_floor_check_counts_wrong_predictions_without_naming_them(index, adapters):
-    wrong = {**RIGHT, "ranking": (1, "completed")}
-    with pytest.raises(AssertionError, match=r"^1 of 3 predictions do not match what happens$"):
-        check_score_floor(floor_band, wrong, 0.6, index, adapters)
+def test_score_floor_check_says_neither_how_many_predictions_are_wrong_nor_which(index, adapters):
+    one_wrong = {**RIGHT, "ranking": (1, "completed")}
+    all_wrong = {name: (3, "completed") for name in RIGHT}
+    messages = set()
+    for wrong in (one_wrong, all_wrong):
+        with pytest.raises(AssertionError, match=r"^the predictions do not all match what happens") as raised:
+            check_score_floor(floor_band, wrong, 0.6, index, adapters)
+        messages.add(str(raised.value))
+    assert len(messages) == 1  # one wrong and three wrong read the same
     with pytest.raises(AssertionError, match="keep the floor as given"):
         check_score_floor(floor_band, RIGHT, 0.5, index, adapters)
 
@@ -207,3 +212,22 @@ def test_score_floor_findings_band_follows_the_scores(index, adapters, authored)
     text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
     assert "a floor above 0.227 and at most 0.568 keeps" in text  # without the timestamp question
     assert "in that band drops" not in text  # the ranking question cites one passage, scored above the band
+
+
+def test_score_floor_findings_say_which_end_of_the_band_is_in_and_the_traces_agree(index, adapters, authored):
+    from labkit.course.trace_exercises import score_floor_findings
+    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
+
+    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
+    defaults = {
+        "backup": trace_request(QUESTIONS["not_in_docs"], index, authored),
+        "timestamp": trace_request(QUESTIONS["answered"], index, authored),
+        "ranking": trace_request(RANKING_QUESTION, index, adapters["ranking"]),
+    }
+    text = score_floor_findings(at_floor, defaults, 0.6)
+    assert "a floor of exactly 0.227 still sends the backup question's best passage" in text
+    assert "a floor of exactly 0.553 still sends the timestamp question's cited passage" in text
+    for question in (QUESTIONS["not_in_docs"], QUESTIONS["answered"]):  # the rule keeps a score equal to the floor
+        best = index.store.similarity_search_with_score(question, k=1)[0][1]
+        kept = trace_request(question, index, authored, select=lambda r, best=best: [d for d, s in r if s >= best])
+        assert len(kept.trace.first("context_selected").data["chunk_ids"]) == 1

@@ -372,17 +372,27 @@ def test_an_unrecorded_question_says_why_retrieval_was_refused(index):
     assert traced.status == "retrieval_refused" and "no recorded embedding" in traced.error
 
 
-def test_an_empty_index_is_not_searched_and_says_no_documentation_was_found():
+def test_an_empty_index_is_searched_finds_nothing_and_says_no_documentation_was_found():
     empty = load_docs_index(empty=True)
+    searched = []
+    search = empty.store.similarity_search_with_score
 
-    def refuse(question, k):
-        raise AssertionError("an empty index must not be searched")
+    def spy(question, k):
+        searched.append(question)
+        return search(question, k=k)
 
-    empty.store.similarity_search_with_score = refuse
+    empty.store.similarity_search_with_score = spy
     traced = trace_request(ANSWERED, empty, NeverCalled())
+    assert searched == [ANSWERED]  # the real store ran the search the event records
+    assert traced.trace.first("retrieval_completed").data["candidates"] == []
     assert traced.trace.first("model_skipped").data == {"reason": "empty_context"}
     assert traced.result["answer"] == "No documentation was found for this question."
     assert traced.request_key == request_key(ANSWERED, empty.identity) and traced.result["question"] == ANSWERED
+
+
+def test_an_unrecorded_question_on_an_empty_index_is_refused_like_on_the_full_one():
+    traced = trace_request("What does shutil.move do?", load_docs_index(empty=True), NeverCalled())
+    assert traced.trace.kinds() == ["request_accepted", "retrieval_refused"]
 
 
 def test_a_refused_replay_records_each_differing_field_with_its_note_when_it_has_one(index):

@@ -80,7 +80,8 @@ def check_score_floor(
     fate) at ``floor``, a fate from `FLOOR_FATES`. At the floor each question's
     recorded reply (from its adapter in ``adapters``) is given again as a probe:
     ``app answers`` when no passage is kept, else whether the checks completed or
-    rejected it. The check says how many predictions are wrong, never which.
+    rejected it. The check says only whether all three are right, never how many or which,
+    so trying values one question at a time does not find them.
 
     ``floor_band(traced)`` receives completed requests traced with the app's own
     rule, by name, at least one answered and one ``not_in_docs``. It must return
@@ -102,9 +103,11 @@ def check_score_floor(
     if wrong_cases:
         raise AssertionError(f"floor_band is wrong for: {wrong_cases[0]}")
     at_floor = {name: _same_reply(q, index, adapters[name], _at_least(floor)) for name, q in questions.items()}
-    wrong = sum(tuple(predicted.get(name, ())) != (len(_kept(t)), _fate(t)) for name, t in at_floor.items())
-    if wrong:
-        raise AssertionError(f"{wrong} of 3 predictions do not match what happens")
+    if any(tuple(predicted.get(name, ())) != (len(_kept(t)), _fate(t)) for name, t in at_floor.items()):
+        raise AssertionError(
+            "the predictions do not all match what happens: work each one out from its candidate table "
+            "(which scores reach the floor, and which sources the recorded reply cites)"
+        )
     return at_floor
 
 
@@ -175,8 +178,8 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
     floor inside that band still drops.
     """
     lines = []
-    needed: list[float] = []  # per answered question: the score a floor must not pass to keep every cited source
-    unneeded: list[float] = []  # per other question: the best score, which a floor must pass to drop them all
+    needed: dict[str, float] = {}  # per answered question: the score a floor must not pass to keep every cited source
+    unneeded: dict[str, float] = {}  # per other question: the best score, which a floor must pass to drop them all
     cited_passages: list[tuple[str, dict[str, Any]]] = []  # (question, candidate) for every cited source's passage
     for name, default in defaults.items():
         traced = at_floor[name]
@@ -185,10 +188,10 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
         candidates = _event_data(default, "retrieval_completed")["candidates"]
         if answered and result is not None:
             best = {s: max(c["score"] for c in candidates if c["source_id"] == s) for s in result["source_ids"]}
-            needed.append(min(best.values()))
+            needed[name] = min(best.values())
             cited_passages += [(name, c) for c in candidates if c["source_id"] in best]
         else:
-            unneeded.append(max(c["score"] for c in candidates))
+            unneeded[name] = max(c["score"] for c in candidates)
         if _fate(traced) == "app answers" and answered:
             lines.append(
                 f"The {name} question: no passage scores {floor} or more, so the app answers not_in_docs itself, "
@@ -202,11 +205,17 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
                 "so the checks reject it. The best-scored passage need not be the one the answer needs."
             )
     if needed and unneeded:
-        low, high = max(unneeded), min(needed)
+        dropped, tightest = max(unneeded, key=unneeded.__getitem__), min(needed, key=needed.__getitem__)
+        low, high = unneeded[dropped], needed[tightest]
         lines.append(
             f"An app has one floor for every question. On these {len(defaults)} questions, a floor above "
             f"{low:.3f} and at most {high:.3f} keeps a passage of every cited source and drops "
             f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}."
+        )
+        lines.append(
+            f"The ends are scores: a floor of exactly {low:.3f} still sends the {dropped} question's best passage "
+            f"(the rule keeps a score equal to the floor), so {low:.3f} is outside; a floor of exactly "
+            f"{high:.3f} still sends the {tightest} question's cited passage, so {high:.3f} is inside."
         )
         inside = [(name, c) for name, c in cited_passages if low < c["score"] < high]
         if inside:
@@ -216,7 +225,10 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
                 f"passage of {c['source_id']}: a band that keeps each cited source can still drop a passage "
                 "the answer relies on."
             )
-        lines.append("So few questions cannot show that any floor suits the next one.")
+        lines.append(
+            "This band describes these questions, not a setting: so few questions cannot show that any floor "
+            "suits the next one."
+        )
     return "\n".join(lines)
 
 

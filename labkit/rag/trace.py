@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.embeddings import SavedEmbeddings, UnrecordedText, register_embedding_set
 from labkit.errors import LabkitError, validation_problems
-from labkit.paths import fixtures_dir, relative_to_root
+from labkit.paths import fixtures_dir, portable_text, relative_to_root
 from labkit.traces import Trace, run_identity
 
 #: The splitter settings; they are part of the logical index identity.
@@ -316,8 +316,7 @@ def trace_request(
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``adapter`` is the model side, as `connect` returns it. ``select`` picks the context (default `keep_all`),
-    ``reply_override`` replaces the reply for a probe, and ``edit`` changes the messages after assembly."""
+    ``select`` picks the context (default `keep_all`); ``reply_override`` and ``edit`` serve probes and edits."""
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
         trace.emit("request_rejected", reason="blank_question", **run_identity(adapter))
@@ -333,8 +332,9 @@ def trace_request(
     try:
         selected = retrieve_context(question, index, trace, k=k, select=select)
     except UnrecordedText as exc:
-        trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=str(exc))
-        return TracedRequest(question, key, "retrieval_refused", trace, error=str(exc))
+        error = portable_text(str(exc))  # a file it names, relative to the repository
+        trace.emit("retrieval_refused", reason="unrecorded_query_embedding", error=error)
+        return TracedRequest(question, key, "retrieval_refused", trace, error=error)
     if not selected:
         trace.emit("model_skipped", reason="empty_context")
         reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
@@ -405,7 +405,7 @@ def retrieve_context(
     question: str, index: DocsIndex, trace: Trace, *, k: int = K, select: Select | None = None
 ) -> list[Any]:
     """Search the index, record the ranked candidates, and record the passages ``select`` keeps as context."""
-    ranked = index.store.similarity_search_with_score(question, k=k) if index.chunks else []
+    ranked = index.store.similarity_search_with_score(question, k=k)  # an empty store returns []
     candidates = [
         {
             "rank": rank,
