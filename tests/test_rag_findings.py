@@ -56,7 +56,8 @@ def test_the_experiments_summary_says_what_n_can_separate_and_names_the_settings
     experiments = _grid(lambda k, size, rerank: 1 if (k, size, rerank) == (1, 300, False) else 6)
     text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
     assert "6/26 [0.11, 0.42]" in text
-    assert "2 hits or fewer, or 11 or more" in text
+    assert "2 hits or fewer, or 11 or more, to differ from it: 26 questions can show only a change" in text
+    assert "that far, lose 4 or gain 5." in text
     assert "`k=1, chunk=300, rerank=off` (lower)" in text
     assert "Every one-variable change above ties with it." in text
     assert "would score 0/26 instead of 6/26" in text

@@ -152,6 +152,16 @@ def separable(hits: int, n: int) -> tuple[int, int]:
     return below, above
 
 
+def power(hits: int, n: int, below: int, above: int) -> str:
+    """Say how many hits a setting must lose or gain to differ from ``hits`` of ``n`` (`separable`'s counts)."""
+    moves = []
+    if below >= 0:
+        moves.append(f"lose {hits - below}")
+    if above <= n:
+        moves.append(f"gain {above - hits}")
+    return f": {n} questions can show only a change that moves it that far, {' or '.join(moves)}" if moves else ""
+
+
 def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) -> Any:
     """Render what the one-variable experiments can separate at their n, their verdicts, and the page trap.
 
@@ -171,7 +181,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     )
     return _markdown(
         f"The baseline finds a labelled page for {_rate(hits, n)}. By the interval rule, a setting needs"
-        f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it. {verdicts}"
+        f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it"
+        f"{power(hits, n, below, above)}. {verdicts}"
         f" Of all {len(experiments)} settings, those outside the interval change more than one setting:"
         f" {'; '.join(apart) or 'none'}. With the unconverted zero-based labels, the baseline would score"
         f" {trap['unconverted']}/{trap['n']} instead of {trap['converted']}/{trap['n']}."
