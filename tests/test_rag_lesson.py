@@ -265,6 +265,9 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
         "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
         " The interval rule lets through differences that chance could explain."
         " Each pair is its own test at 0.05, so over 1 tests some fall below it by chance."
+        " Power: the paired test can call a difference only when at least 6 questions disagree, all one way"
+        " (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
+        " A tie says the test cannot tell, not that the settings are equal."
     )
     assert paired_reading(_two_of_six()[:1]) == (
         "Of 0 pairs of settings, the interval rule calls 0 a difference and the paired test 0."
@@ -293,6 +296,70 @@ def test_failed_trials_are_counted_per_cause_and_path_with_an_unknown_cause_name
     assert table.loc["reply cut off (max_tokens)"].tolist() == [0, 1]
     assert table.loc["InvalidReply"].tolist() == [1, 0]
     assert table.loc["total"].tolist() == [3, 3]
+
+
+def test_the_fewest_disagreements_are_those_whose_one_way_split_falls_below_alpha():
+    from labkit.rag.lesson import fewest_disagreements
+    from labkit.rag.metrics import paired_p
+
+    assert fewest_disagreements() == 6
+    assert paired_p(6, 0) < 0.05 <= paired_p(5, 0)
+    assert fewest_disagreements(0.01) == 8
+
+
+def test_failed_trials_name_how_many_of_each_cause_max_tokens_cut():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import failure_causes
+
+    run = SimpleNamespace(
+        errors={
+            "rag": {
+                "a": "InvalidReply: (Invalid JSON: control character (\\u0000-\\u001F)",
+                "b": "InvalidReply: EOF while parsing",
+            },
+            "naive": {"a": "InvalidCitation: outside"},
+        }
+    )
+    table = failure_causes(run, cut={("rag", "a"), ("rag", "b")})
+    assert list(table.columns) == [
+        ("naive", "failed"),
+        ("naive", "cut"),
+        ("rag", "failed"),
+        ("rag", "cut"),
+    ]
+    assert table.loc["raw line break inside a string"].tolist() == [0, 0, 1, 1]
+    assert table.loc["cites outside the context"].tolist() == [1, 0, 0, 0]
+    assert table.loc["total"].tolist() == [1, 0, 2, 2]
+
+
+def test_every_cut_reply_of_the_captured_run_is_a_failed_trial():
+    from labkit.rag.lesson import cut_trials, measured
+    from labkit.rag.questions import load_questions
+    from labkit.rag.runs import RUN_CAPTURED
+
+    cut = cut_trials(RUN_CAPTURED, load_questions())
+    counts = measured(RUN_CAPTURED)["cut_by_max_tokens"]
+    assert {path: sum(p == path for p, _ in cut) for path in ("naive", "rag")} == counts.to_dict()
+
+
+def test_question_moves_lists_the_questions_each_one_variable_change_won_and_lost():
+    from labkit.rag.lesson import question_moves
+
+    def exp(name, k, size, rerank, hits):
+        settings = {"k": k, "chunk_size": size, "rerank": rerank}
+        return Experiment(name, settings, {f"labkit_filings_00{i}": h for i, h in enumerate(hits)})
+
+    experiments = [
+        exp("base", 5, 800, True, [True, True, False, False]),
+        exp("k8", 8, 800, True, [True, True, True, False]),
+        exp("off", 5, 800, False, [False, True, False, True]),
+        exp("two", 8, 300, True, [True, True, True, True]),  # changes two settings: not listed
+    ]
+    table = question_moves(experiments)
+    assert table.experiment.tolist() == ["k8", "off"]
+    assert table.set_index("experiment").loc["k8"].tolist() == ["k", "002", "-", 1]
+    assert table.set_index("experiment").loc["off"].tolist() == ["rerank", "003", "000", 0]
 
 
 def test_a_bench_retriever_becomes_an_experiment_of_its_page_hits_per_answerable_question():

@@ -66,3 +66,16 @@ def test_retrieval_is_graded_for_every_question_when_every_reply_fails():
     good = grade(questions, authored.rag, path="rag", retrieval=authored.retrieval).set_index("id")
     assert answerable_rows["page_hit"].tolist() == good.loc[answerable_rows.index, "page_hit"].tolist()
     assert answerable_rows["page_hit"].sum() > 0
+
+
+class UnreachableModel:
+    """Fails every request as a lost connection would: an error that is not a bad reply."""
+
+    def generate(self, question, messages, **settings):
+        raise ConnectionError("the model server went away")
+
+
+def test_an_error_that_is_not_a_bad_reply_stops_the_run_instead_of_becoming_a_failed_trial():
+    questions = load_questions()[:2]
+    with pytest.raises(ConnectionError, match="went away"):
+        make_requests(UnreachableModel(), questions=questions)

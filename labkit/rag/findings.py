@@ -129,8 +129,9 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
         f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
         + (
             " It is a vacuous tie: with no correct answer on either path, this run cannot show what retrieval"
-            " adds for this model. The authored run is written by the course, so it is no evidence either: this"
-            " notebook cannot show that retrieval helps a model answer."
+            " adds for this model. The authored run is written by the course, so it is no evidence either: its"
+            " `rag` row beats its `naive` row because the course wrote it so. So this notebook cannot show that"
+            " retrieval helps a model answer."
             if vacuous
             else ""
         )
@@ -149,6 +150,16 @@ def separable(hits: int, n: int) -> tuple[int, int]:
     below = max((h for h in range(hits) if tie_or_difference((hits, n), (h, n)) != "a tie"), default=-1)
     above = min((h for h in range(hits + 1, n + 1) if tie_or_difference((hits, n), (h, n)) != "a tie"), default=n + 1)
     return below, above
+
+
+def power(hits: int, n: int, below: int, above: int) -> str:
+    """Say how many hits a setting must lose or gain to differ from ``hits`` of ``n`` (`separable`'s counts)."""
+    moves = []
+    if below >= 0:
+        moves.append(f"lose {hits - below}")
+    if above <= n:
+        moves.append(f"gain {above - hits}")
+    return f": {n} questions can show only a change that moves it that far, {' or '.join(moves)}" if moves else ""
 
 
 def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) -> Any:
@@ -170,7 +181,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     )
     return _markdown(
         f"The baseline finds a labelled page for {_rate(hits, n)}. By the interval rule, a setting needs"
-        f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it. {verdicts}"
+        f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it"
+        f"{power(hits, n, below, above)}. {verdicts}"
         f" Of all {len(experiments)} settings, those outside the interval change more than one setting:"
         f" {'; '.join(apart) or 'none'}. With the unconverted zero-based labels, the baseline would score"
         f" {trap['unconverted']}/{trap['n']} instead of {trap['converted']}/{trap['n']}."
@@ -244,12 +256,11 @@ def _equity_reading(record: dict[str, Any], not_sent: str) -> str:
     )
 
 
-def bench_reading(
-    questions: list[FilingQuestion], shared: Any, own: Any, sample: Any, experiments: list[Experiment]
-) -> Any:
+def bench_reading(questions: list[FilingQuestion], shared: Any, own: Any, sample: Any) -> Any:
     """Render the one reading of the retriever bench (`labkit.rag.lesson.bench_table`): the verdicts per store
-    against the reference retriever, the rerank's ceiling, how the bench's figures relate to the experiments'
-    (two different retrievers that can land on the same count), and why neither other store generalizes.
+    against the reference retriever, the rerank's ceiling, and why neither other store generalizes.
+
+    The bench's retrievers rank distinct pages, so no count of theirs is set against the one-variable experiments'.
     """
     from labkit.rag.lesson import REFERENCE_RETRIEVER, bench_counts, versus_counts
     from labkit.rag.retrievers import question_rows
@@ -272,16 +283,9 @@ def bench_reading(
             )
         )
     staged = [r["candidate_hit"] for r in question_rows(questions, shared, ks=(5,)) if r["candidate_hit"] is not None]
-    setting = {(e.settings["k"], e.settings["chunk_size"], e.settings["rerank"]): e for e in experiments}
-    on, off = setting[(5, 800, True)], setting[(5, 800, False)]
-    bench = counts["shared store"]
     lines.append(
-        f"- The rerank's ceiling on the shared store, its candidate recall@12, is {sum(staged)}/{len(staged)}."
-        f" The bench's `{REFERENCE_RETRIEVER}` finds {bench[REFERENCE_RETRIEVER][0]}/{bench[REFERENCE_RETRIEVER][1]}"
-        f" and the experiments' baseline {sum(on.hits.values())}/{len(on.hits)}. They are different retrievers (above)"
-        + (": the equal count is a coincidence." if sum(on.hits.values()) == bench[REFERENCE_RETRIEVER][0] else ".")
-        + f" FAISS alone finds {bench['faiss'][0]}/{bench['faiss'][1]} here against"
-        f" {sum(off.hits.values())}/{len(off.hits)} with the rerank off above, where one page can fill several places."
+        f"- The rerank's ceiling on the shared store, its candidate recall@12, is {sum(staged)}/{len(staged)}:"
+        " no reordering of FAISS's twelve candidates can send a labelled page for more questions than that."
     )
     lines.append(
         "- The single-document store is told each question's filing. A deployment must first find that filing,"
@@ -293,8 +297,9 @@ def bench_reading(
     lines.append(
         f"- The FinanceBench sample holds {n['measured']} of FinanceBench's {n['questions']} questions (those whose"
         f" PDF the sample has), over {n['documents_measured']} filings; {novel} of the {n['measured']} are novel-generated."
-        " It is not representative of FinanceBench. A context line added to each of its chunks names company, kind"
-        " and period; here only a page's last chunk does, in its footer."
+        " It is not representative of FinanceBench, and its chunking differs from ours: a context line added to"
+        " each of its chunks names company, kind and period, where here only a page's last chunk does, in its"
+        " footer. So read its column on its own, not against the other two."
     )
     return _markdown("\n".join(lines))
 
@@ -329,53 +334,4 @@ def partial_reading(questions: list[FilingQuestion], runs: Mapping[str, Any]) ->
         f" two figures or more can be met in part: {len(multi)} of the {answerable} answerable references"
         f" ({ids}). Their {sum(outcomes.values())} trials in these runs were: {seen or 'none'}."
         + ("" if outcomes["partial"] else " None states one figure without the other, hence the 0.")
-    )
-
-
-#: Two shares of short passages closer than this are read as about the same: no interval is computed for them.
-SAME_SHARE = 0.05
-
-
-def _share_word(share: float, other: float) -> str:
-    """``a larger share than``, ``a smaller share than`` or ``about the same share as``, by `SAME_SHARE`."""
-    if abs(share - other) < SAME_SHARE:
-        return "about the same share as"
-    return "a larger share than" if share > other else "a smaller share than"
-
-
-def short_passage_reading(questions: list[FilingQuestion], index: Any, *, k: int = 5) -> Any:
-    """Compare the share of short passages (under `SHORT_PASSAGE` characters) in the index, among FAISS's candidates,
-    in FAISS's first ``k`` and in the ``k`` the BM25 rerank sends, over every question of ``questions``."""
-    from labkit.rag.answer import CANDIDATES, FilingsRAG
-    from labkit.rag.lesson import SHORT_PASSAGE
-
-    def short(texts: list[str]) -> tuple[int, int]:
-        return sum(len(t) < SHORT_PASSAGE for t in texts), len(texts)
-
-    faiss, bm25 = FilingsRAG(index, model=None, rerank=False), FilingsRAG(index, model=None)
-    candidates = [faiss.retrieve(q.question, k=CANDIDATES)[1] for q in questions]
-    shares = {
-        "the index's chunks": short([c.page_content for c in index.chunks]),
-        f"FAISS's {CANDIDATES} candidates": short([s["chunk_text"] for found in candidates for s in found]),
-        f"FAISS's first {k}": short([s["chunk_text"] for found in candidates for s in found[:k]]),
-        f"the {k} the BM25 rerank sends": short(
-            [s["chunk_text"] for q in questions for s in bm25.retrieve(q.question, k=k)[1]]
-        ),
-    }
-    listed = "; ".join(f"{name} {n_short}/{n} ({n_short / n:.1%})" for name, (n_short, n) in shares.items() if n)
-    share = {name: n_short / n if n else 0.0 for name, (n_short, n) in shares.items()}
-    stored, offered, first, sent = share.values()
-    return _markdown(
-        f"Passages under {SHORT_PASSAGE} characters, over the {len(questions)} questions: {listed}. "
-        + (
-            "The search already brings them in: FAISS's candidates hold a larger share than the index."
-            if offered > stored
-            else "FAISS's candidates hold no larger share than the index."
-        )
-        + f" BM25 weighs a shared word more in a passage shorter than average; of these candidates, its"
-        f" rerank sends {_share_word(sent, offered)} it was offered, and {_share_word(sent, first)} FAISS's own"
-        f" first {k} (shares within {SAME_SHARE * 100:.0f} percentage points of each other are called about the same)."
-        " These count passages, and one question's passages are not independent, so no interval is given: they"
-        " describe this question set. They cannot show that a short passage costs an answer (one can hold the"
-        " figure)."
     )

@@ -148,19 +148,43 @@ def failure_cause(error: str) -> str:
     return next((cause for cause, text in FAILURE_CAUSES.items() if text in error), error.split(":")[0])
 
 
-def failure_causes(run: Any) -> Any:
-    """Return the count of failed trials per cause (`failure_cause`) and path, one row per cause, a total row last."""
+def cut_trials(run_id: str, questions: list[FilingQuestion]) -> set[tuple[str, str]]:
+    """Return the (path, financebench_id) of every trial of a captured run whose reply ``max_tokens`` stopped."""
+    from labkit.recording import load_run
+
+    by_text = {q.question: q.financebench_id for q in questions}
+    cut = set()
+    for binding in load_run(run_id).bindings:
+        question = binding.question or ""
+        if ((binding.response or {}).get("choices") or [{}])[0].get("finish_reason") == "length":
+            path = "naive" if question.startswith("naive: ") else "rag"
+            cut.add((path, by_text[question.removeprefix("naive: ")]))
+    return cut
+
+
+def failure_causes(run: Any, *, cut: set[tuple[str, str]] | None = None) -> Any:
+    """Return the count of failed trials per cause (`failure_cause`) and path, one row per cause, a total row last.
+
+    With ``cut`` (`cut_trials`), each path gets a second column: how many of those trials ``max_tokens`` cut. A
+    cut reply is counted under the first fault the parser meets, which can be a raw line break before the cut.
+    """
     import pandas as pd
 
     rows = [
-        {"path": path, "cause": failure_cause(error)}
+        {"path": path, "cause": failure_cause(error), "cut": (path, qid) in (cut or set())}
         for path, errors in run.errors.items()
-        for error in errors.values()
+        for qid, error in errors.items()
     ]
-    frame = pd.DataFrame(rows, columns=["path", "cause"])
-    table = pd.crosstab(frame["cause"], frame["path"]).reindex(columns=sorted(run.errors), fill_value=0)
+    frame = pd.DataFrame(rows, columns=["path", "cause", "cut"])
+    paths = sorted(run.errors)
+    table = pd.crosstab(frame["cause"], frame["path"]).reindex(columns=paths, fill_value=0)
+    if cut is not None:
+        cuts = pd.crosstab(frame["cause"], frame["path"], values=frame["cut"], aggfunc="sum")
+        cuts = cuts.reindex(index=table.index, columns=paths).fillna(0).astype(int)
+        table = pd.concat({"failed": table, "cut": cuts}, axis=1).swaplevel(axis=1)
+        table = table[[(path, part) for path in paths for part in ("failed", "cut")]]
     table.loc["total"] = table.sum()
-    table.columns.name = None
+    table.columns.names = [None] * table.columns.nlevels
     return table
 
 
@@ -216,6 +240,17 @@ def versus(experiment: Experiment, baseline: Experiment) -> str:
     )
 
 
+def _one_variable_choice(experiments: list[Experiment], k: int, chunk_size: int) -> list[tuple[str, Experiment]]:
+    """The baseline and each experiment that changes one setting from it, with the setting's name."""
+
+    def varies(e: Experiment) -> str | None:
+        s = e.settings
+        changed = [name for name, base in (("k", k), ("chunk_size", chunk_size), ("rerank", True)) if s[name] != base]
+        return "baseline" if not changed else changed[0] if len(changed) == 1 else None
+
+    return [(v, e) for e in experiments if (v := varies(e))]
+
+
 def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int = CHUNKING[0]) -> Any:
     """Return the experiments that change one setting from the baseline (k=5, chunk 800, reranking on).
 
@@ -225,18 +260,42 @@ def one_variable(experiments: list[Experiment], *, k: int = 5, chunk_size: int =
     from labkit.rag.metrics import experiments_table, wilson_interval
     from labkit.tables import interval
 
-    def varies(e: Experiment) -> str | None:
-        s = e.settings
-        changed = [name for name, base in (("k", k), ("chunk_size", chunk_size), ("rerank", True)) if s[name] != base]
-        return "baseline" if not changed else changed[0] if len(changed) == 1 else None
-
-    chosen = [(varies(e), e) for e in experiments if varies(e)]
+    chosen = _one_variable_choice(experiments, k, chunk_size)
     baseline = next(e for v, e in chosen if v == "baseline")
     table = experiments_table([e for _, e in chosen])
     table.insert(0, "varies", [v for v, _ in chosen])
     table["ci95"] = [interval(*wilson_interval(sum(e.hits.values()), len(e.hits))) for _, e in chosen]
     table["vs_baseline"] = [versus(e, baseline) for _, e in chosen]
     return table.sort_values(["varies", "k", "chunk_size", "rerank"], ignore_index=True)
+
+
+def question_moves(experiments: list[Experiment], *, k: int = 5, chunk_size: int = CHUNKING[0]) -> Any:
+    """Return, for each one-variable change (`one_variable`), the questions it won and lost against the baseline.
+
+    ``won`` lists the question ids the change hits and the baseline misses, ``lost`` the reverse; a count that
+    ties can hide questions moving both ways. ``net`` is won minus lost: the change in the hit count.
+    """
+    import pandas as pd
+
+    chosen = _one_variable_choice(experiments, k, chunk_size)
+    baseline = next(e for v, e in chosen if v == "baseline")
+
+    def ids(a: Experiment, b: Experiment) -> list[str]:
+        return [qid[-3:] for qid, hit in sorted(a.hits.items()) if hit and not b.hits[qid]]
+
+    rows = [
+        {
+            "varies": v,
+            "experiment": e.name,
+            "won": ", ".join(ids(e, baseline)) or "-",
+            "lost": ", ".join(ids(baseline, e)) or "-",
+            "net": len(ids(e, baseline)) - len(ids(baseline, e)),
+        }
+        for v, e in chosen
+        if e is not baseline
+    ]
+    table = pd.DataFrame(rows, columns=["varies", "experiment", "won", "lost", "net"])
+    return text_table(table.sort_values(["varies", "experiment"], ignore_index=True))
 
 
 #: Exercise A's significance level: the paired test calls a difference only when its p-value is below it.
@@ -283,21 +342,31 @@ def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment]) -> 
         assert got == _paired(a, b), f"{a.name} against {b.name}: that is not the paired test's verdict"
 
 
+def fewest_disagreements(alpha: float = ALPHA) -> int:
+    """Return the fewest disagreeing questions, all one way, for which the exact paired test's p is below ``alpha``."""
+    return next(d for d in range(1, 1000) if paired_p(d, 0) < alpha)
+
+
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
     When the paired test calls fewer, the sentence says the interval rule let through differences chance could explain.
-    It also warns that many tests at `ALPHA` each pass some pairs by chance alone.
+    It also warns that many tests at `ALPHA` each pass some pairs by chance alone, and says the test's power: the
+    fewest disagreements (`fewest_disagreements`) it needs, however many questions agree.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
     by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
     by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
     looser = " The interval rule lets through differences that chance could explain." if by_test < by_interval else ""
+    fewest = fewest_disagreements()
     return (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
         f" and the paired test {by_test}.{looser}"
         + (
             f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
+            f" Power: the paired test can call a difference only when at least {fewest} questions disagree, all"
+            f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
+            " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
             if pairs
             else ""
         )
