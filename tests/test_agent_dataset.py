@@ -67,3 +67,10 @@ def test_mislabelled_scope_file_is_refused(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(DatasetError, match="row 0"):
         load_scope(APPROVED_SCOPE, folder=tmp_path)
+
+
+def test_every_flag_the_rows_carry_has_a_meaning():
+    from labkit.agent.dataset import FLAG_MEANINGS, SCOPES, load_scope
+
+    seen = {flag for scope in SCOPES for row in load_scope(scope)[0] for flag in row.flags}
+    assert seen == set(FLAG_MEANINGS)

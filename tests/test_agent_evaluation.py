@@ -210,3 +210,16 @@ def test_the_fallback_rate_counts_fallbacks_over_cases_that_reached_the_graph(au
     counted = ev.fallback_rate(looping)
     assert counted["fallbacks"] > 0 and counted["rate"] == round(counted["fallbacks"] / counted["graph_runs"], 3)
     assert ev.fallback_rate([]) == {"fallbacks": 0, "graph_runs": 0, "rate": None}
+
+
+def test_grounding_counts_the_ok_answers_a_validator_checked_and_no_summary_or_profile_answer():
+    from labkit.agent import runs
+
+    results = runs.make_requests(runs.replay(runs.RUN_AUTHORED))
+    counted = ev.grounding(results)
+    ok = [r for r in results if r.status == "ok"]
+    unchecked = {r.case.id for r in ok if r.route in ("unstructured", "profile")}
+    assert unchecked == {"c03", "c06", "c07"}
+    assert counted == {"answered": len(ok), "checked": len(ok) - 3, "rate": ev.rate(len(ok) - 3, len(ok))}
+    captured = ev.grounding(runs.make_requests(runs.replay(runs.RUN_CAPTURED)))
+    assert captured["checked"] == 0 < captured["answered"]

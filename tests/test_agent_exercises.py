@@ -111,7 +111,10 @@ def test_the_missing_arguments_check_passes_counting_required_fields_the_refused
 
     right = _missing_of(required_only=True)
     assert dict(right(captured_results)) == {"filter_by_intent.intent": 15, "count_rows.rows": 9}
-    assert check_missing_arguments(right, captured_results, authored_results) == "ex:missing-arguments passed"
+    assert (
+        check_missing_arguments(right, captured_results, authored_results, prediction="filter_by_intent.intent")
+        == "ex:missing-arguments passed"
+    )
 
 
 def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typed_figures(
@@ -129,12 +132,34 @@ def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typ
         )
 
     with pytest.raises(AssertionError, match="captured run"):
-        check_missing_arguments(held, captured_results, authored_results)
+        check_missing_arguments(held, captured_results, authored_results, prediction="filter_by_intent.intent")
     with pytest.raises(AssertionError, match="captured run"):
-        check_missing_arguments(_missing_of(required_only=False), captured_results, authored_results)
+        check_missing_arguments(
+            _missing_of(required_only=False), captured_results, authored_results, prediction="filter_by_intent.intent"
+        )
     typed = dict(_missing_of(required_only=True)(captured_results))
     with pytest.raises(AssertionError, match="authored run"):
-        check_missing_arguments(lambda results: typed, captured_results, authored_results)
+        check_missing_arguments(
+            lambda results: typed, captured_results, authored_results, prediction="filter_by_intent.intent"
+        )
+
+
+@pytest.mark.parametrize(
+    ("prediction", "message"),
+    [
+        (None, "set it to"),
+        ("filter_by_intent.limit", "not a required field"),
+        ("intent", "not a required field"),
+        ("count_rows.rows", "not the field the refused captured calls lacked most often"),
+    ],
+)
+def test_the_missing_arguments_check_grades_the_prediction(captured_results, authored_results, prediction, message):
+    from labkit.agent.exercises import check_missing_arguments
+
+    with pytest.raises(AssertionError, match=message):
+        check_missing_arguments(
+            _missing_of(required_only=True), captured_results, authored_results, prediction=prediction
+        )
 
 
 def _backed(pick):
@@ -214,3 +239,18 @@ def test_the_backed_count_check_refuses_an_answer_when_the_latest_count_was_refu
 
     with pytest.raises(AssertionError, match="not_backed"):
         check_backed_count(last_successful)
+
+
+def test_the_backed_count_check_refuses_reading_every_observation_as_a_dict():
+    """A route step's observation is a string: a solution that calls .get on every observation crashes on it."""
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import AnswerRejected, verify_final
+
+    def get_on_every_observation(answer, calls):
+        counts = [c["observation"] for c in calls if {"count", "error"} & c["observation"].keys()]
+        if not counts or "count" not in counts[-1]:
+            raise AnswerRejected("not_backed", "no count backs this answer")
+        return verify_final(answer, result=counts[-1])
+
+    with pytest.raises(AssertionError, match="crashed with AttributeError"):
+        check_backed_count(get_on_every_observation)

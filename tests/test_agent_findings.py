@@ -19,7 +19,10 @@ def captured():
 def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outcome(captured):
     report, results = captured
     text = findings.captured_columns(report, results)
-    assert "2 of its 2 right first tools had invalid arguments" in text and "rests on 3 cases" in text
+    assert (
+        "2 of its 2 right first tools had invalid arguments, so none of those tools ran" in text
+        and "rests on 3 cases" in text
+    )
     assert "No proposal in this run was a valid tool call" in text and "in 0 of 25 proposals" in text
     assert "declines with data-tool calls read `n/a (0 eligible)`" in text
     assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text

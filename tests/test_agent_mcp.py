@@ -76,3 +76,15 @@ def test_call_over_mcp_returns_an_error_for_a_tool_the_caller_is_not_served():
     (call,) = session["calls"]
     assert "export_rows" not in session["tools"]
     assert call["is_error"] and "export_rows" in str(call["content"])
+
+
+def test_the_served_schemas_are_the_tools_own_argument_classes():
+    """MCP serves each tool's arguments as its Pydantic class declares them: one declaration, not a second copy."""
+    from labkit.agent.mcp_server import call_over_mcp
+    from labkit.agent.tools import TOOL_ARGUMENTS
+
+    served = call_over_mcp("analyst-ana", [])["schemas"]
+    for tool, model in TOOL_ARGUMENTS.items():
+        declared = model.model_json_schema()
+        assert served[tool]["properties"] == declared["properties"], tool
+        assert sorted(served[tool].get("required", [])) == sorted(declared.get("required", [])), tool

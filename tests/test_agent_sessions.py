@@ -92,3 +92,16 @@ def test_the_checkpoint_holds_the_owner_scope_last_intent_and_rows_shown(tmp_pat
             "shown": 6,
         }
         assert reopened.checkpoint("never-used") == dict.fromkeys(("user_id", "caller_scope", "last_intent", "shown"))
+
+
+def test_ask_in_new_process_answers_from_the_file_another_process_wrote(tmp_path):
+    from labkit.agent.sessions import ask_in_new_process as ask_restarted
+
+    db = tmp_path / "sessions.sqlite"
+    ana = authorize("analyst-ana", "s-7", APPROVED_SCOPE)
+    with DurableSessions(db) as sessions:
+        first = sessions.ask(ana, "Show three refund requests")
+    restarted = ask_restarted(db, ana, "show three more")
+    assert restarted["intent"] == first["intent"] == "get_refund" and restarted["restored_turns"] == 1
+    refused = ask_restarted(db, authorize("lead-lee", "s-7", APPROVED_SCOPE), "show three more")
+    assert refused["error"] == "SessionOwnerMismatch"

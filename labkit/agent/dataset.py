@@ -197,6 +197,17 @@ class DatasetError(LabkitError, ValueError):
     """A support dataset file is malformed, mislabelled or of another version."""
 
 
+#: What each Bitext flag the course's rows carry says about an instruction's wording (`_vary` sets them).
+FLAG_MEANINGS = {
+    "B": "basic wording",
+    "I": "a question",
+    "K": "keywords only",
+    "P": "polite",
+    "Q": "colloquial",
+    "Z": "typos",
+}
+
+
 def _typo(text: str, rng: random.Random) -> str:
     words = text.split(" ")
     candidates = [n for n, w in enumerate(words) if len(w) > 4 and "{" not in w and "}" not in w]

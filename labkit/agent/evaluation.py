@@ -257,6 +257,18 @@ def operations(results: list[CaseResult], run: Any, *, prices: Prices | None = N
     }
 
 
+def grounding(results: list[CaseResult]) -> dict[str, Any]:
+    """Return how many answers that ended ``ok`` a validator checked against a tool result (``answer_verified``).
+
+    This measures how much of the output the grounding check covers, not whether an
+    unchecked answer is grounded: a summary ends at its tool and a profile answer at
+    its node, and neither meets `verify_final`.
+    """
+    answered = [r for r in results if r.status == "ok"]
+    checked = [r for r in answered if any(e["kind"] == "answer_verified" for e in (r.state or {}).get("events", []))]
+    return {"answered": len(answered), "checked": len(checked), "rate": rate(len(checked), len(answered))}
+
+
 def safety(results: list[CaseResult]) -> dict[str, Any]:
     """Return the unauthorized-call rate (tool reads outside the caller's scopes) and the refused attempts.
 
@@ -294,6 +306,7 @@ def evaluation_report(results: list[CaseResult], run: Any, *, prices: Prices | N
         "model_calls": sum(len(r.requests) for r in results),
         "routing": route_confusion(results),
         "tools": tool_use(results),
+        "grounding": grounding(results),
         "reliability": reliability(results),
         "operations": operations(results, run, prices=prices),
         "safety": safety(results),
@@ -417,6 +430,9 @@ def report_figures(report: dict[str, Any]) -> dict[str, str]:
             tools["first_tool_correct"], tools["tool_cases"]
         ),
         "argument validity: valid / proposals": of_eligible(tools["valid_arguments"], tools["tool_proposals"]),
+        "grounding: verified / answers ok": of_eligible(
+            report["grounding"]["checked"], report["grounding"]["answered"]
+        ),
         **{
             f"{PARAPHRASES[kind]}: wordings correct / wordings": f"{t['correct']}/{t['n']}"
             for kind, t in trials.items()

@@ -107,14 +107,18 @@ def _missing_arguments(results: Any) -> dict[str, int]:
     )
 
 
-def check_missing_arguments(missing_arguments: Callable[[Any], dict[str, int]], captured: Any, authored: Any) -> str:
-    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs.
+def check_missing_arguments(
+    missing_arguments: Callable[[Any], dict[str, int]], captured: Any, authored: Any, *, prediction: Any
+) -> str:
+    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then grade ``prediction``.
 
     The answer counts, per ``"<tool>.<field>"``, the refused calls that lacked a
     field the tool's argument class requires. The scripted runs: ``count_rows``
     with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
     (an optional field given is not missing); a valid filter (nothing refused).
-    A key counted zero times may be left out.
+    A key counted zero times may be left out. ``prediction`` (the learner's
+    ``PREDICTION``) must name a required field as ``"<tool>.<field>"`` and be the
+    one the captured run's refused calls lacked most often.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
@@ -135,15 +139,40 @@ def check_missing_arguments(missing_arguments: Callable[[Any], dict[str, int]], 
             f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
             "a field the tool's argument class requires (not the fields they hold, not optional ones)"
         )
+    _grade_prediction(prediction, _missing_arguments(captured))
     return "ex:missing-arguments passed"
+
+
+def _grade_prediction(prediction: Any, missing: dict[str, int]) -> None:
+    """Refuse a missing or malformed prediction, and one that is not the field the captured calls lacked most often."""
+    from labkit.agent.tools import TOOL_ARGUMENTS
+
+    required = sorted(
+        f"{tool}.{name}"
+        for tool, model in TOOL_ARGUMENTS.items()
+        for name, f in model.model_fields.items()
+        if f.is_required()
+    )
+    assert isinstance(prediction, str), (
+        f"PREDICTION is {prediction!r}: set it to the '<tool>.<field>' you expect, one of {', '.join(required)}"
+    )
+    assert prediction in required, (
+        f"PREDICTION {prediction!r} is not a required field; choose one of {', '.join(required)}"
+    )
+    top = max(missing.values(), default=0)
+    assert missing.get(prediction, 0) == top, (
+        f"your prediction {prediction!r} is not the field the refused captured calls lacked most often; your count "
+        "says which is. Note why you expected otherwise, then set PREDICTION to what the count shows"
+    )
 
 
 def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict]) -> Any:
     try:
         return verify_backed_count(answer, calls)
-    except (KeyError, TypeError) as exc:
+    except (AttributeError, KeyError, TypeError) as exc:
         raise AssertionError(
-            f"verify_backed_count crashed with {type(exc).__name__} on an observation that holds no count; "
+            f"verify_backed_count crashed with {type(exc).__name__} on an observation that holds no count "
+            "(a route step's observation is a string, a refused count's holds an error); "
             "an answer no count backs is rejected with AnswerRejected"
         ) from None
 
@@ -160,8 +189,9 @@ def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, call
 def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) -> str:
     """Check exercise 1's ``verify_backed_count(answer, calls)`` on call lists it builds from fresh data.
 
-    An answer read off a preview, with no ``count_rows`` call, must be rejected as
-    ``not_backed``. When a run counted twice, the data changing in between (the
+    Every call list begins, as `refund_count_trace`'s does, with the route step,
+    whose observation is a string. An answer read off a preview, with no
+    ``count_rows`` call, must be rejected as ``not_backed``. When a run counted twice, the data changing in between (the
     earlier count larger or smaller, from an older dataset version), and ran a filter
     after its count, the latest ``count_rows`` call decides: the earlier count is
     stale. The answer the latest count backs is verified, the earlier count's answer
@@ -170,7 +200,10 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     """
     tools = _analyst("exercise-1")
     filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
-    preview = [{"step": "filter_by_intent", "observation": {"preview_rows": len(filtered["preview"])}}]
+    preview: list[dict[str, Any]] = [
+        {"step": "route", "observation": "structured"},
+        {"step": "filter_by_intent", "observation": {"preview_rows": len(filtered["preview"])}},
+    ]
     _expect_rejection(
         verify_backed_count,
         format_answer(len(filtered["preview"]), "get_refund", APPROVED_SCOPE),

@@ -76,10 +76,12 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         ),
     ]
     structured = {c["route"]: c for c in report["routing"]["per_class"]}["structured"]
+    bad = _right_tool_bad_arguments(results)
     lines.append(
-        f"- **Small n.** Tool-name accuracy {tools['first_tool_correct']}/{tools['tool_cases']} counts the first "
-        f"tool only, and {_right_tool_bad_arguments(results)} of its {tools['first_tool_correct']} right first tools had "
-        "invalid arguments. "
+        f"- **Small n; a tool named is not a tool run.** Tool-name accuracy "
+        f"{tools['first_tool_correct']}/{tools['tool_cases']} counts the first tool the model named, whether or "
+        f"not it ran: {bad} of its {tools['first_tool_correct']} right first tools had invalid arguments, "
+        f"so {'none of those tools ran' if bad == tools['first_tool_correct'] else 'those tools never ran'}. "
         f"Route `structured` precision {structured['correct']}/{structured['sent']} rests on "
         f"{structured['sent']} cases."
     )

@@ -16,11 +16,11 @@ import argparse
 import sys
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel
 
-from labkit.agent.dataset import APPROVED_SCOPE, Intent
+from labkit.agent.dataset import APPROVED_SCOPE
 from labkit.agent.identity import Caller, authorize
-from labkit.agent.tools import PREVIEW_CAP, CountRows, IntentFilter, SummarizeRequests, SupportData, SupportTools
+from labkit.agent.tools import CountRows, IntentFilter, SummarizeRequests, SupportData, SupportTools
 from labkit.errors import LabkitError, MissingExtra
 
 INSTRUCTIONS = (
@@ -28,7 +28,21 @@ INSTRUCTIONS = (
     "To count requests of an intent: call filter_by_intent, then pass its row_ref to count_rows. "
     "A row_ref is valid only in this server, for this caller and the current dataset version."
 )
-Limit = Annotated[int, Field(ge=1, le=PREVIEW_CAP, description="Rows to show (1-20).")]
+
+
+def _declared(model: type[BaseModel], name: str) -> Any:
+    """Return argument ``name`` as its tool's Pydantic class declares it (type and Field), so MCP serves that schema."""
+    info = model.model_fields[name]
+    return Annotated[info.annotation, info]
+
+
+# One declaration of each argument: the tools' own classes, which the agent validates with too.
+FilterIntent = _declared(IntentFilter, "intent")
+FilterLimit = _declared(IntentFilter, "limit")
+FilterOffset = _declared(IntentFilter, "offset")
+SummaryIntent = _declared(SummarizeRequests, "intent")
+SummaryLimit = _declared(SummarizeRequests, "limit")
+RowRef = _declared(CountRows, "rows")
 
 
 def build_server(caller: Caller, data: SupportData | None = None) -> Any:
@@ -40,21 +54,21 @@ def build_server(caller: Caller, data: SupportData | None = None) -> Any:
     tools = SupportTools(caller, data or SupportData())
     server = MCPServer("labkit-support", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def filter_by_intent(intent: Intent, limit: Limit = 5) -> dict[str, Any]:
+    def filter_by_intent(intent: FilterIntent, limit: FilterLimit = 5, offset: FilterOffset = 0) -> dict[str, Any]:  # type: ignore[valid-type]  # read from IntentFilter
         """Filter the caller's scope on one intent: a row_ref to every match and a capped preview."""
-        return tools.filter_by_intent(IntentFilter(intent=intent, limit=limit))
+        return tools.filter_by_intent(IntentFilter(intent=intent, limit=limit, offset=offset))
 
-    def count_rows(rows: Annotated[str, Field(description="The row_ref from filter_by_intent.")]) -> dict[str, Any]:
+    def count_rows(rows: RowRef) -> dict[str, Any]:  # type: ignore[valid-type]  # read from CountRows
         """Count the rows behind a row_ref after rechecking caller, scope and dataset version."""
         return tools.count_rows(CountRows(rows=rows))
 
-    def summarize_requests(intent: Intent, limit: Limit = 10) -> dict[str, Any]:
+    def summarize_requests(intent: SummaryIntent, limit: SummaryLimit = 10) -> dict[str, Any]:  # type: ignore[valid-type]  # read from SummarizeRequests
         """Summarise up to ``limit`` retrieved requests of one intent."""
         return tools.summarize_requests(SummarizeRequests(intent=intent, limit=limit))
 
-    def export_rows(intent: Intent, limit: Limit = 5) -> dict[str, Any]:
+    def export_rows(intent: FilterIntent, limit: FilterLimit = 5, offset: FilterOffset = 0) -> dict[str, Any]:  # type: ignore[valid-type]  # read from IntentFilter
         """Return full rows (all five fields) of one intent."""
-        return tools.export_rows(IntentFilter(intent=intent, limit=limit))
+        return tools.export_rows(IntentFilter(intent=intent, limit=limit, offset=offset))
 
     for fn in (filter_by_intent, count_rows, summarize_requests, export_rows):
         if fn.__name__ in caller.tools:

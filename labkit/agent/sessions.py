@@ -182,6 +182,24 @@ class DurableSessions:
         self.close()
 
 
+def ask_in_new_process(db_path: str | Path, caller: Caller, question: str) -> dict[str, Any]:
+    """Ask ``question`` in a new Python process that opens ``db_path`` (as after a restart); return its answer.
+
+    The child runs ``python -m labkit.agent.sessions DB USER SESSION QUESTION``, which
+    authorizes the caller's user for the approved scope, and shares nothing with
+    this process but the SQLite file. A refusal in the child comes back as
+    ``{"error", "message"}``.
+    """
+    import json
+    import subprocess
+
+    command = [sys.executable, "-m", "labkit.agent.sessions", str(db_path), caller.user_id, caller.session_id, question]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode not in (0, 2):
+        raise RuntimeError(f"the session process failed ({done.returncode}): {done.stderr.strip()}")
+    return dict(json.loads(done.stdout))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Ask one question in a session stored in ``DB``; print the result as canonical JSON."""
     from labkit.canonical import canonical_json
