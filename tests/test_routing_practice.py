@@ -142,17 +142,17 @@ INPUTS = {
     "two routes": '{"id": "t4", "route": "sales", "route": "billing"}',
     "cut short": '{"id": "t3", "route": "bill',
     "rewritten id": '{ "id": "./t9", "route": "sales"}',
-    "BOM bytes": b'\xef\xbb\xbf{"id": "t1", "route": "sales"}',
-    "UTF-16 bytes": '{"id": "t8", "route": "sales"}'.encode("utf-16"),
-    "BOM text": '\ufeff{"id": "t1", "route": "sales"}',
+    "huge number": '{"id": "t1", "route": 1e999}',
+    "single quotes": "{'id': 't8', 'route': 'sales'}",
+    "route in a list": '{"id": "t10", "route": ["support"]}',
 }
 RIGHT = {
     "two routes": "json.loads only",
     "cut short": "neither",
     "rewritten id": "both",
-    "BOM bytes": "json.loads only",
-    "UTF-16 bytes": "json.loads only",
-    "BOM text": "neither",
+    "huge number": "json.loads only",
+    "single quotes": "neither",
+    "route in a list": "both",
 }
 
 
@@ -175,14 +175,14 @@ def test_loader_predictions_pass_when_right_and_say_only_how_many_are_wrong():
     with pytest.raises(NotImplementedError, match="hint"):
         _loader_check({**RIGHT, "cut short": None})
     with pytest.raises(AssertionError, match="2 of your 6 predictions are wrong") as refused:
-        _loader_check({**RIGHT, "BOM bytes": "neither", "UTF-16 bytes": "neither"})
-    assert "BOM" not in str(refused.value) and "UTF" not in str(refused.value)  # no answer given away
+        _loader_check({**RIGHT, "huge number": "both", "single quotes": "json.loads only"})
+    assert "1e999" not in str(refused.value) and "quote" not in str(refused.value)  # no answer given away
     with pytest.raises(AssertionError, match="predict one of"):
         _loader_check({**RIGHT, "cut short": "refused"})
 
 
 def test_loader_predictions_refuse_an_all_refused_guess():
-    with pytest.raises(AssertionError, match="3 of your 6 predictions are wrong"):
+    with pytest.raises(AssertionError, match="4 of your 6 predictions are wrong"):
         _loader_check(dict.fromkeys(RIGHT, "json.loads only"))
 
 
@@ -210,9 +210,11 @@ def test_the_debrief_names_what_plain_json_loads_read_quietly():
     from labkit.routing.findings import what_json_loads_let_through
 
     text = what_json_loads_let_through(INPUTS, RIGHT)
-    assert "read 3 of the 6 inputs" in text
+    assert "Of the 6 inputs, `loads_strict` refused 4. Plain `json.loads` read 2 of those 4" in text
     assert "`{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
-    assert "Neither loader read 2 (cut short, BOM text)" in text and "Both read 1 (rewritten id)" in text
+    assert "Neither loader read 2 (cut short, single quotes)" in text
+    assert "Both read 2 (rewritten id, route in a list)" in text
+    assert "*huge number* as `{'id': 't1', 'route': inf}`" in text
 
 
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):

@@ -99,10 +99,12 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], run: Mapping[str,
     expected = {case["id"]: case["expected"] for case in suite["cases"]}
     readable = run["predictions"]
     right = [p["id"] for p in readable if expected.get(p["id"]) == p["route"]]
+    broke = "; ".join(f"{bad.id}: {bad.problem}" for bad in malformed)
     return (
         f"The gate did **not** reject this model: it refused to grade the run. Exit code {gated.exit_code} means "
         f"*{gated.meaning}*; a failed rule would have been exit code 2. The run has no prediction for "
-        f"{_listed(bad.id for bad in malformed)}. Of its {len(readable)} readable replies, {len(right)} name{'s' * (len(right) == 1)} "
+        f"{_listed(bad.id for bad in malformed)}, whose reply broke the reply contract ({broke}). Of its "
+        f"{len(readable)} well-formed replies, {len(right)} name{'s' * (len(right) == 1)} "
         f"the expected route ({_listed(right)}). Filling the gap with the expected route would flatter the run; filling "
         "it with a guess would invent model output. The honest report keeps the malformed-reply rate "
         f"({len(malformed)} of {len(readable) + len(malformed)} replies here) and, once a run is complete, the "
@@ -233,12 +235,14 @@ def what_json_loads_let_through(inputs: Mapping[str, str | bytes], verdicts: Map
 
     groups = {verdict: [name for name in inputs if verdicts[name] == verdict] for verdict in set(verdicts.values())}
     plain_only = groups.get("json.loads only", [])
+    refused = len(inputs) - len(groups.get("both", []))
     quiet = "; ".join(f"*{name}* as `{json.loads(inputs[name])!r}`" for name in plain_only)
     return (
-        f"Plain `json.loads` read {len(plain_only)} of the {len(inputs)} inputs that `loads_strict` refused, "
-        f"and raised nothing: {quiet or 'none'}. The strict loader turns each of these into a refusal with a reason. "
+        f"Of the {len(inputs)} inputs, `loads_strict` refused {refused}. Plain `json.loads` read {len(plain_only)} "
+        f"of those {refused} and raised nothing: {quiet or 'none'}. The strict loader turns each of these into a "
+        "refusal with a reason. "
         f"Neither loader read {len(groups.get('neither', []))} ({_listed(groups.get('neither', []))}): "
         "`json.loads` refuses those itself, so the strict loader adds nothing there. "
         f"Both read {len(groups.get('both', []))} ({_listed(groups.get('both', []))}): a parse checks the JSON, "
-        "not the reply's contract, so section 10's id check and the grader's checks of section 8 come after it."
+        "not the reply's contract, so section 10's `parse_route_reply` and the grader's checks of section 8 come after it."
     )
