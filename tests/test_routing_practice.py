@@ -138,62 +138,65 @@ def test_release_predictions_pass_when_right_and_say_only_how_many_are_wrong(shi
         check_release_predictions({"same": True, "outage": None}, trials, suite_sha256=sha)
 
 
-INPUTS = {
-    "two routes": '{"id": "t4", "route": "sales", "route": "billing"}',
-    "cut short": '{"id": "t3", "route": "bill',
-    "rewritten id": '{ "id": "./t9", "route": "sales"}',
-    "huge number": '{"id": "t1", "route": 1e999}',
-    "single quotes": "{'id': 't8', 'route': 'sales'}",
-    "route in a list": '{"id": "t10", "route": ["support"]}',
+INPUTS = {  # name: (ticket id, reply)
+    "two routes": ("t4", '{"id": "t4", "route": "sales", "route": "billing"}'),
+    "cut short": ("t3", '{"id": "t3", "route": "bill'),
+    "rewritten id": ("t9", '{ "id": "./t9", "route": "sales"}'),
+    "unknown route": ("t2", '{"id": "t2", "route": "refunds"}'),
+    "keys reordered": ("t8", '{ "route": "sales", "id": "t8" }'),
+    "route in a list": ("t10", '{"id": "t10", "route": ["support"]}'),
 }
 RIGHT = {
-    "two routes": "json.loads only",
-    "cut short": "neither",
-    "rewritten id": "both",
-    "huge number": "json.loads only",
-    "single quotes": "neither",
-    "route in a list": "both",
+    "two routes": "loads_strict refuses",
+    "cut short": "json.loads refuses",
+    "rewritten id": "the contract refuses",
+    "unknown route": "well-formed",
+    "keys reordered": "well-formed",
+    "route in a list": "the contract refuses",
 }
 
 
-def _loader_check(predicted, source=""):
-    from labkit.routing.practice import check_loader_predictions
+def _reply_check(predicted, source=""):
+    from labkit.routing.practice import check_reply_predictions
 
-    return check_loader_predictions(predicted, INPUTS, source=source, variable="PREDICTED")
-
-
-def test_loader_verdict_runs_both_loaders():
-    from labkit.routing.practice import loader_verdict
-
-    assert {name: loader_verdict(text) for name, text in INPUTS.items()} == RIGHT
-    assert loader_verdict('{"id": "t5", "route": NaN}') == "json.loads only"
-    assert loader_verdict('{"id": "t7", "route": "sales"} {"id": "t7"}') == "neither"
+    return check_reply_predictions(predicted, INPUTS, source=source, variable="PREDICTED")
 
 
-def test_loader_predictions_pass_when_right_and_say_only_how_many_are_wrong():
-    assert _loader_check(RIGHT, source="PREDICTED = {'two routes': 'neither'}") == RIGHT
+def test_reply_stage_runs_json_loads_then_loads_strict_then_the_contract():
+    from labkit.routing.practice import reply_stage
+
+    assert {name: reply_stage(*reply) for name, reply in INPUTS.items()} == RIGHT
+    assert reply_stage("t5", '{"id": "t5", "route": NaN}') == "loads_strict refuses"
+    assert reply_stage("t1", '{"id": "t1", "route": 1e999}') == "loads_strict refuses"
+    assert reply_stage("t7", '{"id": "t7", "route": "sales"} {"id": "t7"}') == "json.loads refuses"
+    assert reply_stage("t7", '{"id": "t7", "route": "sales", "confidence": 0.9}') == "the contract refuses"
+    assert reply_stage("t6", '{"id": "t7", "route": "sales"}') == "the contract refuses"  # another ticket's id
+
+
+def test_reply_predictions_pass_when_right_and_say_only_how_many_are_wrong():
+    assert _reply_check(RIGHT, source="PREDICTED = {'two routes': 'well-formed'}") == RIGHT
     with pytest.raises(NotImplementedError, match="hint"):
-        _loader_check({**RIGHT, "cut short": None})
+        _reply_check({**RIGHT, "cut short": None})
     with pytest.raises(AssertionError, match="2 of your 6 predictions are wrong") as refused:
-        _loader_check({**RIGHT, "huge number": "both", "single quotes": "json.loads only"})
-    assert "1e999" not in str(refused.value) and "quote" not in str(refused.value)  # no answer given away
+        _reply_check({**RIGHT, "unknown route": "the contract refuses", "route in a list": "well-formed"})
+    assert "refunds" not in str(refused.value) and "list" not in str(refused.value)  # no answer given away
     with pytest.raises(AssertionError, match="predict one of"):
-        _loader_check({**RIGHT, "cut short": "refused"})
+        _reply_check({**RIGHT, "cut short": "refused"})
 
 
-def test_loader_predictions_refuse_an_all_refused_guess():
+def test_reply_predictions_refuse_an_all_malformed_guess():
     with pytest.raises(AssertionError, match="4 of your 6 predictions are wrong"):
-        _loader_check(dict.fromkeys(RIGHT, "json.loads only"))
+        _reply_check(dict.fromkeys(RIGHT, "the contract refuses"))
 
 
-def test_loader_predictions_refuse_a_verdict_computed_by_running_the_loaders():
-    computed = "PREDICTED = {name: verdict(text) for name, text in MINE.items()}"
+def test_reply_predictions_refuse_a_stage_computed_by_running_the_loaders():
+    computed = "PREDICTED = {name: reply_stage(*reply) for name, reply in MINE.items()}"
     with pytest.raises(AssertionError, match="type PREDICTED out as words"):
-        _loader_check(RIGHT, source=computed)
+        _reply_check(RIGHT, source=computed)
     with pytest.raises(AssertionError, match="type PREDICTED out"):
-        _loader_check(RIGHT, source="PREDICTED = {'two routes': WORDS[reads(json.loads, text)]}")
+        _reply_check(RIGHT, source="PREDICTED = {'two routes': STAGES[reads(json.loads, text)]}")
     with pytest.raises(AssertionError, match="type PREDICTED out"):
-        _loader_check(RIGHT, source="PREDICTED = dict(RIGHT)")
+        _reply_check(RIGHT, source="PREDICTED = dict(RIGHT)")
 
 
 def test_typed_out_reads_only_the_last_assignment_of_the_variable():
@@ -206,15 +209,16 @@ def test_typed_out_reads_only_the_last_assignment_of_the_variable():
     assert not typed_out("OTHER = {'a': 'both'}", "PREDICTED")
 
 
-def test_the_debrief_names_what_plain_json_loads_read_quietly():
-    from labkit.routing.findings import what_json_loads_let_through
+def test_the_debrief_says_where_each_reply_stopped_and_the_malformed_rate():
+    from labkit.routing.findings import where_replies_stop
 
-    text = what_json_loads_let_through(INPUTS, RIGHT)
-    assert "Of the 6 inputs, `loads_strict` refused 4. Plain `json.loads` read 2 of those 4" in text
-    assert "`{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
-    assert "Neither loader read 2 (cut short, single quotes)" in text
-    assert "Both read 2 (rewritten id, route in a list)" in text
-    assert "*huge number* as `{'id': 't1', 'route': inf}`" in text
+    text = where_replies_stop(INPUTS, RIGHT)
+    assert "Plain `json.loads` refused 1 (cut short) itself." in text
+    assert "`loads_strict` refused 1 more, which plain `json.loads` would have read quietly" in text
+    assert "*two routes* as `{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
+    assert "The reply contract refused 2 that parse (rewritten id, route in a list)" in text
+    assert "Well-formed: 2 (unknown route, keys reordered)" in text
+    assert "4 of 6 would count as malformed" in text
 
 
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):

@@ -4,7 +4,7 @@
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
 `check_release_predictions`, `check_smallest_repair`, `check_protected_predictions` and
-`check_loader_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
+`check_reply_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
 it passes.
 """
 
@@ -140,22 +140,35 @@ def check_smallest_repair(
         assert len(mine) <= fewest, f"{name}: your repair changes {len(mine)} predictions; fewer are enough"
 
 
-#: Which loaders read an input, the verdicts a learner predicts in exercise 4: plain ``json.loads`` and `loads_strict`.
-LOADER_VERDICTS = {(True, True): "both", (True, False): "json.loads only", (False, False): "neither"}
+#: Where a reply stops, the stages a learner predicts in exercise 4, in the order a reply meets them.
+REPLY_STAGES = ("json.loads refuses", "loads_strict refuses", "the contract refuses", "well-formed")
+
+#: One reply for exercise 4: the ticket it answers, and its raw text.
+Reply = tuple[str, str]
 
 
-def _reads(load: Callable[[Any], Any], text: str | bytes) -> bool:
+def _reads(load: Callable[[Any], Any], text: str) -> bool:
     try:
         load(text)
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError and InvalidJSON are all ValueErrors
+    except ValueError:  # JSONDecodeError and InvalidJSON are both ValueErrors
         return False
     return True
 
 
-def loader_verdict(text: str | bytes) -> str:
-    """Return which loaders read ``text``: ``"both"``, ``"json.loads only"`` or ``"neither"`` (see `LOADER_VERDICTS`)."""
-    read = (_reads(json.loads, text), _reads(loads_strict, text))
-    return LOADER_VERDICTS.get(read, "loads_strict only")
+def reply_stage(ticket_id: str, text: str) -> str:
+    """Return the first of the `REPLY_STAGES` that refuses a reply to ``ticket_id``, or ``"well-formed"``.
+
+    Plain ``json.loads`` first, then `loads_strict`, then section 10's reply contract,
+    `labkit.routing.runs.parse_route_reply` (which keeps an unknown route for the grader to refuse).
+    """
+    from labkit.routing.runs import parse_route_reply
+
+    if not _reads(json.loads, text):
+        return REPLY_STAGES[0]
+    if not _reads(loads_strict, text):
+        return REPLY_STAGES[1]
+    _route, problem = parse_route_reply(ticket_id, text)
+    return REPLY_STAGES[2] if problem else REPLY_STAGES[3]
 
 
 def typed_out(source: str, variable: str) -> bool:
@@ -183,23 +196,23 @@ def _typed_value(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant)
 
 
-def check_loader_predictions(
-    predicted: Mapping[str, Any], inputs: Mapping[str, str | bytes], *, source: str, variable: str
+def check_reply_predictions(
+    predicted: Mapping[str, Any], inputs: Mapping[str, Reply], *, source: str, variable: str
 ) -> dict[str, str]:
-    """Grade a prediction of `loader_verdict` for each named input; return the verdicts once all are right.
+    """Grade a prediction of `reply_stage` for each named ``(ticket id, reply)``; return the stages once all are right.
 
     ``source`` is the cell that set the predictions (the course's `cell_that_set` of ``variable``):
-    they must be typed out, not computed by running a loader. Raises `NotImplementedError` while a
+    they must be typed out, not computed by running the loaders. Raises `NotImplementedError` while a
     prediction is still ``None``, and `AssertionError` saying only how many are wrong.
     """
     if None in predicted.values() or set(predicted) != set(inputs):
-        raise NotImplementedError("hint: which rules does loads_strict add to json.loads, and what does each refuse?")
-    unknown = sorted({str(v) for v in predicted.values()} - set(LOADER_VERDICTS.values()))
-    assert not unknown, f"predict one of {sorted(LOADER_VERDICTS.values())} for each input, not {unknown}"
-    assert typed_out(source, variable), f"type {variable} out as words: a verdict computed by a loader predicts nothing"
-    verdicts = {name: loader_verdict(text) for name, text in inputs.items()}
-    wrong = [name for name in inputs if predicted[name] != verdicts[name]]
+        raise NotImplementedError("hint: what does each of json.loads, loads_strict and parse_route_reply refuse?")
+    unknown = sorted({str(v) for v in predicted.values()} - set(REPLY_STAGES))
+    assert not unknown, f"predict one of {list(REPLY_STAGES)} for each reply, not {unknown}"
+    assert typed_out(source, variable), f"type {variable} out as words: a stage computed by a loader predicts nothing"
+    stages = {name: reply_stage(ticket_id, text) for name, (ticket_id, text) in inputs.items()}
+    wrong = [name for name in inputs if predicted[name] != stages[name]]
     assert not wrong, (
-        f"{len(wrong)} of your {len(inputs)} predictions are wrong: reread loads_strict's listing, its hooks and its bytes line"
+        f"{len(wrong)} of your {len(inputs)} predictions are wrong: reread loads_strict's hooks and parse_route_reply"
     )
-    return verdicts
+    return stages
