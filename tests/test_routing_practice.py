@@ -284,3 +284,30 @@ def test_typed_out_accepts_a_set_of_typed_conditions_but_not_a_computed_set():
     assert typed_out("PREDICTED = {'a': {2, 3}, 'b': True}", "PREDICTED")
     assert not typed_out("PREDICTED = {'a': {f(2)}}", "PREDICTED")
     assert not typed_out("PREDICTED = {'a': set(conditions)}", "PREDICTED")
+
+
+def test_protect_answers_accept_any_regressed_id_and_none_only_when_nothing_regressed(shipped):
+    from labkit.routing.practice import check_protect_answers, with_routes
+
+    suite, sha, baseline, _ = shipped
+    trials = {
+        "two broken": (suite, baseline, with_routes(baseline, t7="sales", t9="support", t3="sales", t5="sales")),
+        "nothing broken": (suite, baseline, with_routes(baseline, t7="billing")),
+    }
+    for either in ("t3", "t5"):  # either regressed ticket, protected, fails the gate
+        check_protect_answers({"two broken": either, "nothing broken": None}, trials, suite_sha256=sha)
+    for wrong in ({"two broken": "t7", "nothing broken": None}, {"two broken": "t3", "nothing broken": "t7"}):
+        with pytest.raises(AssertionError, match="1 of your 2 answers are wrong") as refused:
+            check_protect_answers(wrong, trials, suite_sha256=sha)
+        assert "t3" not in str(refused.value)  # no answer given away
+    with pytest.raises(AssertionError, match="answer one suite id"):
+        check_protect_answers({"two broken": "t33", "nothing broken": None}, trials, suite_sha256=sha)
+    with pytest.raises(NotImplementedError):
+        check_protect_answers({"two broken": ..., "nothing broken": None}, trials, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="must pass unprotected"):
+        failing = {"outage": (suite, baseline, with_routes(baseline, t1="billing"))}
+        check_protect_answers({"outage": None}, failing, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="type PROTECT out"):
+        check_protect_answers(
+            {"two broken": "t3", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
+        )

@@ -3,7 +3,7 @@
 `with_routes` and `with_penalties` build in-memory variants of a run or a suite. They keep the
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
-`check_release_predictions`, `check_smallest_repair`, `check_protected_predictions` and
+`check_release_predictions`, `check_smallest_repair`, `check_protect_answers` and
 `check_reply_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
 it passes.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from labkit.canonical import loads_strict
 from labkit.errors import RouteGradeError
-from labkit.routing.grader import apply_changes, compare, own_functions
+from labkit.routing.grader import apply_changes, compare, own_functions, regressions
 
 #: The summary fields a learner's ``smallest_repair`` receives.
 REPAIR_KEYS = ("correct", "penalty_points", "urgent_misses", "failures")
@@ -89,6 +89,37 @@ def check_protected_predictions(
     """
     _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
     _refuse_computed(source, variable)
+
+
+def check_protect_answers(
+    answers: Mapping[str, Any], trials: Trials, *, suite_sha256: str, source: str = "", variable: str = "PROTECT"
+) -> None:
+    """Grade, for each trial ``name: (suite, baseline, candidate)`` that passes, the one id to protect to fail it.
+
+    An answer is a suite id whose protection makes the gate fail the candidate, or ``None`` when
+    protecting no single id can (the candidate regressed nothing). Raises `NotImplementedError`
+    while an answer is still ``...``, and `AssertionError` saying only how many are wrong;
+    ``source`` as in `check_release_predictions`.
+    """
+    if any(answer is Ellipsis for answer in answers.values()) or set(answers) != set(trials):
+        raise NotImplementedError("hint: which ticket did the baseline route right and the candidate wrong?")
+    wrong = []
+    for name, (suite, base, run) in trials.items():
+        report = compare(suite, suite_sha256, base, run)
+        assert report["pass"], f"trial {name} must pass unprotected; it fails: {report['reasons']}"
+        answer = answers[name]
+        ids = {case["id"] for case in suite["cases"]}
+        assert answer is None or answer in ids, f"{name}: answer one suite id, such as 't3', or None, not {answer!r}"
+        if answer is None:
+            right = not regressions(report["baseline"], report["candidate"])
+        else:
+            right = not compare(suite, suite_sha256, base, run, protected=[answer])["pass"]
+        if not right:
+            wrong.append(name)
+    assert not wrong, f"{len(wrong)} of your {len(trials)} answers are wrong: compare each ticket in both runs"
+    assert typed_out(source, variable), (
+        f"type {variable} out (an id such as 't3', or None): computed answers diagnose nothing"
+    )
 
 
 def _refuse_computed(source: str, variable: str) -> None:
