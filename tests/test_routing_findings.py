@@ -55,7 +55,7 @@ def test_where_the_points_went_reads_the_costliest_slice_and_its_queue_precision
     assert "a sales precision of 3/4" in where_the_points_went(moved, route_confusion(suite, sha, to_sales))
 
 
-def test_refused_not_rejected_counts_the_malformed_and_the_right_readable_replies(shipped):
+def test_refused_not_rejected_counts_the_malformed_and_the_right_well_formed_replies(shipped):
     suite, _, baseline, _ = shipped
     refused = GateCommand("labkit grade-routes s b c", 1, "", "labkit grade-routes: no prediction for t9\n")
     bad = [Malformed("t9", '{"id": "./t9"}', "id changed to './t9'")]
@@ -63,7 +63,8 @@ def test_refused_not_rejected_counts_the_malformed_and_the_right_readable_replie
     readable = apply_changes(readable, [{"id": "t1", "route": "sales"}])
     text = refused_not_rejected(refused, bad, readable, suite)
     assert "refused to grade" in text and "no prediction for t9" in text and "(1 of 10 replies here)" in text
-    assert "Of its 9 readable replies, 7 name the expected route (t2, t3, t4, t5, t6, t8, t10)" in text
+    assert "Of its 9 well-formed replies, 7 name the expected route (t2, t3, t4, t5, t6, t8, t10)" in text
+    assert "whose reply broke the reply contract (t9: id changed to './t9')" in text
     graded = GateCommand("labkit grade-routes s b c", 2, '{"pass": false}', "")
     assert "refused" not in refused_not_rejected(graded, [], baseline, suite)
 

@@ -138,62 +138,65 @@ def test_release_predictions_pass_when_right_and_say_only_how_many_are_wrong(shi
         check_release_predictions({"same": True, "outage": None}, trials, suite_sha256=sha)
 
 
-INPUTS = {
-    "two routes": '{"id": "t4", "route": "sales", "route": "billing"}',
-    "cut short": '{"id": "t3", "route": "bill',
-    "rewritten id": '{ "id": "./t9", "route": "sales"}',
-    "BOM bytes": b'\xef\xbb\xbf{"id": "t1", "route": "sales"}',
-    "UTF-16 bytes": '{"id": "t8", "route": "sales"}'.encode("utf-16"),
-    "BOM text": '\ufeff{"id": "t1", "route": "sales"}',
+INPUTS = {  # name: (ticket id, reply)
+    "two routes": ("t4", '{"id": "t4", "route": "sales", "route": "billing"}'),
+    "cut short": ("t3", '{"id": "t3", "route": "bill'),
+    "rewritten id": ("t9", '{ "id": "./t9", "route": "sales"}'),
+    "unknown route": ("t2", '{"id": "t2", "route": "refunds"}'),
+    "keys reordered": ("t8", '{ "route": "sales", "id": "t8" }'),
+    "route in a list": ("t10", '{"id": "t10", "route": ["support"]}'),
 }
 RIGHT = {
-    "two routes": "json.loads only",
-    "cut short": "neither",
-    "rewritten id": "both",
-    "BOM bytes": "json.loads only",
-    "UTF-16 bytes": "json.loads only",
-    "BOM text": "neither",
+    "two routes": "loads_strict refuses",
+    "cut short": "json.loads refuses",
+    "rewritten id": "the contract refuses",
+    "unknown route": "well-formed",
+    "keys reordered": "well-formed",
+    "route in a list": "the contract refuses",
 }
 
 
-def _loader_check(predicted, source=""):
-    from labkit.routing.practice import check_loader_predictions
+def _reply_check(predicted, source=""):
+    from labkit.routing.practice import check_reply_predictions
 
-    return check_loader_predictions(predicted, INPUTS, source=source, variable="PREDICTED")
-
-
-def test_loader_verdict_runs_both_loaders():
-    from labkit.routing.practice import loader_verdict
-
-    assert {name: loader_verdict(text) for name, text in INPUTS.items()} == RIGHT
-    assert loader_verdict('{"id": "t5", "route": NaN}') == "json.loads only"
-    assert loader_verdict('{"id": "t7", "route": "sales"} {"id": "t7"}') == "neither"
+    return check_reply_predictions(predicted, INPUTS, source=source, variable="PREDICTED")
 
 
-def test_loader_predictions_pass_when_right_and_say_only_how_many_are_wrong():
-    assert _loader_check(RIGHT, source="PREDICTED = {'two routes': 'neither'}") == RIGHT
+def test_reply_stage_runs_json_loads_then_loads_strict_then_the_contract():
+    from labkit.routing.practice import reply_stage
+
+    assert {name: reply_stage(*reply) for name, reply in INPUTS.items()} == RIGHT
+    assert reply_stage("t5", '{"id": "t5", "route": NaN}') == "loads_strict refuses"
+    assert reply_stage("t1", '{"id": "t1", "route": 1e999}') == "loads_strict refuses"
+    assert reply_stage("t7", '{"id": "t7", "route": "sales"} {"id": "t7"}') == "json.loads refuses"
+    assert reply_stage("t7", '{"id": "t7", "route": "sales", "confidence": 0.9}') == "the contract refuses"
+    assert reply_stage("t6", '{"id": "t7", "route": "sales"}') == "the contract refuses"  # another ticket's id
+
+
+def test_reply_predictions_pass_when_right_and_say_only_how_many_are_wrong():
+    assert _reply_check(RIGHT, source="PREDICTED = {'two routes': 'well-formed'}") == RIGHT
     with pytest.raises(NotImplementedError, match="hint"):
-        _loader_check({**RIGHT, "cut short": None})
+        _reply_check({**RIGHT, "cut short": None})
     with pytest.raises(AssertionError, match="2 of your 6 predictions are wrong") as refused:
-        _loader_check({**RIGHT, "BOM bytes": "neither", "UTF-16 bytes": "neither"})
-    assert "BOM" not in str(refused.value) and "UTF" not in str(refused.value)  # no answer given away
+        _reply_check({**RIGHT, "unknown route": "the contract refuses", "route in a list": "well-formed"})
+    assert "refunds" not in str(refused.value) and "list" not in str(refused.value)  # no answer given away
     with pytest.raises(AssertionError, match="predict one of"):
-        _loader_check({**RIGHT, "cut short": "refused"})
+        _reply_check({**RIGHT, "cut short": "refused"})
 
 
-def test_loader_predictions_refuse_an_all_refused_guess():
-    with pytest.raises(AssertionError, match="3 of your 6 predictions are wrong"):
-        _loader_check(dict.fromkeys(RIGHT, "json.loads only"))
+def test_reply_predictions_refuse_an_all_malformed_guess():
+    with pytest.raises(AssertionError, match="4 of your 6 predictions are wrong"):
+        _reply_check(dict.fromkeys(RIGHT, "the contract refuses"))
 
 
-def test_loader_predictions_refuse_a_verdict_computed_by_running_the_loaders():
-    computed = "PREDICTED = {name: verdict(text) for name, text in MINE.items()}"
+def test_reply_predictions_refuse_a_stage_computed_by_running_the_loaders():
+    computed = "PREDICTED = {name: reply_stage(*reply) for name, reply in MINE.items()}"
     with pytest.raises(AssertionError, match="type PREDICTED out as words"):
-        _loader_check(RIGHT, source=computed)
+        _reply_check(RIGHT, source=computed)
     with pytest.raises(AssertionError, match="type PREDICTED out"):
-        _loader_check(RIGHT, source="PREDICTED = {'two routes': WORDS[reads(json.loads, text)]}")
+        _reply_check(RIGHT, source="PREDICTED = {'two routes': STAGES[reads(json.loads, text)]}")
     with pytest.raises(AssertionError, match="type PREDICTED out"):
-        _loader_check(RIGHT, source="PREDICTED = dict(RIGHT)")
+        _reply_check(RIGHT, source="PREDICTED = dict(RIGHT)")
 
 
 def test_typed_out_reads_only_the_last_assignment_of_the_variable():
@@ -206,13 +209,16 @@ def test_typed_out_reads_only_the_last_assignment_of_the_variable():
     assert not typed_out("OTHER = {'a': 'both'}", "PREDICTED")
 
 
-def test_the_debrief_names_what_plain_json_loads_read_quietly():
-    from labkit.routing.findings import what_json_loads_let_through
+def test_the_debrief_says_where_each_reply_stopped_and_the_malformed_rate():
+    from labkit.routing.findings import where_replies_stop
 
-    text = what_json_loads_let_through(INPUTS, RIGHT)
-    assert "read 3 of the 6 inputs" in text
-    assert "`{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
-    assert "Neither loader read 2 (cut short, BOM text)" in text and "Both read 1 (rewritten id)" in text
+    text = where_replies_stop(INPUTS, RIGHT)
+    assert "Plain `json.loads` refused 1 (cut short) itself." in text
+    assert "`loads_strict` refused 1 more, which plain `json.loads` would have read quietly" in text
+    assert "*two routes* as `{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
+    assert "The reply contract refused 2 that parse (rewritten id, route in a list)" in text
+    assert "Well-formed: 2 (unknown route, keys reordered)" in text
+    assert "4 of 6 would count as malformed" in text
 
 
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
@@ -278,3 +284,30 @@ def test_typed_out_accepts_a_set_of_typed_conditions_but_not_a_computed_set():
     assert typed_out("PREDICTED = {'a': {2, 3}, 'b': True}", "PREDICTED")
     assert not typed_out("PREDICTED = {'a': {f(2)}}", "PREDICTED")
     assert not typed_out("PREDICTED = {'a': set(conditions)}", "PREDICTED")
+
+
+def test_protect_answers_accept_any_regressed_id_and_none_only_when_nothing_regressed(shipped):
+    from labkit.routing.practice import check_protect_answers, with_routes
+
+    suite, sha, baseline, _ = shipped
+    trials = {
+        "two broken": (suite, baseline, with_routes(baseline, t7="sales", t9="support", t3="sales", t5="sales")),
+        "nothing broken": (suite, baseline, with_routes(baseline, t7="billing")),
+    }
+    for either in ("t3", "t5"):  # either regressed ticket, protected, fails the gate
+        check_protect_answers({"two broken": either, "nothing broken": None}, trials, suite_sha256=sha)
+    for wrong in ({"two broken": "t7", "nothing broken": None}, {"two broken": "t3", "nothing broken": "t7"}):
+        with pytest.raises(AssertionError, match="1 of your 2 answers are wrong") as refused:
+            check_protect_answers(wrong, trials, suite_sha256=sha)
+        assert "t3" not in str(refused.value)  # no answer given away
+    with pytest.raises(AssertionError, match="answer one suite id"):
+        check_protect_answers({"two broken": "t33", "nothing broken": None}, trials, suite_sha256=sha)
+    with pytest.raises(NotImplementedError):
+        check_protect_answers({"two broken": ..., "nothing broken": None}, trials, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="must pass unprotected"):
+        failing = {"outage": (suite, baseline, with_routes(baseline, t1="billing"))}
+        check_protect_answers({"outage": None}, failing, suite_sha256=sha)
+    with pytest.raises(AssertionError, match="type PROTECT out"):
+        check_protect_answers(
+            {"two broken": "t3", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
+        )

@@ -210,3 +210,14 @@ def test_the_loader_refuses_exactly_the_loader_kinds_and_the_grader_every_other(
         assert row["refused by"] == ("InvalidJSON" if name in LOADER_KINDS else "RouteGradeError"), name
         assert ";" not in row["says"], name
     assert table.loc["zero weight", "says"] == "suite penalty for sales is 0"
+
+
+def test_every_refusal_names_its_problem_before_saying_what_to_do(tmp_path):
+    from labkit.routing.suite import REFUSAL_SAYS, refusal_table
+
+    table = refusal_table(grade_bad_inputs(tmp_path / "bad"))
+    assert set(REFUSAL_SAYS) == set(table.index)
+    for name, row in table.iterrows():
+        assert REFUSAL_SAYS[name] in row["says"], (name, row["says"])
+    other = {**REFUSAL_SAYS, "zero weight": "sales is 1"}  # a wrong expectation is caught
+    assert other["zero weight"] not in table.loc["zero weight", "says"]

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from labkit.routing.grader import ROUTES, URGENT, route_slices, ticket_changes
+from labkit.routing.practice import REPLY_STAGES
 
 
 def _listed(ids: Iterable[str]) -> str:
@@ -99,10 +100,12 @@ def refused_not_rejected(gated: Any, malformed: Sequence[Any], run: Mapping[str,
     expected = {case["id"]: case["expected"] for case in suite["cases"]}
     readable = run["predictions"]
     right = [p["id"] for p in readable if expected.get(p["id"]) == p["route"]]
+    broke = "; ".join(f"{bad.id}: {bad.problem}" for bad in malformed)
     return (
         f"The gate did **not** reject this model: it refused to grade the run. Exit code {gated.exit_code} means "
         f"*{gated.meaning}*; a failed rule would have been exit code 2. The run has no prediction for "
-        f"{_listed(bad.id for bad in malformed)}. Of its {len(readable)} readable replies, {len(right)} name{'s' * (len(right) == 1)} "
+        f"{_listed(bad.id for bad in malformed)}, whose reply broke the reply contract ({broke}). Of its "
+        f"{len(readable)} well-formed replies, {len(right)} name{'s' * (len(right) == 1)} "
         f"the expected route ({_listed(right)}). Filling the gap with the expected route would flatter the run; filling "
         "it with a guess would invent model output. The honest report keeps the malformed-reply rate "
         f"({len(malformed)} of {len(readable) + len(malformed)} replies here) and, once a run is complete, the "
@@ -224,21 +227,26 @@ def prompt_change_verdict(
     return text
 
 
-def what_json_loads_let_through(inputs: Mapping[str, str | bytes], verdicts: Mapping[str, str]) -> str:
-    """Say which inputs plain ``json.loads`` read and `loads_strict` refused, with the value it quietly returned.
+def where_replies_stop(inputs: Mapping[str, tuple[str, str]], stages: Mapping[str, str]) -> str:
+    """Say where each reply of exercise 4 stopped, what plain ``json.loads`` would have let through, and the rate.
 
-    ``verdicts`` maps each input's name to `labkit.routing.practice.loader_verdict` of it.
+    ``inputs`` maps a name to ``(ticket id, reply)``; ``stages`` maps it to
+    `labkit.routing.practice.reply_stage` of that reply.
     """
     import json
 
-    groups = {verdict: [name for name in inputs if verdicts[name] == verdict] for verdict in set(verdicts.values())}
-    plain_only = groups.get("json.loads only", [])
-    quiet = "; ".join(f"*{name}* as `{json.loads(inputs[name])!r}`" for name in plain_only)
+    def named(stage: str) -> list[str]:
+        return [name for name in inputs if stages[name] == stage]
+
+    plain, strict, contract, fine = (named(stage) for stage in REPLY_STAGES)
+    quiet = "; ".join(f"*{name}* as `{json.loads(inputs[name][1])!r}`" for name in strict)
+    malformed = len(inputs) - len(fine)
     return (
-        f"Plain `json.loads` read {len(plain_only)} of the {len(inputs)} inputs that `loads_strict` refused, "
-        f"and raised nothing: {quiet or 'none'}. The strict loader turns each of these into a refusal with a reason. "
-        f"Neither loader read {len(groups.get('neither', []))} ({_listed(groups.get('neither', []))}): "
-        "`json.loads` refuses those itself, so the strict loader adds nothing there. "
-        f"Both read {len(groups.get('both', []))} ({_listed(groups.get('both', []))}): a parse checks the JSON, "
-        "not the reply's contract, so section 10's id check and the grader's checks of section 8 come after it."
+        f"Plain `json.loads` refused {len(plain)} ({_listed(plain) or 'none'}) itself. `loads_strict` refused "
+        f"{len(strict)} more, which plain `json.loads` would have read quietly: {quiet or 'none'}. "
+        f"The reply contract refused {len(contract)} that parse ({_listed(contract) or 'none'}): valid JSON, but not "
+        f"a reply holding exactly the ticket's id and a route as text. Well-formed: {len(fine)} "
+        f"({_listed(fine) or 'none'}); a well-formed reply can still "
+        "name a queue that does not exist, which the grader refuses (section 8). Had a model sent these replies, "
+        f"{malformed} of {len(inputs)} would count as malformed: the malformed-reply rate to report beside the gate."
     )

@@ -3,8 +3,8 @@
 `with_routes` and `with_penalties` build in-memory variants of a run or a suite. They keep the
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
-`check_release_predictions`, `check_smallest_repair`, `check_protected_predictions` and
-`check_loader_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
+`check_release_predictions`, `check_smallest_repair`, `check_protect_answers` and
+`check_reply_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
 it passes.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from labkit.canonical import loads_strict
 from labkit.errors import RouteGradeError
-from labkit.routing.grader import apply_changes, compare, own_functions
+from labkit.routing.grader import apply_changes, compare, own_functions, regressions
 
 #: The summary fields a learner's ``smallest_repair`` receives.
 REPAIR_KEYS = ("correct", "penalty_points", "urgent_misses", "failures")
@@ -91,6 +91,37 @@ def check_protected_predictions(
     _refuse_computed(source, variable)
 
 
+def check_protect_answers(
+    answers: Mapping[str, Any], trials: Trials, *, suite_sha256: str, source: str = "", variable: str = "PROTECT"
+) -> None:
+    """Grade, for each trial ``name: (suite, baseline, candidate)`` that passes, the one id to protect to fail it.
+
+    An answer is a suite id whose protection makes the gate fail the candidate, or ``None`` when
+    protecting no single id can (the candidate regressed nothing). Raises `NotImplementedError`
+    while an answer is still ``...``, and `AssertionError` saying only how many are wrong;
+    ``source`` as in `check_release_predictions`.
+    """
+    if any(answer is Ellipsis for answer in answers.values()) or set(answers) != set(trials):
+        raise NotImplementedError("hint: which ticket did the baseline route right and the candidate wrong?")
+    wrong = []
+    for name, (suite, base, run) in trials.items():
+        report = compare(suite, suite_sha256, base, run)
+        assert report["pass"], f"trial {name} must pass unprotected; it fails: {report['reasons']}"
+        answer = answers[name]
+        ids = {case["id"] for case in suite["cases"]}
+        assert answer is None or answer in ids, f"{name}: answer one suite id, such as 't3', or None, not {answer!r}"
+        if answer is None:
+            right = not regressions(report["baseline"], report["candidate"])
+        else:
+            right = not compare(suite, suite_sha256, base, run, protected=[answer])["pass"]
+        if not right:
+            wrong.append(name)
+    assert not wrong, f"{len(wrong)} of your {len(trials)} answers are wrong: compare each ticket in both runs"
+    assert typed_out(source, variable), (
+        f"type {variable} out (an id such as 't3', or None): computed answers diagnose nothing"
+    )
+
+
 def _refuse_computed(source: str, variable: str) -> None:
     assert typed_out(source, variable), (
         f"type {variable} out (True, or a set such as {{2, 3}}): a verdict computed by the gate predicts nothing"
@@ -140,22 +171,35 @@ def check_smallest_repair(
         assert len(mine) <= fewest, f"{name}: your repair changes {len(mine)} predictions; fewer are enough"
 
 
-#: Which loaders read an input, the verdicts a learner predicts in exercise 4: plain ``json.loads`` and `loads_strict`.
-LOADER_VERDICTS = {(True, True): "both", (True, False): "json.loads only", (False, False): "neither"}
+#: Where a reply stops, the stages a learner predicts in exercise 4, in the order a reply meets them.
+REPLY_STAGES = ("json.loads refuses", "loads_strict refuses", "the contract refuses", "well-formed")
+
+#: One reply for exercise 4: the ticket it answers, and its raw text.
+Reply = tuple[str, str]
 
 
-def _reads(load: Callable[[Any], Any], text: str | bytes) -> bool:
+def _reads(load: Callable[[Any], Any], text: str) -> bool:
     try:
         load(text)
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError and InvalidJSON are all ValueErrors
+    except ValueError:  # JSONDecodeError and InvalidJSON are both ValueErrors
         return False
     return True
 
 
-def loader_verdict(text: str | bytes) -> str:
-    """Return which loaders read ``text``: ``"both"``, ``"json.loads only"`` or ``"neither"`` (see `LOADER_VERDICTS`)."""
-    read = (_reads(json.loads, text), _reads(loads_strict, text))
-    return LOADER_VERDICTS.get(read, "loads_strict only")
+def reply_stage(ticket_id: str, text: str) -> str:
+    """Return the first of the `REPLY_STAGES` that refuses a reply to ``ticket_id``, or ``"well-formed"``.
+
+    Plain ``json.loads`` first, then `loads_strict`, then section 10's reply contract,
+    `labkit.routing.runs.parse_route_reply` (which keeps an unknown route for the grader to refuse).
+    """
+    from labkit.routing.runs import parse_route_reply
+
+    if not _reads(json.loads, text):
+        return REPLY_STAGES[0]
+    if not _reads(loads_strict, text):
+        return REPLY_STAGES[1]
+    _route, problem = parse_route_reply(ticket_id, text)
+    return REPLY_STAGES[2] if problem else REPLY_STAGES[3]
 
 
 def typed_out(source: str, variable: str) -> bool:
@@ -183,23 +227,23 @@ def _typed_value(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant)
 
 
-def check_loader_predictions(
-    predicted: Mapping[str, Any], inputs: Mapping[str, str | bytes], *, source: str, variable: str
+def check_reply_predictions(
+    predicted: Mapping[str, Any], inputs: Mapping[str, Reply], *, source: str, variable: str
 ) -> dict[str, str]:
-    """Grade a prediction of `loader_verdict` for each named input; return the verdicts once all are right.
+    """Grade a prediction of `reply_stage` for each named ``(ticket id, reply)``; return the stages once all are right.
 
     ``source`` is the cell that set the predictions (the course's `cell_that_set` of ``variable``):
-    they must be typed out, not computed by running a loader. Raises `NotImplementedError` while a
+    they must be typed out, not computed by running the loaders. Raises `NotImplementedError` while a
     prediction is still ``None``, and `AssertionError` saying only how many are wrong.
     """
     if None in predicted.values() or set(predicted) != set(inputs):
-        raise NotImplementedError("hint: which rules does loads_strict add to json.loads, and what does each refuse?")
-    unknown = sorted({str(v) for v in predicted.values()} - set(LOADER_VERDICTS.values()))
-    assert not unknown, f"predict one of {sorted(LOADER_VERDICTS.values())} for each input, not {unknown}"
-    assert typed_out(source, variable), f"type {variable} out as words: a verdict computed by a loader predicts nothing"
-    verdicts = {name: loader_verdict(text) for name, text in inputs.items()}
-    wrong = [name for name in inputs if predicted[name] != verdicts[name]]
+        raise NotImplementedError("hint: what does each of json.loads, loads_strict and parse_route_reply refuse?")
+    unknown = sorted({str(v) for v in predicted.values()} - set(REPLY_STAGES))
+    assert not unknown, f"predict one of {list(REPLY_STAGES)} for each reply, not {unknown}"
+    assert typed_out(source, variable), f"type {variable} out as words: a stage computed by a loader predicts nothing"
+    stages = {name: reply_stage(ticket_id, text) for name, (ticket_id, text) in inputs.items()}
+    wrong = [name for name in inputs if predicted[name] != stages[name]]
     assert not wrong, (
-        f"{len(wrong)} of your {len(inputs)} predictions are wrong: reread loads_strict's listing, its hooks and its bytes line"
+        f"{len(wrong)} of your {len(inputs)} predictions are wrong: reread loads_strict's hooks and parse_route_reply"
     )
-    return verdicts
+    return stages

@@ -342,6 +342,33 @@ def grade_bad_inputs(folder: str | Path) -> pd.DataFrame:
 #: The bad inputs the strict loader refuses (`InvalidJSON`); the grader refuses every other kind (`RouteGradeError`).
 LOADER_KINDS = ("repeated key", "NaN weight", "overflowing weight", "over 1 MB")
 
+#: Words each kind's refusal must say before its first semicolon: the problem, named (what to do follows it).
+REFUSAL_SAYS = {
+    "repeated key": "repeated JSON key 'label'",
+    "NaN weight": "NaN is not allowed",
+    "overflowing weight": "1e999 overflows",
+    "over 1 MB": "over the 1,000,000-byte limit",
+    "unexpected field": 'unexpected field(s) "confidence"',
+    "missing field": 'missing field(s) "suite_sha256"',
+    "unknown route": '"refunds", not a known route',
+    "missing prediction": "no prediction for t10",
+    "extra prediction": "does not have: t11",
+    "duplicate prediction": '"t4" more than once',
+    "duplicate case id": '"t9" appears more than once',
+    "wrong fingerprint": "made for suite bytes with sha256",
+    "empty suite": "has no cases",
+    "zero weight": "sales is 0",
+    "negative weight": "billing is -1",
+    "true as a weight": "urgent_support is true",
+    "text weight": 'urgent_support is "20"',
+    "decimal weight": "support is 1.5",
+    "blank message": "message must be non-blank text",
+    "blank label": "label must be non-blank text",
+    "wrong origin": 'origin is "production"',
+    "predictions not a list": "must be a list of {id, route} objects, got dict",
+    "not an object": "must be a JSON object, got list",
+}
+
 
 def refusal_table(refusals: pd.DataFrame) -> pd.DataFrame:
     """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and what it says first.
