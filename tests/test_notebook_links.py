@@ -92,6 +92,24 @@ def _get(url: str) -> tuple[int, bytes]:
         return error.code, b""
 
 
+def _written_port(runtime: Path) -> int | None:
+    """The port in JupyterLab's server file, or None while the file is missing or still being written."""
+    for info in runtime.glob("jpserver-*.json"):
+        try:
+            return int(json.loads(info.read_text(encoding="utf-8"))["port"])
+        except (json.JSONDecodeError, KeyError):
+            return None
+    return None
+
+
+def _status(url: str) -> int | None:
+    """The status of a GET, or None while the server is not yet listening."""
+    try:
+        return _get(url)[0]
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """JupyterLab started with course.py's own arguments (plus a random port, a token, private folders), stopped after."""
@@ -120,13 +138,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while not list(runtime.glob("jpserver-*.json")) and server.poll() is None and time.monotonic() < deadline:
+        port = None
+        while port is None and server.poll() is None and time.monotonic() < deadline:
+            port = _written_port(runtime)
             time.sleep(0.2)
-        info = next(iter(runtime.glob("jpserver-*.json")), None)
-        assert info is not None, f"JupyterLab did not start within 90 s (exit code {server.poll()})"
-        port = json.loads(info.read_text(encoding="utf-8"))["port"]
+        assert port is not None, f"JupyterLab did not start within 90 s (exit code {server.poll()})"
         url = f"http://127.0.0.1:{port}"
-        while _get(f"{url}/api/status?token={token}")[0] != 200 and time.monotonic() < deadline:
+        while _status(f"{url}/api/status?token={token}") != 200 and time.monotonic() < deadline:
             time.sleep(0.2)
         yield {"url": url, "token": token}
     finally:
