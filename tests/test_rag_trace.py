@@ -699,6 +699,17 @@ def test_the_utf8_sentence_of_the_write_text_summary_ranks_just_below_the_cut(in
         rag_trace.passage_rank(rag_trace.RANKING_QUESTION, index, "no such words")
 
 
+def test_sent_holding_names_only_sent_passages_that_hold_the_words(index, adapter):
+    question = rag_trace.RANKING_QUESTION
+    every = rag_trace.probe(question, index)
+    assert rag_trace.sent_holding(every, "'utf-8'") == [(2, "path-read-text")]
+    assert rag_trace.sent_holding(every, "no such words") == []
+    top_only = rag_trace.probe(question, index, select=lambda ranked: [ranked[0][0]])
+    assert rag_trace.sent_holding(top_only, "'utf-8'") == []  # rank 2 was a candidate, not sent
+    with pytest.raises(ValueError, match="before context_selected"):
+        rag_trace.sent_holding(trace_request(" ", index, adapter), "'utf-8'")
+
+
 def test_the_candidates_table_of_a_request_stopped_before_search_says_so(index, adapter):
     with pytest.raises(ValueError, match="ended request_rejected before search"):
         rag_trace.candidates_table(trace_request(" ", index, adapter))

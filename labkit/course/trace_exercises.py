@@ -213,8 +213,8 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
             f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}."
         )
         lines.append(
-            f"The ends are scores: a floor of exactly {low:.3f} still sends the {dropped} question's best passage "
-            f"(the rule keeps a score equal to the floor), so {low:.3f} is outside; a floor of exactly "
+            f"Its ends: a floor of exactly {low:.3f} still sends the {dropped} question's best passage "
+            f"(a score equal to the floor is kept), so {low:.3f} is outside; a floor of exactly "
             f"{high:.3f} still sends the {tightest} question's cited passage, so {high:.3f} is inside."
         )
         inside = [(name, c) for name, c in cited_passages if low < c["score"] < high]
@@ -225,11 +225,7 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
                 f"passage of {c['source_id']}: a band that keeps each cited source can still drop a passage "
                 "the answer relies on."
             )
-        lines.append(
-            "This band describes these questions, not a setting: so few questions cannot show that any floor "
-            "suits the next one."
-        )
-    return "\n".join(lines)
+    return "\n".join("- " + line for line in lines)
 
 
 def _event_data(traced: TracedRequest, kind: str) -> dict[str, Any]:

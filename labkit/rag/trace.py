@@ -723,6 +723,20 @@ def branch_table(cases: dict[str, TracedRequest]) -> Any:
     return pd.DataFrame(rows).set_index("case")
 
 
+def sent_holding(traced: TracedRequest, words: str) -> list[tuple[int, str]]:
+    """Return (rank, source id) of every passage this request sent as context whose text holds ``words``."""
+    sent = set(_event(traced, "context_selected").data["chunk_ids"])
+    candidates = _event(traced, "retrieval_completed").data["candidates"]
+    return [(c["rank"], c["source_id"]) for c in candidates if c["chunk_id"] in sent and words in c["text"]]
+
+
+def _event(traced: TracedRequest, kind: str) -> Any:
+    event = traced.trace.first(kind)
+    if event is None:
+        raise ValueError(f"this request ended {traced.outcome} before {kind}: it sent no context to search.")
+    return event
+
+
 def passage_rank(question: str, index: DocsIndex, words: str) -> tuple[int, float, str]:
     """Return the rank, score and text of the best-ranked passage holding ``words``, over the whole index.
 
