@@ -61,3 +61,29 @@ def test_material_cases_start_with_the_shelf_and_test_overlap_case_and_repeats()
     texts = " ".join(text for text, _, _ in cases[1:])
     assert "Pineapple" in texts and "stainless steel lid on a steel frame" in texts and "OAK" in texts
     assert any(want == [] for _, _, want in cases)
+
+
+def test_fixing_the_best_item_first_is_also_fewest_as_fewest_fixes_says():
+    """A fix moves p_e by the reference's counts of its two labels only, so greedy is exact."""
+    from labkit.evaluator.calibration import fewest_fixes, meets_rule
+    from labkit.evaluator.lesson import load_inputs
+
+    rule = load_inputs().rubric.agreement_rule
+
+    def best_first(people, judge):
+        judge, fixes = list(judge), 0
+        while not meets_rule(people, judge, rule):
+            wrong = [i for i, (p, j) in enumerate(zip(people, judge, strict=True)) if p != j]
+            if not wrong:
+                return None
+
+            def kappa_after(i):
+                k = kappa(people, [people[i] if n == i else x for n, x in enumerate(judge)])
+                return -2.0 if k is None else k
+
+            best = max(wrong, key=kappa_after)
+            judge[best], fixes = people[best], fixes + 1
+        return fixes
+
+    cases = fix_cases((["pass", "fail", "pass", "pass"], ["pass", "pass", "fail", "fail"]))
+    assert all(best_first(*c) == fewest_fixes(*c, rule) for c in cases)

@@ -108,7 +108,7 @@ def test_captured_first_look_names_the_highest_kappa_the_rule_reads_not_the_bund
 
 def test_bar_reading_names_the_criteria_where_a_constant_judge_meets_the_agreement_bar(runs):
     authored, _, _ = runs
-    text = readings.bar_reading(authored)
+    text = readings.bar_reading(authored).split("**The 80% bar")[1]
     assert "On `completeness` and `tone` the base rate is 80% or more" in text
     assert "`factual_accuracy`" not in text
     low = _with_agreement(authored, "tone", "per_criterion", base_rate=0.5)
@@ -209,3 +209,23 @@ def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
 def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
     authored, _, _ = runs
     assert "ignores the human labels it already holds" in readings.shelf_reading(authored)
+
+
+def test_bar_reading_calls_the_authored_judges_success_authored_and_names_where_it_qualifies(runs):
+    authored, captured, _ = runs
+    text = readings.bar_reading(authored)
+    assert text.startswith("**An authored success.** The judge that meets the rule on `factual_accuracy` and")
+    assert "not that a model judge can earn one" in text
+    assert "An authored success" not in readings.bar_reading(captured)  # the real judge qualifies nowhere
+
+
+def test_captured_first_look_says_what_the_real_judges_failure_teaches(runs):
+    _, captured, _ = runs
+    text = readings.captured_first_look(captured)
+    assert "**What this failure teaches.** This is the lesson's only real judge" in text
+    assert "the lesson never shows a model earning a criterion" in text
+
+
+def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):
+    authored, _, _ = runs
+    assert "The authored judge still met the agreement rule" in readings.shelf_reading(authored)

@@ -141,10 +141,9 @@ def bootstrap_interval(
         return _kappa_many(np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1), n_labels)
 
     options: dict[str, Any] = {"seed": seed, "resamples": resamples, "level": level}
-    agree = paired_bootstrap((ai, bi), agreement_of, **options)
-    kappa_low, kappa_high, undefined = _percentiles(
-        paired_bootstrap((ai, bi), kappa_of, **options).bootstrap_distribution, level
-    )
+    agree = paired_bootstrap((ai, bi), agreement_of, **options)  # SciPy's percentile interval
+    kappas = paired_bootstrap((ai, bi), kappa_of, **options).bootstrap_distribution  # NaN: undefined
+    kappa_low, kappa_high, undefined = _percentiles(kappas, level)  # of the defined draws only
     return {
         "agreement_low": float(agree.confidence_interval.low),
         "agreement_high": float(agree.confidence_interval.high),
@@ -263,9 +262,11 @@ def meets_rule(reference: list[str], judge: list[str], rule: AgreementRule) -> b
 def fewest_fixes(reference: list[str], judge: list[str], rule: AgreementRule) -> int | None:
     """Return the fewest judge labels that must be set to the reference's for the judge to meet ``rule``.
 
-    Every set of that many disagreements is tried, smallest sets first, so the answer is
-    exact rather than a greedy guess; None when not even fixing every disagreement helps
-    (kappa undefined: both lists one and the same label).
+    Every set of that many disagreements is tried, smallest sets first; None when not even
+    fixing every disagreement helps (kappa undefined: both lists one and the same label).
+    Fixing the item that raises kappa most, one at a time, gives the same count: each fix
+    adds one item to p_o, and moves p_e by an amount that depends only on the reference's
+    counts of the item's two labels, which no fix changes.
     """
     from itertools import combinations
 

@@ -114,7 +114,16 @@ def bar_reading(report: EvaluationReport) -> str:
     met = [a for a in rows if a is not None and a.base_rate >= rule.min_percent_agreement]
     _require(bool(met), "a constant judge reaches the percent-agreement bar on some criterion")
     names = " and ".join(f"`{a.criterion}`" for a in met)
-    return (
+    qualified = [c for c, routed in report.routing.items() if routed.scorer == "judge"]
+    authored = ""
+    if report.origin == "authored" and qualified:
+        authored = (
+            f"**An authored success.** The judge that meets the rule on "
+            f"{' and '.join(f'`{c}`' for c in qualified)} is the course's: the course wrote its labels, the "
+            "raters' and the adjudicated ones. These rows show how the rule routes a criterion, not that a model "
+            "judge can earn one. §7 runs a real model's judge through the same rule.\n\n"
+        )
+    return authored + (
         f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
         f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
         f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
@@ -171,7 +180,12 @@ def captured_first_look(captured: EvaluationReport) -> str:
         f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
         f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
         f"is {highest:.2f}: no better than chance on {items} items. It is below the rule's `min_kappa` of "
-        f"{rule.min_kappa:.2f}, so every judged criterion goes to human review."
+        f"{rule.min_kappa:.2f}, so every judged criterion goes to human review.\n\n"
+        "**What this failure teaches.** This is the lesson's only real judge, and the rule kept it from scoring "
+        "anything: a judge that passes false numbers never decides a release. The judge that qualified in §5 was "
+        "authored, so the lesson never shows a model earning a criterion. With a judge like this one, people "
+        "score every judged criterion, and a stronger judge is measured against their labels, on held-out items, "
+        "before it scores any."
     )
 
 
@@ -272,8 +286,9 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it: a "
         "material is not a number with a unit. The authored judge passes it too. The course wrote that verdict to "
         f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
-        f"adjudicated label is `{human['adjudicated']}`. The judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items). The rule measures "
+        f"adjudicated label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items), against raters the "
+        "course also wrote: the case is built to show what the rule lets through. The rule measures "
         "agreement with the raters, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
         "human review. A judge qualified for tone would release a false material claim. The raters labeled this very "
         "text, but the release rule never reads their labels: the pipeline ignores the human labels it already "

@@ -1,9 +1,10 @@
 """The sampled judge: a stated subset of the judge's calls sent at a temperature above zero, once per seed.
 
 The lesson's runs ask the judge each question once, at temperature 0: greedy
-decoding, which takes the most likely token at every step. Such a request is
-deterministic for its inputs (the same request gets the same reply), so its
-trace is not a draw, and sending it again would measure nothing. Here the
+decoding, which takes the most likely token at every step. That removes the
+sampling, not every source of variation (a server that batches requests may break
+near-ties differently), and the captured run holds each request once, so it cannot
+show whether a second call would get the same reply. Here the
 per-criterion judge calls for `PRODUCTS` (their human-labeled descriptions) are
 sent ``TRIALS.n`` times at ``TRIALS.temperature``, one seed per trial
 (`labkit.trials`): the model samples each token, and each seed is a request of
