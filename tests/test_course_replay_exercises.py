@@ -74,6 +74,13 @@ def test_the_debrief_shows_the_refusal_of_each_equal_yet_refused_rewrite(run):
     assert not any("refusal:" in line for line in lines[lines.index("not == yet replayed, 2 of 7:") :])
 
 
+def test_the_debrief_sets_the_body_sent_for_each_unequal_yet_replayed_rewrite_against_the_recorded_one(run):
+    lines = rewrite_debrief(rewrite_effects(run), run).splitlines()
+    tail = lines[lines.index("not == yet replayed, 2 of 7:") + 1 :]
+    sent = "    the body the client writes for it is the recorded text: True"
+    assert tail[:4] == ["  messages passed as a tuple", sent, "  a header added with extra_headers", sent]
+
+
 @pytest.mark.parametrize("guess", [{"refused"}, {"equal", "refused"}, set()])
 def test_one_answer_for_every_rewrite_is_refused(run, guess):
     with pytest.raises(AssertionError, match=f"of {len(REWRITES)} predictions do not match"):

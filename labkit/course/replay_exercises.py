@@ -140,9 +140,11 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
     """Say, from what happened, which rewrites `==` and replay judge differently.
 
     Given ``run``, each rewrite that is ``==`` yet refused is sent again and the
-    refusal's diff lines are shown under it: what the learner would read.
+    refusal's diff lines are shown under it: what the learner would read. Each
+    rewrite that is not ``==`` yet replayed is shown with the body the client
+    writes for it (`as_sent`) set against the recorded body, as the binding key reads both.
     """
-    from labkit.replay import describe_diff
+    from labkit.replay import as_sent, describe_diff
 
     equal_refused = [name for name, found in effects.items() if found == {"equal", "refused"}]
     unequal_replayed = [name for name, found in effects.items() if not found]
@@ -156,11 +158,14 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
                 client.chat.completions.create(**made[name])
             except ReplayRequestMismatch as refusal:
                 lines += [f"    refusal: {line.strip()}" for line in describe_diff(refusal.diff).splitlines()]
-    lines += [
-        f"not == yet replayed, {len(unequal_replayed)} of {len(effects)}:",
-        *(f"  {name}" for name in unequal_replayed),
-    ]
-    lines.append("The key is read from the body the client writes, not from the dict passed to create.")
+    lines.append(f"not == yet replayed, {len(unequal_replayed)} of {len(effects)}:")
+    recorded = request_json(as_sent(run.bindings[0].request)) if run is not None else ""
+    for name in unequal_replayed:
+        lines.append(f"  {name}")
+        if run is not None:
+            same = request_json(as_sent(made[name])) == recorded
+            lines.append(f"    the body the client writes for it is the recorded text: {same}")
+    lines.append("The binding key is read from the body the client writes, not from the dict passed to create.")
     return "\n".join(lines)
 
 
