@@ -25,6 +25,7 @@ from labkit.system.runs import (
     lesson_folder,
     model_request,
     reply_table,
+    request_viewer,
     run_table,
     same_model_request,
     server_of,
@@ -116,6 +117,7 @@ def test_the_token_table_refuses_a_run_that_measured_nothing():
 def test_the_latency_spread_names_the_captured_runs_ranges():
     note = latency_spread(load_run(RUN_CAPTURED))
     assert note.startswith("Prompt tokens 645 to 668, latency 25 s to 42 s: a 17 s spread")
+    assert "SmolLM2-135M-Instruct" in note and "cannot say why" in note
     with pytest.raises(ValueError, match="no usage or latency"):
         latency_spread(load_run(RUN_AUTHORED))
 
@@ -191,6 +193,15 @@ def test_the_golden_viewer_reads_the_rows_own_trace_line_and_gives_its_verdict(c
     assert text.splitlines()[-1].endswith("judged wrong: status answered, expected insufficient_evidence")
     text, _ = golden_viewer(rows[1], system.trace_path, origin="captured")
     assert GOLDEN[1].question in text.splitlines()[0] and text.endswith("judged right")
+
+
+def test_the_request_viewer_shows_a_threads_last_request_without_a_verdict(captured):
+    system, rows = captured
+    text, viewer = request_viewer(system.trace_path, rows[1][1], origin="captured")
+    assert viewer.title == GOLDEN[1].question and len(viewer.trace) == 6
+    assert GOLDEN[1].question in text.splitlines()[0] and "judged" not in text
+    with pytest.raises(LookupError, match="no trace line"):
+        request_viewer(system.trace_path, "no-such-thread", origin="captured")
 
 
 def test_model_request_reads_the_messages_the_generate_step_sent(captured):

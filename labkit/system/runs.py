@@ -290,6 +290,22 @@ def golden_viewer(
     return viewer_text(trace, passed=ok, reason=reason), viewer
 
 
+def request_viewer(trace_path: str | Path, session_id: str, *, origin: str) -> tuple[str, Any]:
+    """Return the last request on thread ``session_id`` as text and as a `TraceViewer`.
+
+    No verdict: a request outside the golden set has no expected result to judge it by.
+    """
+    from labkit.system.workflow import read_trace_lines, request_trace
+    from labkit.widgets import TraceViewer
+
+    lines = [line for line in read_trace_lines(trace_path) if line["session_id"] == session_id]
+    if not lines:
+        raise LookupError(f"no trace line for session {session_id!r} in {trace_path}")
+    trace = request_trace(lines[-1])
+    viewer = TraceViewer(trace, title=lines[-1]["question"], origin=origin)
+    return viewer_text(trace), viewer
+
+
 def viewer_text(trace: Any, *, passed: bool | None = None, reason: str | None = None) -> str:
     """Return in text what `TraceViewer` shows: each event's status and summary, then the verdict.
 
@@ -358,10 +374,13 @@ def latency_spread(run: Any) -> str:
         raise ValueError(f"{run.run_id} holds no usage or latency to compare")
     tokens = [b.usage.prompt_tokens for b in measured]
     seconds = [round(b.latency_s) for b in measured]
+    replies = [b.usage.completion_tokens for b in measured]
     return (
         f"Prompt tokens {min(tokens)} to {max(tokens)}, latency {min(seconds)} s to "
         f"{max(seconds)} s: a {max(seconds) - min(seconds)} s spread at nearly equal "
-        "prompts, which these runs cannot explain."
+        f"prompts, for replies of {min(replies)} to {max(replies)} tokens. That is slow for "
+        f"{run.model.id}, a small model; the runs record no machine, load or server build, "
+        "so they cannot say why: read these latencies as this recording's, not the model's."
     )
 
 
