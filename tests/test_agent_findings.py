@@ -111,3 +111,25 @@ def test_the_repeats_note_reads_a_never_row_by_its_interval_not_as_never_passing
 def test_the_repeats_note_gives_each_disagreeing_case_its_chance_of_a_misleading_trace():
     text = findings.repeated_trials({"c06": [False, False, False, True, False], "c07": [True, True, False, True, True]})
     assert "chance 20%, 20% here" in text
+
+
+def test_each_failing_case_is_placed_at_the_first_layer_it_broke(captured):
+    _, results = captured
+    layers = {r.case.id: findings.first_failed_layer(r) for r in results}
+    assert {case for case, layer in layers.items() if layer is None} == {"c07", "c08", "c09"}
+    assert {case for case, layer in layers.items() if layer == "tool call"} == {"c01", "c02", "c12"}
+    assert {layer for layer in layers.values()} == {None, "route", "tool call"}
+    text = findings.where_it_broke(results)
+    assert "Of 17 failing cases, 14 at the route" in text and "3 at the tool call (`c01`, `c02`, `c12`)" in text
+
+
+def test_a_wrongly_accepted_refusal_breaks_at_identity_and_a_wrong_count_at_the_answer(captured):
+    _, results = captured
+    c08 = next(r for r in results if r.case.id == "c08")
+    let_in = runs.CaseResult(c08.case, "ok", "27 refund requests", "structured", None, [])
+    assert findings.first_failed_layer(let_in) == "identity"
+    authored = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    c01 = next(r for r in authored if r.case.id == "c01")
+    wrong = runs.CaseResult(c01.case, c01.status, "26 refund requests", c01.route, c01.state, [])
+    assert findings.first_failed_layer(wrong) == "answer"
+    assert findings.where_it_broke(authored) == "- **Where it broke first:** no case failed."

@@ -110,15 +110,15 @@ def _missing_arguments(results: Any) -> dict[str, int]:
 def check_missing_arguments(
     missing_arguments: Callable[[Any], dict[str, int]], captured: Any, authored: Any, *, prediction: Any
 ) -> str:
-    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then grade ``prediction``.
+    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then check ``prediction`` was made.
 
     The answer counts, per ``"<tool>.<field>"``, the refused calls that lacked a
     field the tool's argument class requires. The scripted runs: ``count_rows``
     with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
     (an optional field given is not missing); a valid filter (nothing refused).
     A key counted zero times may be left out. ``prediction`` (the learner's
-    ``PREDICTION``) must name a required field as ``"<tool>.<field>"`` and be the
-    one the captured run's refused calls lacked most often.
+    ``PREDICTION``) must name a required field as ``"<tool>.<field>"``; whether it
+    matches the count is not graded: the notebook prints the two side by side.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
@@ -139,12 +139,12 @@ def check_missing_arguments(
             f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
             "a field the tool's argument class requires (not the fields they hold, not optional ones)"
         )
-    _grade_prediction(prediction, _missing_arguments(captured))
+    _grade_prediction(prediction)
     return "ex:missing-arguments passed"
 
 
-def _grade_prediction(prediction: Any, missing: dict[str, int]) -> None:
-    """Refuse a missing or malformed prediction, and one that is not the field the captured calls lacked most often."""
+def _grade_prediction(prediction: Any) -> None:
+    """Refuse a missing or malformed prediction; never require it to match the count (the notebook compares the two)."""
     from labkit.agent.tools import TOOL_ARGUMENTS
 
     required = sorted(
@@ -158,11 +158,6 @@ def _grade_prediction(prediction: Any, missing: dict[str, int]) -> None:
     )
     assert prediction in required, (
         f"PREDICTION {prediction!r} is not a required field; choose one of {', '.join(required)}"
-    )
-    top = max(missing.values(), default=0)
-    assert missing.get(prediction, 0) == top, (
-        f"your prediction {prediction!r} is not the field the refused captured calls lacked most often; your count "
-        "says which is. Note why you expected otherwise, then set PREDICTION to what the count shows"
     )
 
 

@@ -70,7 +70,7 @@ def captured_columns(report: dict[str, Any], results: Sequence[CaseResult]) -> s
         f"{decline['sent']} questions `out_of_scope`."
         + (
             f" So {' and '.join(vacuous)} read `{ev.NOT_APPLICABLE}`: nothing was eligible, they measured "
-            "nothing. Exercise 2 and the note after it count why."
+            "nothing. Exercise 2 counts why."
             if vacuous
             else ""
         ),
@@ -248,6 +248,56 @@ def repeated_trials(passes: Mapping[str, Sequence[bool]]) -> str:
     return " ".join(parts) or "No case was repeated."
 
 
+LAYER_ROWS = {
+    "identity": "the task-outcome row (a refusal expected or not)",
+    "route": "the route rows and the confusion matrix below",
+    "tool call": "argument validity and the `arguments_invalid` events in the trace",
+    "answer": "grounding, and the validator's `answer_rejected` event",
+}
+
+
+def first_failed_layer(result: CaseResult) -> str | None:
+    """Return the first layer a case failed at (identity, route, tool call, answer), or None when it passed.
+
+    Layers in the order a request meets them: the identity check (refused or not as
+    expected), the router (the expected route), the tool call (a data tool ran, for a
+    route that needs one), then the answer and status.
+    """
+    if ev.outcome_correct(result):
+        return None
+    if (result.status == "refused") != (result.case.expected_status == "refused"):
+        return "identity"
+    if result.route != result.case.expected_route:
+        return "route"
+    events = (result.state or {}).get("events", [])
+    if result.route in ("structured", "unstructured") and not any(e["kind"] == "tool_returned" for e in events):
+        return "tool call"
+    return "answer"
+
+
+def where_it_broke(results: Sequence[CaseResult]) -> str:
+    """Say, for each layer, how many failing cases broke there first and which row of the report shows it."""
+    broke: dict[str, list[CaseResult]] = {}
+    for r in results:
+        layer = first_failed_layer(r)
+        if layer is not None:
+            broke.setdefault(layer, []).append(r)
+    if not broke:
+        return "- **Where it broke first:** no case failed."
+    parts = [
+        f"{len(broke[layer])} at the {layer} ({_ids(broke[layer])}), shown by {LAYER_ROWS[layer]}"
+        for layer in LAYER_ROWS
+        if layer in broke
+    ]
+    total = sum(len(v) for v in broke.values())
+    return (
+        f"- **What this evaluation can tell: where each failing case broke first.** Of {total} failing cases, "
+        + "; ".join(parts)
+        + ". Every failure is flagged by the task-outcome row and by the row of its layer; a rate over a layer "
+        "that no case reached measures nothing."
+    )
+
+
 def what_the_columns_show(reports: Sequence[dict[str, Any]], results: Mapping[str, Sequence[CaseResult]]) -> str:
     """Return the notes on the side-by-side table: each captured column's, then each authored column's.
 
@@ -255,6 +305,7 @@ def what_the_columns_show(reports: Sequence[dict[str, Any]], results: Mapping[st
     the case results of each run, keyed by run id.
     """
     notes = ["**What the columns can and cannot show.**"]
+    notes += [where_it_broke(results[report["run"]]) for report in reports if report["origin"] == "captured"]
     for origin, note in (("captured", captured_columns), ("authored", authored_columns)):
         notes += [note(report, results[report["run"]]) for report in reports if report["origin"] == origin]
     return "\n".join(notes)
