@@ -182,3 +182,16 @@ def test_penalty_condition_is_implied_by_the_other_two_under_the_shipped_weights
         ],
     }
     assert failed_conditions(compare(heavy, sha, baseline, trade)) == {2}
+
+
+def test_penalty_condition_decides_when_urgent_weighs_less_than_an_ordinary_route(shipped):
+    from labkit.routing.findings import penalty_condition_decides, penalty_condition_note
+    from labkit.routing.practice import failed_conditions, with_penalties, with_routes
+
+    suite, sha, baseline, _ = shipped
+    cheap = with_penalties(suite, urgent_support=1, billing=3, sales=3, support=3)
+    assert penalty_condition_decides(cheap["penalties"])
+    assert "can fail a candidate" in penalty_condition_note(cheap["penalties"])
+    old = with_routes(baseline, t1="billing")  # a cheap urgent miss in the baseline
+    new = with_routes(baseline, t3="sales")  # traded for a dearer ordinary miss
+    assert failed_conditions(compare(cheap, sha, old, new)) == {2}

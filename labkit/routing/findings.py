@@ -43,8 +43,10 @@ def penalty_condition_note(penalties: Mapping[str, int]) -> str:
         f"With these weights ({shown}), condition 2 never decides anything on its own. A candidate with no "
         "urgent miss and no fewer correct routes cannot have more penalty points: each of its misses costs "
         f"{cheap}, and each of the baseline's costs at least {cheap}. So here the urgent rule does the work that one accuracy number cannot. "
-        "Condition 2 can start to decide once one non-urgent route weighs more than another. Exercise 1 has "
-        "a row where billing weighs 3: work out what condition 2 does there."
+        "Condition 2 can start to decide in two ways: one non-urgent route weighs more than another, or "
+        "urgent_support weighs less than a non-urgent route (then a baseline's cheap urgent miss can be traded "
+        "for a dearer ordinary one). Exercise 1 has a row where billing weighs 3: work out what condition 2 "
+        "does there."
     )
 
 
