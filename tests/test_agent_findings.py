@@ -133,3 +133,17 @@ def test_a_wrongly_accepted_refusal_breaks_at_identity_and_a_wrong_count_at_the_
     wrong = runs.CaseResult(c01.case, c01.status, "26 refund requests", c01.route, c01.state, [])
     assert findings.first_failed_layer(wrong) == "answer"
     assert findings.where_it_broke(authored) == "- **Where it broke first:** no case failed."
+
+
+def test_captured_replies_show_each_pick_unchanged_and_refuse_a_missing_one():
+    run = load_run(runs.RUN_CAPTURED)
+    results = runs.make_requests(runs.replay(runs.RUN_CAPTURED))
+    rows = findings.captured_replies(results, run)
+    assert [(r["case"], r["step"]) for r in rows] == list(findings.REPLY_PICKS)
+    raws = {e["raw"] for r in results for e in (r.state or {}).get("events", []) if "raw" in e}
+    assert all(r["reply (captured, as sent)"] in raws for r in rows)
+    assert rows[0]["application recorded"] == "route_chosen"
+    assert rows[1]["application recorded"] == "tool_proposed, then arguments_invalid"
+    assert rows[2]["finish_reason"] == "length" and "not JSON" in rows[2]["application recorded"]
+    with pytest.raises(findings.NoSuchReply):
+        findings.captured_replies(results, run, picks=[("c08", "agent")])

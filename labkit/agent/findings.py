@@ -15,6 +15,7 @@ from typing import Any
 
 from labkit.agent import evaluation as ev
 from labkit.agent.runs import SETTINGS, CaseResult
+from labkit.errors import LabkitError
 from labkit.tables import interval
 from labkit.trials import misled_by_one_trace, wilson
 
@@ -309,3 +310,49 @@ def what_the_columns_show(reports: Sequence[dict[str, Any]], results: Mapping[st
     for origin, note in (("captured", captured_columns), ("authored", authored_columns)):
         notes += [note(report, results[report["run"]]) for report in reports if report["origin"] == origin]
     return "\n".join(notes)
+
+
+class NoSuchReply(LabkitError, LookupError):
+    """A picked case and step has no recorded reply in the run."""
+
+
+#: The captured replies `captured_replies` shows by default: (case, step), one per kind of failure.
+REPLY_PICKS = (("c04", "route"), ("c01", "agent"), ("c02", "agent"))
+
+
+def captured_replies(
+    results: Sequence[CaseResult], run: Any, picks: Sequence[tuple[str, str]] = REPLY_PICKS
+) -> list[dict[str, Any]]:
+    """Return the first recorded reply of each picked (case, step), as the model sent it, and what became of it.
+
+    ``step`` is ``route`` or ``agent``. Each row holds the reply text unchanged, its
+    recorded ``finish_reason`` (``length``: cut off at ``max_tokens``) and the event the
+    application recorded for it (for a tool proposal, also what the tools node then
+    did). A pick with no recorded reply raises `NoSuchReply`.
+    """
+    finish = {}
+    for binding in run.bindings:
+        choice = (binding.response or {}).get("choices", [{}])[0]
+        finish[choice.get("message", {}).get("content")] = choice.get("finish_reason")
+    by_id = {result.case.id: result for result in results}
+    rows = []
+    for case_id, step in picks:
+        events = (by_id[case_id].state or {}).get("events", []) if case_id in by_id else []
+        event = next((e for e in events if "raw" in e and e["kind"].startswith("route") == (step == "route")), None)
+        if event is None:
+            raise NoSuchReply(f"no recorded {step} reply for case {case_id!r}; pick a case and step the run holds")
+        recorded = event["kind"] + (f" ({event['problem']})" if event.get("problem") else "")
+        if event["kind"] == "tool_proposed":  # what the tools node then did with the call
+            after = events[events.index(event) + 1 :]
+            ran = next((e for e in after if e["kind"] in ("tool_returned", "tool_refused", "arguments_invalid")), None)
+            recorded += f", then {ran['kind']}" if ran else ""
+        rows.append(
+            {
+                "case": case_id,
+                "step": step,
+                "reply (captured, as sent)": event["raw"],
+                "finish_reason": finish.get(event["raw"], "not recorded"),
+                "application recorded": recorded,
+            }
+        )
+    return rows
