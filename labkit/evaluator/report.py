@@ -176,7 +176,7 @@ class EvaluationReport:
                         "arrangement": call.arrangement,
                         "criterion": ", ".join(call.criteria),
                         "explanation": call.rejected,
-                        "verdict": "(rejected)",
+                        "verdict": REJECTED,
                     }
                 )
             for label in call.labels:
