@@ -229,3 +229,15 @@ def test_captured_first_look_says_what_the_real_judges_failure_teaches(runs):
 def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):
     authored, _, _ = runs
     assert "The authored judge still met the agreement rule" in readings.shelf_reading(authored)
+
+
+def test_raters_reading_names_the_criteria_where_the_raters_miss_the_rule_from_their_row(runs):
+    authored, _, _ = runs
+    text = readings.raters_reading(authored)
+    assert "`tone` (kappa 0.52, agreement 80%)" in text and "needs kappa 0.60 and agreement 80%" in text
+    assert "`completeness`" not in text and "`factual_accuracy`" not in text
+    assert text in readings.bar_reading(authored)
+    agreeing = _with_agreement(authored, "tone", "human-human", kappa=0.9, percent_agreement=0.95)
+    assert readings.raters_reading(agreeing) == ""
+    missing = _with_agreement(authored, "completeness", "human-human", kappa=0.4)
+    assert "`completeness` (kappa 0.40" in readings.raters_reading(missing)

@@ -116,3 +116,25 @@ def test_release_table_names_each_runs_origin():
 
     assert origins(evaluate_run("01-evaluator-authored")) == {"authored"}
     assert origins(evaluate_run("01-evaluator-smollm2")) == {"captured"}
+
+
+def test_cost_ceiling_table_says_whether_the_cost_check_could_fail_on_each_run():
+    import dataclasses
+
+    from labkit.evaluator.report import cost_ceiling_table
+
+    authored = evaluate_run("01-evaluator-authored")
+
+    def table(report):
+        shown = cost_ceiling_table({"a": report})
+        return shown.data if hasattr(shown, "data") else shown
+
+    data = table(authored)
+    calls = [g.call for g in authored.runs.generation.generations]
+    assert float(data.loc["a", "dearest, USD"]) == pytest.approx(max(c.cost_usd for c in calls), abs=1e-6)
+    assert float(data.loc["a", "ceiling, USD"]) >= float(data.loc["a", "dearest, USD"])
+    assert data.loc["a", "cost check"] == "cannot fail here"
+    rubric = authored.inputs.rubric
+    tight = rubric.model_copy(update={"limits": rubric.limits.model_copy(update={"max_cost_usd": 0.00011})})
+    strict = dataclasses.replace(authored, inputs=dataclasses.replace(authored.inputs, rubric=tight))
+    assert table(strict).loc["a", "cost check"] == "can fail"

@@ -5,7 +5,7 @@ Cohen's kappa (scikit-learn), the base rate (the share of the most common
 human label: what a judge that always said it would score), and a bootstrap
 interval with a fixed seed; the two raters' agreement beside it for
 reference. A rejected judge reply counts as a label of its own,
-``(rejected)``, which disagrees with every human label: it is never dropped.
+``(refused)``, which disagrees with every human label: it is never dropped.
 The agreement rule then routes each criterion to the judge or to human review.
 """
 
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.evaluator.rubric import AgreementRule
 
-REJECTED = "(rejected)"
+REJECTED = "(refused)"
 BOOTSTRAP_SEED = 20261101
 BOOTSTRAP_RESAMPLES = 2000
 

@@ -140,7 +140,7 @@ def parse_judge_reply(text: str, rubric: Rubric, *, criterion: Criterion | None 
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(map(str, first["loc"]))
-        raise JudgeReplyRejected(f"judge reply rejected: {where + ': ' if where else ''}{first['msg']}") from None
+        raise JudgeReplyRejected(f"judge reply refused: {where + ': ' if where else ''}{first['msg']}") from None
     if criterion:
         fields = parsed.model_dump()
         return [

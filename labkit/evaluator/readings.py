@@ -123,10 +123,39 @@ def bar_reading(report: EvaluationReport) -> str:
             "raters' and the adjudicated ones. These rows show how the rule routes a criterion, not that a model "
             "judge can earn one. §7 runs a real model's judge through the same rule.\n\n"
         )
-    return authored + (
-        f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
-        f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
-        f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
+    return (
+        authored
+        + (
+            f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
+            f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
+            f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
+        )
+        + raters_reading(report)
+    )
+
+
+def raters_reading(report: EvaluationReport) -> str:
+    """Say on which judged criteria the two raters miss the agreement rule against each other, from their row."""
+    rule = report.inputs.rubric.agreement_rule
+    rows = [report.agreement_for(c.id, "human-human") for c in report.inputs.rubric.judged()]
+    missed = [
+        a
+        for a in rows
+        if a is not None
+        and (a.kappa is None or a.kappa < rule.min_kappa or a.percent_agreement < rule.min_percent_agreement)
+    ]
+    if not missed:
+        return ""
+    said = ", ".join(
+        f"`{a.criterion}` (kappa {'undefined' if a.kappa is None else f'{a.kappa:.2f}'}, "
+        f"agreement {a.percent_agreement:.0%})"
+        for a in missed
+    )
+    return (
+        f"\n\n**The raters miss the rule too.** Rater A against rater B: {said}, where the rule needs kappa "
+        f"{rule.min_kappa:.2f} and agreement {rule.min_percent_agreement:.0%}. The reference a judge is measured against "
+        "is itself uncertain there: before asking what a judge needs to qualify (exercise 2), sharpen the anchors "
+        "until people agree."
     )
 
 

@@ -141,7 +141,7 @@ class EvaluationReport:
                     "criterion": a.criterion,
                     "arrangement": arrangement,
                     "items": a.items,
-                    "rejected": a.rejected,
+                    "refused": a.rejected,
                     "agreement": round(a.percent_agreement, 2),
                     "agreement_95": interval(a.agreement_low, a.agreement_high),
                     "kappa": None if a.kappa is None else round(a.kappa, 2),
@@ -176,7 +176,7 @@ class EvaluationReport:
                         "arrangement": call.arrangement,
                         "criterion": ", ".join(call.criteria),
                         "explanation": call.rejected,
-                        "verdict": "(rejected)",
+                        "verdict": REJECTED,
                     }
                 )
             for label in call.labels:
@@ -334,6 +334,36 @@ def spread_table(reports: dict[str, EvaluationReport]) -> Any:
                 "latency s (median)": round(latency.median(), 2) if len(latency) else "not measured",
                 "latency range": interval(latency.min(), latency.max()) if len(latency) else "-",
                 "judge latency s (median)": round(judge_latency.median(), 2) if judging else "not measured",
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("run"))
+
+
+def cost_ceiling_table(reports: dict[str, EvaluationReport]) -> Any:
+    """Return whether the cost check could fail on each run: its dearest request, had the reply used all of max_tokens.
+
+    The ceiling is the request's prompt tokens at the input price plus ``max_tokens`` at
+    the output price; the check can fail on the run only if some ceiling passes ``max_cost_usd``.
+    """
+    import pandas as pd
+
+    rows = []
+    for name, report in reports.items():
+        limit = report.inputs.rubric.limits.max_cost_usd
+        calls = [g.call for g in report.runs.generation.generations]
+        price = report.inputs.prices.models[calls[0].model_id]
+        ceiling = max(
+            (c.prompt_tokens or 0) * price.input_per_million_tokens
+            + c.request["max_tokens"] * price.output_per_million_tokens
+            for c in calls
+        )
+        rows.append(
+            {
+                "run": name,
+                "dearest, USD": f"{max(c.cost_usd for c in calls):.6f}",
+                "ceiling, USD": f"{ceiling / 1e6:.6f}",
+                "max_cost_usd": f"{limit:.6f}",
+                "cost check": "can fail" if ceiling / 1e6 > limit else "cannot fail here",
             }
         )
     return text_table(pd.DataFrame(rows).set_index("run"))
