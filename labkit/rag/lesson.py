@@ -350,14 +350,18 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
-    When the paired test calls fewer, the sentence says the interval rule let through differences chance could explain.
+    When the paired test calls fewer, the sentence says how many of the interval rule's it cannot tell from chance.
     It also warns that many tests at `ALPHA` each pass some pairs by chance alone, and says the test's power: the
     fewest disagreements (`fewest_disagreements`) it needs, however many questions agree.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
     by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
     by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
-    looser = " The interval rule lets through differences that chance could explain." if by_test < by_interval else ""
+    looser = (
+        f" The other {by_interval - by_test} are ones the paired test cannot tell from chance."
+        if by_test < by_interval
+        else ""
+    )
     fewest = fewest_disagreements()
     return (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
