@@ -368,7 +368,7 @@ def paired_reading(experiments: list[Experiment]) -> str:
         f" and the paired test {by_test}.{looser}"
         + (
             f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
-            f" Power: the paired test can call a difference only when at least {fewest} questions disagree, all"
+            f" Its power (the differences it can detect at all): the paired test can call a difference only when at least {fewest} questions disagree, all"
             f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
             " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
             if pairs
