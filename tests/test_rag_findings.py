@@ -202,6 +202,7 @@ def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it
     assert "For 1 of them that chunk was not even a candidate: the search lost it." in text
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
     assert "2 never reached the twelve candidates." in text
+    assert "These counts describe this fixture as much as FAISS or MiniLM" in text
     assert "No rerank of these candidates could fix those" in text
     assert "a page sent can still lack the figure" in text  # as 004 shows, a better rerank reaches the page only
     assert "only a first search that finds their pages can." in text

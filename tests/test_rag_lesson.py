@@ -263,9 +263,9 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
     # 2 against 6 of 26: outside the interval, yet 4 disagreements all one way give p = 0.125
     assert paired_reading(_two_of_six()) == (
         "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
-        " The interval rule lets through differences that chance could explain."
+        " The other 1 are ones the paired test cannot tell from chance."
         " Each pair is its own test at 0.05, so over 1 tests some fall below it by chance."
-        " Power: the paired test can call a difference only when at least 6 questions disagree, all one way"
+        " Its power (the differences it can detect at all): the paired test can call a difference only when at least 6 questions disagree, all one way"
         " (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
         " A tie says the test cannot tell, not that the settings are equal."
     )

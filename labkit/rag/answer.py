@@ -117,9 +117,9 @@ def tokens(text: str) -> list[str]:
 def bm25_rerank(question: str, docs: list[Any]) -> list[tuple[Any, float]]:
     """Return the documents sharing a word with the question, best BM25 score first (ties keep search order).
 
-    A shared word keeps a document even at a score of 0: over a few candidates, rank-bm25's BM25Okapi gives a
-    word found in exactly half of them no weight, and a word found in more than half only a small floor
-    (``epsilon`` times the average idf). The page holding the answer must not be dropped for that.
+    A shared word keeps a document even at a score of 0: BM25 weighs a word by how rare it is among the
+    candidates, so over a few of them rank-bm25's BM25Okapi gives a word found in exactly half no weight, and a
+    word found in more than half only a small floor weight. The page holding the answer must not be dropped for that.
     """
     from rank_bm25 import BM25Okapi
 

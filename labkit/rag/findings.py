@@ -215,6 +215,8 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         " the rerank: a better rerank could send their labelled pages, though a page sent can still lack the figure."
         f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
         " those, not even the book's cross-encoder: only a first search that finds their pages can."
+        " These counts describe this fixture as much as FAISS or MiniLM: its pages are padded with prose that"
+        " shares the line items' words but states no figure, and a filing's next-year twin can print the same lines."
     )
 
 

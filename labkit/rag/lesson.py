@@ -350,21 +350,25 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
-    When the paired test calls fewer, the sentence says the interval rule let through differences chance could explain.
+    When the paired test calls fewer, the sentence says how many of the interval rule's it cannot tell from chance.
     It also warns that many tests at `ALPHA` each pass some pairs by chance alone, and says the test's power: the
     fewest disagreements (`fewest_disagreements`) it needs, however many questions agree.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
     by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
     by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
-    looser = " The interval rule lets through differences that chance could explain." if by_test < by_interval else ""
+    looser = (
+        f" The other {by_interval - by_test} are ones the paired test cannot tell from chance."
+        if by_test < by_interval
+        else ""
+    )
     fewest = fewest_disagreements()
     return (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
         f" and the paired test {by_test}.{looser}"
         + (
             f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
-            f" Power: the paired test can call a difference only when at least {fewest} questions disagree, all"
+            f" Its power (the differences it can detect at all): the paired test can call a difference only when at least {fewest} questions disagree, all"
             f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
             " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
             if pairs
