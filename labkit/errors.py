@@ -54,6 +54,7 @@ rest are defined beside the code that raises them.
     │   └── InvalidK, InvalidReply, InvalidCitation (ValueError)             rag/answer.py
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py
+    │   ├── NoSuchReply(LookupError)                 findings.py: the captured run holds no such case or step
     │   ├── ScopeRefused(PermissionError)            identity.py: the caller may not read that scope
     │   ├── SessionOwnerMismatch(PermissionError)    sessions.py: a session restores only for its own user
     │   ├── SessionStoreCorrupt(ValueError)          sessions.py: the session file is not a database
