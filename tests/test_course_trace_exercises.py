@@ -98,6 +98,16 @@ def test_the_band_cases_include_sets_no_floor_separates(index, adapters):
     assert bands["ranking refused, timestamp answered"] is None  # 0.684 to drop, 0.553 to keep
     assert [round(x, 3) for x in bands["the three traced questions"]] == [0.227, 0.553]
     assert [round(x, 3) for x in bands["ranking and backup"]] == [0.227, 0.568]
+    # several not_in_docs requests: low is the highest best score, neither the first nor the lowest
+    assert [round(x, 3) for x in bands["backup and reworded refused, ranking answered"]] == [0.545, 0.568]
+    assert [round(x, 3) for x in bands["timestamp, backup and reworded refused, ranking answered"]] == [0.553, 0.568]
+    # the same question answered and refused: low == high, an empty band
+    answered, refused = _band_cases(traced, index)["timestamp answered and refused"].values()
+    assert _best(refused) == _best(answered) and bands["timestamp answered and refused"] is None
+
+
+def _best(traced):
+    return max(c["score"] for c in traced.trace.first("retrieval_completed").data["candidates"])
 
 
 def test_score_floor_check_refuses_the_top_score_and_every_cited_passage(index, adapters):
@@ -121,6 +131,39 @@ def test_score_floor_check_refuses_the_top_score_and_every_cited_passage(index, 
     for wrong in (top_score, never_none, lambda traced: (0.226712, 0.552792)):
         with pytest.raises(AssertionError, match="floor_band is wrong for"):
             check_score_floor(wrong, RIGHT, 0.6, index, adapters)
+
+
+def _band_with(pick_low, strict=True):
+    """floor_band with its low end chosen by ``pick_low`` from the not_in_docs best scores, in order."""
+
+    def band(traced):
+        must_keep, must_drop = [], []
+        for request in traced.values():
+            candidates = request.trace.first("retrieval_completed").data["candidates"]
+            if request.result["status"] == "answered":
+                for source in request.result["source_ids"]:
+                    must_keep.append(max(c["score"] for c in candidates if c["source_id"] == source))
+            else:
+                must_drop.append(max(c["score"] for c in candidates))
+        low, high = pick_low(must_drop), min(must_keep)
+        return (low, high) if (low < high if strict else low <= high) else None
+
+    return band
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong"),
+    [
+        ("the lowest not_in_docs score", _band_with(min)),
+        ("the first not_in_docs request's score", _band_with(lambda drop: drop[0])),
+        ("the last not_in_docs request's score", _band_with(lambda drop: drop[-1])),
+        ("low <= high, so a band of one point", _band_with(max, strict=False)),
+    ],
+)
+def test_score_floor_check_refuses_a_wrong_low_end_and_an_empty_band(index, adapters, name, wrong):
+    with pytest.raises(AssertionError, match="floor_band is wrong for"):
+        check_score_floor(wrong, RIGHT, 0.6, index, adapters)
+    check_score_floor(_band_with(max), RIGHT, 0.6, index, adapters)
 
 
 def test_score_floor_check_refuses_reading_the_findings(index, adapters):

@@ -88,8 +88,10 @@ def check_score_floor(
     ``(low, high)``: every floor above ``low`` and at most ``high`` keeps a passage
     of every source each answered reply cites and drops every passage of each
     ``not_in_docs`` request; or ``None`` when no floor does. The cases are the three
-    traced questions, subsets of them and probes with other citations and statuses;
-    a ``floor_band`` that calls `score_floor_findings` is refused.
+    traced questions, subsets of them and probes with other citations and statuses,
+    sets with several ``not_in_docs`` requests of different best scores and a set
+    whose band is empty because low equals high; a ``floor_band`` that calls
+    `score_floor_findings` is refused.
     """
     if floor != 0.6:
         raise AssertionError("keep the floor as given: FLOOR = 0.6")
@@ -140,6 +142,21 @@ def _band_cases(traced: dict[str, TracedRequest], index: DocsIndex) -> dict[str,
             "backup": probe(UNSUPPORTED, index, ["shutil-copy2"]),
             "timestamp": refused[ANSWERED],
         },
+        # Two or three not_in_docs requests of different best scores, the highest neither first nor
+        # last in every set: low is the highest of them, not the lowest, the first or the last.
+        "backup and reworded refused, ranking answered": {
+            "backup": traced["backup"],
+            "reworded": refused[reworded],
+            "ranking": traced["ranking"],
+        },
+        "timestamp, backup and reworded refused, ranking answered": {
+            "timestamp": refused[ANSWERED],
+            "backup": traced["backup"],
+            "reworded": refused[reworded],
+            "ranking": traced["ranking"],
+        },
+        # The same question answered and refused: low equals high, so no floor is above low and at most high.
+        "timestamp answered and refused": {"answered": traced["timestamp"], "refused": refused[ANSWERED]},
     }
 
 
