@@ -159,3 +159,10 @@ def test_the_seen_verdict_says_what_the_trials_showed_and_no_more():
     assert repeats.seen_verdict([True, False]) == "mixed"
     with pytest.raises(ValueError, match="at least one trial"):
         repeats.seen_verdict([])
+
+
+def test_route_counts_say_how_often_each_route_was_chosen_most_chosen_first():
+    assert (
+        repeats.route_counts(["structured", "profile", "profile", "invalid", "profile"])
+        == "profile 3, invalid 1, structured 1"
+    )
