@@ -47,6 +47,7 @@ def test_where_the_points_went_reads_the_costliest_slice_and_its_queue_precision
     report = compare(suite, sha, baseline, candidate)
     text = where_the_points_went(report, route_confusion(suite, sha, candidate))
     assert "`urgent_support` slice is 2 of the 10 tickets and carries 20 of the candidate's 20" in text
+    assert "Its miss sits in the `urgent_support` row, `billing` column" in text
     assert (
         "sent 4 tickets to billing, 3 of which belonged there: a billing precision of 3/4, a count on 4 tickets" in text
     )
@@ -84,6 +85,9 @@ def test_followed_step_says_where_the_ticket_went_and_whether_the_candidate_kept
     assert "against" not in kept
     both = followed_step(suite, billing, billing, **step)
     assert "to billing under both prompts" in both and "followed step 2" in both
+    read = followed_step(suite, billing, baseline, **step, rival="step 3 (sales)")
+    assert "If t8 meets step 2 (billing)" in read and "if it meets only step 3 (sales), it does" in read
+    assert "a reading, not a fact" in read and "does not follow its own step 2" not in read
     neither = followed_step(suite, billing, apply_changes(baseline, [{"id": "t8", "route": "support"}]), **step)
     assert "followed neither" in neither
 

@@ -83,8 +83,10 @@ def where_the_points_went(report: Mapping[str, Any], matrix: Any) -> str:
     wrong = [route for route in ROUTES if route != costliest and matrix.loc[costliest, route]]
     for route in wrong:
         column = matrix[route]
+        count = int(matrix.loc[costliest, route])
+        misses = "Its miss sits" if count == 1 else f"Its {count} misses sit"
         text += (
-            f" Its misses sit in the `{costliest}` row, `{route}` column; down that column the candidate sent "
+            f" {misses} in the `{costliest}` row, `{route}` column; down that column the candidate sent "
             f"{column.sum()} tickets to {route}, {column[route]} of which belonged there: a {route} precision "
             f"of {column[route]}/{column.sum()}, a count on {column.sum()} tickets."
         )
@@ -123,8 +125,12 @@ def followed_step(
     ticket: str,
     step: int,
     step_route: str,
+    rival: str | None = None,
 ) -> str:
     """Say where one ticket went under each prompt, and whether the candidate's answer follows its own step.
+
+    ``rival`` names another step that a reader could also say ``ticket`` meets (for t8, step 3's "ask what
+    something costs"); when given, a reply against ``step`` is reported as a reading of the steps, not a fact.
 
     Where it does not, the candidate's other fixes that do send a ticket to ``step_route`` are named as
     consistent with the step (consistent, not caused: one reply per ticket cannot show a cause).
@@ -142,7 +148,16 @@ def followed_step(
     if routes[1] == step_route:
         return text + f" Under the candidate it followed step {step}; the suite expects {expected}."
     if routes[1] == expected:
-        text += f" So the candidate's reply for {ticket} does not follow its own step {step}, which says {step_route}."
+        if rival is None:
+            text += (
+                f" So the candidate's reply for {ticket} does not follow its own step {step}, which says {step_route}."
+            )
+        else:
+            text += (
+                f" If {ticket} meets step {step} ({step_route}), the candidate's reply does not follow its own"
+                f" steps; if it meets only {rival}, it does. Which step {ticket} meets is a reading, not a fact,"
+                f" so {ticket} counts as fixed only under the suite's label."
+            )
         consistent = [
             case["id"]
             for case in suite["cases"]
