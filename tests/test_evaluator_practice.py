@@ -87,3 +87,13 @@ def test_fixing_the_best_item_first_is_also_fewest_as_fewest_fixes_says():
 
     cases = fix_cases((["pass", "fail", "pass", "pass"], ["pass", "pass", "fail", "fail"]))
     assert all(best_first(*c) == fewest_fixes(*c, rule) for c in cases)
+
+
+def test_a_capitalised_material_the_facts_lack_is_a_case_so_a_case_sensitive_match_fails():
+    """Some case names materials only with capitals: a match that ignores case finds them, one that does not finds none."""
+    import re
+
+    def named_only_capitalised(text, want):
+        return want and all(not re.search(rf"\\b{re.escape(w)}\\b", text) for w in want)
+
+    assert any(named_only_capitalised(text, want) for text, _, want in material_cases("solid oak"))

@@ -75,6 +75,7 @@ def material_cases(shelf_text: str) -> list[tuple[str, list[str], list[str]]]:
         ("A recycled plastic shell.", ["plastic"], ["recycled plastic"]),
         ("Pineapple-yellow handles on a spine of beech.", ["plastic"], ["beech"]),
         ("Oak, oak and more OAK.", ["pine"], ["oak"]),
+        ("Solid Oak top, Walnut legs.", ["pine"], ["oak", "walnut"]),
         ("Brass and glass, on a copper base.", ["brass"], ["glass", "copper"]),
         ("Nothing here names a material.", ["cotton"], []),
     ]
