@@ -79,3 +79,23 @@ def test_the_figure_check_passes_a_right_solution_whose_reason_quotes_the_answer
     nb.cells = nb.cells[: exercise.check + 1]
     execute(nb, NOTEBOOK.parent)  # raises if the check refuses the quoting solution
     assert "ex:figure-support passed" in "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)
+
+
+LISTING = QUOTING.replace(
+    """f"{result['text']!r}: {missing} unstated\"""",
+    """f"{missing} not in {sorted(set(number.findall(cited)), key=int)}\"""",
+)
+
+
+def test_the_figure_check_passes_a_right_solution_whose_reason_lists_the_cited_figures(tmp_path):
+    """A reason such as "['45'] not in [2026, 11, 30]" names the cited figures too: that is no error."""
+    from labkit.course.runner import execute, read_notebook
+    from labkit.course.workshop import find_exercises
+
+    assert LISTING != QUOTING and "not in" in LISTING
+    nb = read_notebook(NOTEBOOK)
+    exercise = next(e for e in find_exercises(nb) if e.slug == "figure-support")
+    nb.cells[exercise.solution].source = LISTING
+    nb.cells = nb.cells[: exercise.check + 1]
+    execute(nb, NOTEBOOK.parent)  # raises if the check refuses the listing solution
+    assert "ex:figure-support passed" in "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)

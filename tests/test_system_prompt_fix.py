@@ -101,7 +101,10 @@ def test_the_fix_reading_gives_both_scores_and_reads_the_one_request_that_could_
     assert "answer + intent get_refund, ending `invalid_output`" in note
     assert "it did not change the intent: the example is not shown to be the cause" in note
     assert "3 of the 4 fixed-prompt replies still name `get_refund`." in note
-    assert "the same invented address under both prompts" in note and "New York, USA.*)" in note
+    assert "changed the reply's shape on 2 of 4" in note and "the other 2 kept theirs." in note
+    assert "(answer + intent get_refund became tool_call + intent get_refund)" in note
+    assert "The address reply dropped its intent" in note and "New York, USA.*)" in note
+    assert "not the invention." in note and "does not come from the fix" not in note
 
 
 def test_the_fix_reading_credits_the_fix_when_the_empty_count_names_its_own_intent(tmp_path):

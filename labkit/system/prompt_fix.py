@@ -247,13 +247,26 @@ def fix_reading(table: Any) -> str:
     fixed = list(table.xs("fixed", level="prompt")["reply"])
     naming = sum("intent get_refund" in reply for reply in fixed)
     note.append(f"{naming} of the {len(fixed)} fixed-prompt replies still name `get_refund`.")
+    questions = list(dict.fromkeys(table.index.get_level_values("question")))
+    shapes = {q: [table.loc[(q, p), "reply"] for p in ("unchanged", "fixed")] for q in questions}
+    moved = [f"*{q}* ({a} became {b})" for q, (a, b) in shapes.items() if a != b]
+    kept = len(questions) - len(moved)
+    note.append(
+        f"Per request, the fixed prompt changed the reply's shape on {len(moved)} of "
+        f"{len(questions)}"
+        + (": " + "; ".join(moved) if moved else "")
+        + f"; the other {kept} kept theirs."
+    )
     raw = table.attrs.get("raw", {})
     address = [str(raw.get((GOLDEN[2].question, p), "")) for p in ("unchanged", "fixed")]
     texts = [str(_text_of(reply)).split("\n")[0] for reply in address]
     if texts[0] and texts[0] == texts[1]:
+        before, after = shapes.get(GOLDEN[2].question, ["", ""])
+        dropped = "+ intent" in before and "+ intent" not in after
         note.append(
-            f"The address question gets the same invented address under both prompts "
-            f"(*{texts[0]}*), so that reply does not come from the fix."
+            ("The address reply dropped its intent, but the" if dropped else "The")
+            + f" first line of its invented address is the same under both prompts (*{texts[0]}*)"
+            + (": the fix removed the stray intent, not the invention." if dropped else ".")
         )
     return " ".join(note)
 
