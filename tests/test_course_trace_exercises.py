@@ -224,7 +224,8 @@ def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, cap
         check_not_in_docs_cause(via_model_step, index, authored, captured)
 
 
-def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters, authored):
+def _default_floor_findings(index, adapters, authored):
+    """The findings the notebook prints: the three default questions, traced with the app's own rule, at 0.6."""
     from labkit.course.trace_exercises import score_floor_findings
     from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
 
@@ -235,6 +236,11 @@ def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters,
         "ranking": trace_request(RANKING_QUESTION, index, adapters["ranking"]),
     }
     text = score_floor_findings(at_floor, defaults, 0.6)
+    return text
+
+
+def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters, authored):
+    text = _default_floor_findings(index, adapters, authored)
     assert "The timestamp question: no passage scores 0.6 or more, so the app answers not_in_docs" in text
     assert "The backup question" not in text  # its not_in_docs is right: nothing to explain
     assert "keeps only ['path-read-text']. Its recorded reply, given again, cites ['path-write-text']" in text
@@ -258,16 +264,9 @@ def test_score_floor_findings_band_follows_the_scores(index, adapters, authored)
 
 
 def test_score_floor_findings_say_which_end_of_the_band_is_in_and_the_traces_agree(index, adapters, authored):
-    from labkit.course.trace_exercises import score_floor_findings
-    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
+    from labkit.rag.trace import QUESTIONS, trace_request
 
-    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
-    defaults = {
-        "backup": trace_request(QUESTIONS["not_in_docs"], index, authored),
-        "timestamp": trace_request(QUESTIONS["answered"], index, authored),
-        "ranking": trace_request(RANKING_QUESTION, index, adapters["ranking"]),
-    }
-    text = score_floor_findings(at_floor, defaults, 0.6)
+    text = _default_floor_findings(index, adapters, authored)
     assert "a floor of exactly 0.227 still sends the backup question's best passage" in text
     assert "a floor of exactly 0.553 still sends the timestamp question's cited passage" in text
     for question in (QUESTIONS["not_in_docs"], QUESTIONS["answered"]):  # the rule keeps a score equal to the floor

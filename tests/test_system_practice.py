@@ -68,17 +68,25 @@ QUOTING = """def check_figures(result: dict, evidence: list[dict]) -> dict:
 """
 
 
-def test_the_figure_check_passes_a_right_solution_whose_reason_quotes_the_answer(tmp_path):
-    """A reason may quote the answer (its supported figures included) as long as it names the unsupported ones."""
+def _figure_check_output(solution: str) -> str:
+    """Run the notebook up to exercise 2's check with ``solution`` in its solution cell; return the check's output.
+
+    Executing raises if the check refuses the solution.
+    """
     from labkit.course.runner import execute, read_notebook
     from labkit.course.workshop import find_exercises
 
     nb = read_notebook(NOTEBOOK)
     exercise = next(e for e in find_exercises(nb) if e.slug == "figure-support")
-    nb.cells[exercise.solution].source = QUOTING
+    nb.cells[exercise.solution].source = solution
     nb.cells = nb.cells[: exercise.check + 1]
-    execute(nb, NOTEBOOK.parent)  # raises if the check refuses the quoting solution
-    assert "ex:figure-support passed" in "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)
+    execute(nb, NOTEBOOK.parent)
+    return "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)
+
+
+def test_the_figure_check_passes_a_right_solution_whose_reason_quotes_the_answer(tmp_path):
+    """A reason may quote the answer (its supported figures included) as long as it names the unsupported ones."""
+    assert "ex:figure-support passed" in _figure_check_output(QUOTING)
 
 
 LISTING = QUOTING.replace(
@@ -89,13 +97,5 @@ LISTING = QUOTING.replace(
 
 def test_the_figure_check_passes_a_right_solution_whose_reason_lists_the_cited_figures(tmp_path):
     """A reason such as "['45'] not in [2026, 11, 30]" names the cited figures too: that is no error."""
-    from labkit.course.runner import execute, read_notebook
-    from labkit.course.workshop import find_exercises
-
     assert LISTING != QUOTING and "not in" in LISTING
-    nb = read_notebook(NOTEBOOK)
-    exercise = next(e for e in find_exercises(nb) if e.slug == "figure-support")
-    nb.cells[exercise.solution].source = LISTING
-    nb.cells = nb.cells[: exercise.check + 1]
-    execute(nb, NOTEBOOK.parent)  # raises if the check refuses the listing solution
-    assert "ex:figure-support passed" in "".join(o.get("text", "") for o in nb.cells[exercise.check].outputs)
+    assert "ex:figure-support passed" in _figure_check_output(LISTING)
