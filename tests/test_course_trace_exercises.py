@@ -58,17 +58,25 @@ def test_cited_rank_check_refuses_always_rank_one(index, authored):
         check_cited_rank(lambda t: 1 if t.outcome == "completed" and t.result["source_ids"] else None, index, authored)
 
 
-def floor_band(traced):
-    must_keep, must_drop = [], []
-    for request in traced.values():
-        candidates = request.trace.first("retrieval_completed").data["candidates"]
-        if request.result["status"] == "answered":
-            for source in request.result["source_ids"]:
-                must_keep.append(max(c["score"] for c in candidates if c["source_id"] == source))
-        else:
-            must_drop.append(max(c["score"] for c in candidates))
-    low, high = max(must_drop), min(must_keep)
-    return (low, high) if low < high else None
+def _band_with(pick_low, strict=True):
+    """floor_band with its low end chosen by ``pick_low`` from the not_in_docs best scores, in order."""
+
+    def band(traced):
+        must_keep, must_drop = [], []
+        for request in traced.values():
+            candidates = request.trace.first("retrieval_completed").data["candidates"]
+            if request.result["status"] == "answered":
+                for source in request.result["source_ids"]:
+                    must_keep.append(max(c["score"] for c in candidates if c["source_id"] == source))
+            else:
+                must_drop.append(max(c["score"] for c in candidates))
+        low, high = pick_low(must_drop), min(must_keep)
+        return (low, high) if (low < high if strict else low <= high) else None
+
+    return band
+
+
+floor_band = _band_with(max)  # the right answer: the highest best score of the requests to drop
 
 
 RIGHT = {"timestamp": (0, "app answers"), "backup": (0, "app answers"), "ranking": (1, "rejected")}
@@ -131,24 +139,6 @@ def test_score_floor_check_refuses_the_top_score_and_every_cited_passage(index, 
     for wrong in (top_score, never_none, lambda traced: (0.226712, 0.552792)):
         with pytest.raises(AssertionError, match="floor_band is wrong for"):
             check_score_floor(wrong, RIGHT, 0.6, index, adapters)
-
-
-def _band_with(pick_low, strict=True):
-    """floor_band with its low end chosen by ``pick_low`` from the not_in_docs best scores, in order."""
-
-    def band(traced):
-        must_keep, must_drop = [], []
-        for request in traced.values():
-            candidates = request.trace.first("retrieval_completed").data["candidates"]
-            if request.result["status"] == "answered":
-                for source in request.result["source_ids"]:
-                    must_keep.append(max(c["score"] for c in candidates if c["source_id"] == source))
-            else:
-                must_drop.append(max(c["score"] for c in candidates))
-        low, high = pick_low(must_drop), min(must_keep)
-        return (low, high) if (low < high if strict else low <= high) else None
-
-    return band
 
 
 @pytest.mark.parametrize(
