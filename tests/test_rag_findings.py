@@ -279,3 +279,42 @@ def test_partial_is_said_to_need_a_reference_of_two_figures_and_counts_a_planted
     other = partial_reading(questions, {"planted": planted}).data
     assert "failed 9; partial 1." in other
     assert "hence the 0" not in other
+
+
+def test_the_captured_rag_replies_are_unfaithful_because_they_cite_nothing(questions, index):
+    from labkit.rag.findings import uncited_reading
+
+    run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
+    text = uncited_reading(run).data
+    assert "`faithful` could check 11 captured RAG replies" in text
+    assert "calls 11 of them False. 11 of the 11 cite no page at all" in text
+
+
+def test_uncited_reading_counts_only_replies_that_cite_nothing():
+    from types import SimpleNamespace
+
+    from labkit.rag.findings import uncited_reading
+
+    def reply(cited: list[str]) -> dict:
+        passage = {"citation_id": "A#p1", "chunk_text": "Revenue was 10.0."}
+        return {"status": "answered", "answer": "It was 10.0.", "cited_pages": cited, "retrieved": [passage]}
+
+    run = SimpleNamespace(rag={"x-001": reply([]), "x-002": reply(["A#p1"]), "x-003": None})
+    text = uncited_reading(run).data
+    assert "could check 2 captured RAG replies" in text and "calls 1 of them False" in text
+    assert "1 of the 2 cite no page at all (001)" in text
+
+
+def test_candidate_recall_is_the_share_with_a_labelled_page_among_the_candidates(questions, index):
+    from labkit.rag.answer import FilingsRAG
+    from labkit.rag.lesson import candidate_recall
+
+    rag = FilingsRAG(index, model=None)
+    hits, n = candidate_recall(rag, questions)
+    assert n == sum(q.answerable for q in questions)
+    assert hits == sum(
+        any(c["citation_id"] in q.evidence_pages for c in rag.retrieve(q.question, k=12)[0])
+        for q in questions
+        if q.answerable
+    )
+    assert 0 < hits < n

@@ -141,6 +141,26 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
     )
 
 
+def uncited_reading(run: Any) -> Any:
+    """Render why a run's RAG replies are unfaithful: how many of those `faithful` can check cite no page.
+
+    A reply that cites nothing has no cited passage to print its figures, so `faithful` says False whatever
+    the figures are: such a False measures the missing citation, not an unsupported figure.
+    """
+    from labkit.rag.metrics import faithful
+
+    checked = {qid: r for qid, r in run.rag.items() if faithful(r) is not None}
+    uncited = [qid[-3:] for qid, r in checked.items() if not r["cited_pages"]]
+    unfaithful = sum(faithful(r) is False for r in checked.values())
+    return _markdown(
+        f"`faithful` could check {len(checked)} captured RAG replies (an answer stating a figure) and calls"
+        f" {unfaithful} of them False. {len(uncited)} of the {len(checked)} cite no page at all"
+        f"{' (' + ', '.join(sorted(uncited)) + ')' if uncited else ''}: with nothing cited, no cited passage"
+        " can print a figure, so their False says only that the model cited nothing, not whether the passages"
+        " it was sent print its figures."
+    )
+
+
 def separable(hits: int, n: int) -> tuple[int, int]:
     """Return the nearest hit counts over ``n`` that the interval rule separates from ``hits``: (below, above).
 

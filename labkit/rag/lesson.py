@@ -569,6 +569,16 @@ def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[
     }
 
 
+def candidate_recall(rag: Any, questions: list[FilingQuestion]) -> tuple[int, int]:
+    """Return candidate recall@12 as (hits, n): the answerable questions with a labelled page among the
+    search's candidates (all `CANDIDATES` of them), the ceiling of any rerank of those candidates."""
+    answerable = [q for q in questions if q.answerable]
+    hits = sum(
+        any(c["citation_id"] in q.evidence_pages for c in rag.retrieve(q.question, k=CANDIDATES)[0]) for q in answerable
+    )
+    return hits, len(answerable)
+
+
 def answers_as_returned(questions: list[FilingQuestion], run: Any, *, origin: str, per_path: int = 3) -> Any:
     """Return the first ``per_path`` answers the model gave on each path, as they came back, with their grade.
 
