@@ -180,6 +180,20 @@ def test_score_floor_check_says_neither_how_many_predictions_are_wrong_nor_which
         check_score_floor(floor_band, RIGHT, 0.5, index, adapters)
 
 
+def test_score_floor_check_grades_the_predictions_before_it_calls_floor_band(index, adapters, capsys):
+    def stub(traced):  # the student copy's floor_band
+        raise NotImplementedError("hint")
+
+    with pytest.raises(NotImplementedError):
+        check_score_floor(stub, RIGHT, 0.6, index, adapters)
+    assert "PREDICTED is right for all three questions at FLOOR = 0.6" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match=r"^the predictions do not all match"):
+        check_score_floor(stub, {**RIGHT, "ranking": (1, "completed")}, 0.6, index, adapters)
+    assert "PREDICTED is right" not in capsys.readouterr().out
+    with pytest.raises(NotImplementedError, match="fill in PREDICTED"):  # the stub's predictions
+        check_score_floor(stub, {name: (None, None) for name in RIGHT}, 0.6, index, adapters)
+
+
 def not_in_docs_cause(traced):
     done = traced.trace.first("request_completed")
     if done is None or done.data["status"] != "not_in_docs":

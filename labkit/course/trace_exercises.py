@@ -81,7 +81,9 @@ def check_score_floor(
     recorded reply (from its adapter in ``adapters``) is given again as a probe:
     ``app answers`` when no passage is kept, else whether the checks completed or
     rejected it. The check says only whether all three are right, never how many or which,
-    so trying values one question at a time does not find them.
+    so trying values one question at a time does not find them. It grades the predictions
+    first and prints their verdict, so a learner whose ``floor_band`` is still the stub
+    learns it before the stub raises; a prediction still ``None`` is not finished.
 
     ``floor_band(traced)`` receives completed requests traced with the app's own
     rule, by name, at least one answered and one ``not_in_docs``. It must return
@@ -96,6 +98,17 @@ def check_score_floor(
     if floor != 0.6:
         raise AssertionError("keep the floor as given: FLOOR = 0.6")
     questions = {"timestamp": ANSWERED, "backup": UNSUPPORTED, "ranking": RANKING_QUESTION}
+    if any(None in tuple(predicted.get(name, (None,))) for name in questions):
+        raise NotImplementedError("hint: fill in PREDICTED first: (passages kept, fate) for each question")
+    at_floor = {name: _same_reply(q, index, adapters[name], _at_least(floor)) for name, q in questions.items()}
+    if any(tuple(predicted.get(name, ())) != (len(_kept(t)), _fate(t)) for name, t in at_floor.items()):
+        raise AssertionError(
+            "the predictions do not all match what happens: work each one out from its candidate table "
+            "(which scores reach the floor, and which sources the recorded reply cites)"
+        )
+    print(
+        f"PREDICTED is right for all three questions at FLOOR = {floor}; checking floor_band next"
+    )  # before floor_band can raise
     traced = {name: trace_request(q, index, adapters[name]) for name, q in questions.items()}
     cases = {name: (case, _expected_band(case)) for name, case in _band_cases(traced, index).items()}
     with calls_to(score_floor_findings, _expected_band) as called:
@@ -104,12 +117,6 @@ def check_score_floor(
         raise AssertionError(f"floor_band called labkit's {called[0]}: read the scores from the events yourself")
     if wrong_cases:
         raise AssertionError(f"floor_band is wrong for: {wrong_cases[0]}")
-    at_floor = {name: _same_reply(q, index, adapters[name], _at_least(floor)) for name, q in questions.items()}
-    if any(tuple(predicted.get(name, ())) != (len(_kept(t)), _fate(t)) for name, t in at_floor.items()):
-        raise AssertionError(
-            "the predictions do not all match what happens: work each one out from its candidate table "
-            "(which scores reach the floor, and which sources the recorded reply cites)"
-        )
     return at_floor
 
 

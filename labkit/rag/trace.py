@@ -705,7 +705,9 @@ def reply_from(traced: TracedRequest) -> str:
 
 
 def branch_table(cases: dict[str, TracedRequest]) -> Any:
-    """Return one row per named request: passages kept as context, the model step's event, the status, who replied."""
+    """Return one row per named request: passages kept, the model step's event, how it ended, who replied.
+
+    ``ended as`` is the reply's status for a completed request, else its outcome (the branch that stopped it)."""
     import pandas as pd
 
     rows = []
@@ -716,7 +718,7 @@ def branch_table(cases: dict[str, TracedRequest]) -> Any:
                 "case": name,
                 "passages kept": len(selected.data["chunk_ids"]) if selected else 0,
                 "model step": model_step(traced),
-                "status": traced.status,
+                "ended as": traced.status,
                 "reply from": reply_from(traced),
             }
         )
