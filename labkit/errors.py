@@ -67,6 +67,7 @@ rest are defined beside the code that raises them.
     │   ├── PolicyDocumentError(ValueError)          policy.py
     │   ├── ModelReplyMissing(ValueError), UnscriptedRequest(LookupError)    contract.py
     │   ├── ModelUsageMissing(ValueError)            contract.py: a real model's reply reported no token usage
+    │   ├── NoTraceLine(LookupError)                 runs.py: the trace file holds no request on that thread
     │   ├── UnknownTeam(LookupError)                 tickets.py: a team the application does not know
     │   └── InvalidRequest, SessionTeamMismatch (ValueError)                 workflow.py
     ├── lesson 06, routing/: RouteGradeError (above)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from labkit.errors import LabkitError
 from labkit.system.contract import SETTINGS
 from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN, unmet
 from labkit.system.policy import embeddings_path, policy_path
@@ -271,6 +272,22 @@ def failure_table(
     return text_table(frame.set_index("question"))
 
 
+class NoTraceLine(LabkitError, LookupError):
+    """The trace file holds no request on that thread."""
+
+
+def session_lines(trace_path: str | Path, session_id: str) -> list[dict[str, Any]]:
+    """Return the trace lines of thread ``session_id``, in order; raise `NoTraceLine` when there is none."""
+    from labkit.system.workflow import read_trace_lines
+
+    lines = [line for line in read_trace_lines(trace_path) if line["session_id"] == session_id]
+    if not lines:
+        raise NoTraceLine(
+            f"no trace line for session {session_id!r} in {trace_path}; ask on that thread first"
+        )
+    return lines
+
+
 def golden_viewer(
     row: tuple[Any, str, dict[str, Any], bool], trace_path: str | Path, *, origin: str
 ) -> tuple[str, Any]:
@@ -279,12 +296,11 @@ def golden_viewer(
     ``row`` is one row of `golden.run_golden`; its trace line is read from ``trace_path``
     by the row's session id. The verdict's reason names the golden rules the result broke.
     """
-    from labkit.system.workflow import read_trace_lines, request_trace
+    from labkit.system.workflow import request_trace
     from labkit.widgets import TraceViewer
 
     case, session_id, result, ok = row
-    line = next(line for line in read_trace_lines(trace_path) if line["session_id"] == session_id)
-    trace = request_trace(line)
+    trace = request_trace(session_lines(trace_path, session_id)[0])
     reason = "; ".join(unmet(result, case))
     viewer = TraceViewer(trace, title=case.question, passed=ok, reason=reason, origin=origin)
     return viewer_text(trace, passed=ok, reason=reason), viewer
@@ -295,14 +311,12 @@ def request_viewer(trace_path: str | Path, session_id: str, *, origin: str) -> t
 
     No verdict: a request outside the golden set has no expected result to judge it by.
     """
-    from labkit.system.workflow import read_trace_lines, request_trace
+    from labkit.system.workflow import request_trace
     from labkit.widgets import TraceViewer
 
-    lines = [line for line in read_trace_lines(trace_path) if line["session_id"] == session_id]
-    if not lines:
-        raise LookupError(f"no trace line for session {session_id!r} in {trace_path}")
-    trace = request_trace(lines[-1])
-    viewer = TraceViewer(trace, title=lines[-1]["question"], origin=origin)
+    last = session_lines(trace_path, session_id)[-1]
+    trace = request_trace(last)
+    viewer = TraceViewer(trace, title=last["question"], origin=origin)
     return viewer_text(trace), viewer
 
 
