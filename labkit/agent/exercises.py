@@ -92,17 +92,26 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     return "ex:stale-recount passed"
 
 
-def _missing_arguments(results: Any) -> dict[str, int]:
+def _required_fields() -> dict[str, list[str]]:
+    """Each tool's required argument names, as its Pydantic class declares them."""
     from labkit.agent.tools import TOOL_ARGUMENTS
 
+    return {
+        tool: [name for name, field in model.model_fields.items() if field.is_required()]
+        for tool, model in TOOL_ARGUMENTS.items()
+    }
+
+
+def _missing_arguments(results: Any) -> dict[str, int]:
+    required = _required_fields()
     return dict(
         Counter(
             f"{event['tool']}.{name}"
             for result in results
             for event in (result.state or {}).get("events", [])
-            if event["kind"] == "arguments_invalid" and event["tool"] in TOOL_ARGUMENTS
-            for name, field in TOOL_ARGUMENTS[event["tool"]].model_fields.items()
-            if field.is_required() and name not in event["arguments"]
+            if event["kind"] == "arguments_invalid" and event["tool"] in required
+            for name in required[event["tool"]]
+            if name not in event["arguments"]
         )
     )
 
@@ -145,14 +154,7 @@ def check_missing_arguments(
 
 def _grade_prediction(prediction: Any) -> None:
     """Refuse a missing or malformed prediction; never require it to match the count (the notebook compares the two)."""
-    from labkit.agent.tools import TOOL_ARGUMENTS
-
-    required = sorted(
-        f"{tool}.{name}"
-        for tool, model in TOOL_ARGUMENTS.items()
-        for name, f in model.model_fields.items()
-        if f.is_required()
-    )
+    required = sorted(f"{tool}.{name}" for tool, names in _required_fields().items() for name in names)
     assert isinstance(prediction, str), (
         f"PREDICTION is {prediction!r}: set it to the '<tool>.<field>' you expect, one of {', '.join(required)}"
     )
