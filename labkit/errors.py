@@ -58,6 +58,7 @@ rest are defined beside the code that raises them.
     │   ├── ScopeRefused(PermissionError)            identity.py: the caller may not read that scope
     │   ├── SessionOwnerMismatch(PermissionError)    sessions.py: a session restores only for its own user
     │   ├── SessionStoreCorrupt(ValueError)          sessions.py: the session file is not a database
+    │   ├── SessionProcessFailed(RuntimeError)       sessions.py: the restarted process exited with its own error
     │   ├── RowRefRefused(LookupError)               tools.py: a stale, foreign or forged row_ref
     │   ├── BudgetError, InvalidCount, UnknownRoute (ValueError)             trace.py
     │   ├── BudgetExhausted, StaleResult (RuntimeError)                      trace.py

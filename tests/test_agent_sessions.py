@@ -105,3 +105,20 @@ def test_ask_in_new_process_answers_from_the_file_another_process_wrote(tmp_path
     assert restarted["intent"] == first["intent"] == "get_refund" and restarted["restored_turns"] == 1
     refused = ask_restarted(db, authorize("lead-lee", "s-7", APPROVED_SCOPE), "show three more")
     assert refused["error"] == "SessionOwnerMismatch"
+
+
+def test_a_failing_session_process_raises_a_labkit_error_that_says_how_to_see_its_error(tmp_path, monkeypatch):
+    import subprocess
+    from types import SimpleNamespace
+
+    from labkit.agent import sessions
+    from labkit.errors import LabkitError
+
+    def failed(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 1, stdout="", stderr="Traceback: boom")
+
+    monkeypatch.setattr(subprocess, "run", failed)
+    caller = SimpleNamespace(user_id="ana", session_id="s1")  # the two fields the child process is given
+    with pytest.raises(sessions.SessionProcessFailed, match=r"boom; run `python -m labkit\.agent\.sessions") as raised:
+        sessions.ask_in_new_process(tmp_path / "s.db", caller, "show three more")
+    assert isinstance(raised.value, LabkitError) and isinstance(raised.value, RuntimeError)

@@ -35,6 +35,10 @@ class SessionOwnerMismatch(LabkitError, PermissionError):
     """A saved session belongs to another user or scope; it is not restored."""
 
 
+class SessionProcessFailed(LabkitError, RuntimeError):
+    """The new process that reopened the session store exited with an error of its own."""
+
+
 class SessionStoreCorrupt(LabkitError, ValueError):
     """The SQLite file that holds the sessions is not a database (corrupt, or some other file)."""
 
@@ -196,7 +200,10 @@ def ask_in_new_process(db_path: str | Path, caller: Caller, question: str) -> di
     command = [sys.executable, "-m", "labkit.agent.sessions", str(db_path), caller.user_id, caller.session_id, question]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
     if done.returncode not in (0, 2):
-        raise RuntimeError(f"the session process failed ({done.returncode}): {done.stderr.strip()}")
+        raise SessionProcessFailed(
+            f"the session process failed ({done.returncode}): {done.stderr.strip()}; "
+            "run `python -m labkit.agent.sessions DB USER SESSION QUESTION` by hand to see its full error"
+        )
     return dict(json.loads(done.stdout))
 
 
