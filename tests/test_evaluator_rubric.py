@@ -108,3 +108,16 @@ def test_a_stamp_of_another_rubric_is_refused_and_one_of_this_rubric_passes():
     ensure_same_rubric(RubricStamp(rubric_sha256=rubric.sha256), rubric)
     with pytest.raises(StaleRubric, match="Generate and judge again"):
         ensure_same_rubric(RubricStamp(rubric_sha256="0" * 64), rubric)
+
+
+def test_changed_rubric_copies_move_the_stamp_only_when_reworded_and_both_break_the_fixture_hash(tmp_path):
+    from labkit.evaluator.rubric import RUBRIC_FIXTURE, changed_rubric_copies
+    from labkit.recording import check_fixtures, copy_fixtures
+
+    run = load_run("01-evaluator-authored")
+    copies = changed_rubric_copies(tmp_path)
+    assert load_rubric(copies["re-laid"]).sha256 == load_rubric().sha256
+    assert load_rubric(copies["reworded"]).sha256 != load_rubric().sha256
+    for name, path in copies.items():
+        with pytest.raises(FixtureChanged, match=r"rubric\.json \(now"):
+            check_fixtures(run, root=copy_fixtures(run, tmp_path / name, replace={RUBRIC_FIXTURE: path}))

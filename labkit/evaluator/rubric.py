@@ -6,11 +6,13 @@ programmatic checks) and which checks gate it. Limits (words, title, cost)
 and the agreement rule live here too. Every generation and judge run is stamped
 with ``rubric_sha256`` when it runs; a run made under another rubric is refused
 (`StaleRubric`). A recorded run is bound to the rubric file's exact bytes by its
-``fixtures`` field (`rubric_bytes_unchanged`).
+``fixtures`` field (`rubric_bytes_unchanged`); `changed_rubric_copies` writes two
+changed copies of that file to try both guards on.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from labkit.canonical import canonical_sha256, file_sha256, load_strict
 from labkit.errors import LabkitError, validation_problems
 from labkit.evaluator.products import EvaluatorFixtureError
-from labkit.paths import fixtures_dir
+from labkit.paths import atomic_write, fixtures_dir
 
 CheckName = Literal["schema", "length", "numeric_claims"]
 
@@ -132,6 +134,20 @@ def rubric_bytes_unchanged(fixtures: Mapping[str, str], *, path: Path | None = N
             "record it again with `labkit record`."
         )
     return file_sha256(path or rubric_path()) == fixtures[RUBRIC_FIXTURE]
+
+
+def changed_rubric_copies(folder: Path) -> dict[str, Path]:
+    """Write two changed copies of the rubric file into ``folder`` and return their paths by name.
+
+    ``re-laid`` holds the same JSON indented by four spaces (its bytes change, its
+    ``rubric_sha256`` does not); ``reworded`` changes one word of the release rule,
+    "every criterion" to "each criterion" (both change).
+    """
+    data = json.loads(rubric_path().read_text(encoding="utf-8"))
+    relaid = atomic_write(folder / "rubric-relaid.json", json.dumps(data, indent=4) + "\n")
+    data["release_rule"] = data["release_rule"].replace("every criterion", "each criterion")
+    reworded = atomic_write(folder / "rubric-reworded.json", json.dumps(data, indent=2) + "\n")
+    return {"re-laid": relaid, "reworded": reworded}
 
 
 def parse_rubric(data: Any, *, source: str = "rubric") -> Rubric:
