@@ -187,7 +187,9 @@ def captured_first_look(captured: EvaluationReport) -> str:
     description = _shown(captured.inputs.labeled_texts["p07"])
     sentences = [x.strip() + "." for x in description.split(".") if len(x.split()) >= 5]
     explanations = [label.explanation for c in labeled for label in c.labels]
-    copied = sum(any(x in e for x in sentences) for e in explanations)
+    copying = [e for e in explanations if any(x in e for x in sentences)]
+    copied_sentences = {x for e in copying for x in sentences if x in e}
+    _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
     refused = [c.rejected for c in calls if c.rejected]
     _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
     rule = captured.inputs.rubric.agreement_rule
@@ -199,9 +201,11 @@ def captured_first_look(captured: EvaluationReport) -> str:
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
         "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
-        "both (tables B and C). The prompt asks for an explanation that quotes the description, and "
-        f"{copied} of the {len(explanations)} explanations in table C do quote a sentence of it. The failure is "
-        "that the verdict does not follow from the quote. Table C's first explanation, in full:\n\n"
+        "both (tables B and C). The prompt asks for an explanation that quotes the description. Counting an "
+        "explanation as a quote when it holds one of the description's sentences (five words or more, up to its "
+        f"full stop) word for word, {len(copying)} of the {len(explanations)} in table C quote, all the same "
+        f"sentence: *{copied_sentences.pop()}* The failure is that the verdict does not follow from the "
+        "quote. Table C's first explanation, in full:\n\n"
         f"> {quoted}\n\n"
         "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text.\n\n"
         "**Refused replies.** The recording server held each reply to the schema's shape with a *grammar*: "

@@ -161,25 +161,31 @@ def build_record(
         )
         for criterion in rubric.criteria
     ]
-    release = release_decision(results)
-    call = generation.call
     return EvaluationRecord(
-        product_id=generation.product_id,
+        **_generation_fields(generation),
         run_id=run_id,
-        origin=call.origin,
-        rubric_version=generation.rubric_version,
-        rubric_sha256=generation.rubric_sha256,
-        prompt_version=generation.prompt_version,
-        model_id=call.model_id,
-        generation_settings={k: v for k, v in call.request.items() if k not in ("model", "messages")},
-        description_sha256=hashlib.sha256(call.reply_text.encode("utf-8")).hexdigest(),
         checks=checks,
         criteria=results,
-        prompt_tokens=call.prompt_tokens,
-        completion_tokens=call.completion_tokens,
-        usage_source=call.usage_source,
-        cost_usd=call.cost_usd,
         judge_cost_usd=judge_cost_usd,
-        latency_s=call.latency_s,
-        release=release,
+        release=release_decision(results),
     )
+
+
+def _generation_fields(generation: Generation) -> dict[str, Any]:
+    """Return the record's fields copied from the generation and its call: versions, settings, usage and cost."""
+    call = generation.call
+    return {
+        "product_id": generation.product_id,
+        "origin": call.origin,
+        "rubric_version": generation.rubric_version,
+        "rubric_sha256": generation.rubric_sha256,
+        "prompt_version": generation.prompt_version,
+        "model_id": call.model_id,
+        "generation_settings": {k: v for k, v in call.request.items() if k not in ("model", "messages")},
+        "description_sha256": hashlib.sha256(call.reply_text.encode("utf-8")).hexdigest(),
+        "prompt_tokens": call.prompt_tokens,
+        "completion_tokens": call.completion_tokens,
+        "usage_source": call.usage_source,
+        "cost_usd": call.cost_usd,
+        "latency_s": call.latency_s,
+    }
