@@ -82,7 +82,7 @@ def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failu
     refused = sum(1 for c in captured.runs.judging.calls if c.rejected)
     assert f"{refused} of the model's {len(captured.runs.judging.calls)} judge replies were refused" in text
     assert "The prompt asks for an explanation that quotes the description" in text
-    assert "word for word, 5 of the 6 in table C quote, all the same sentence: *The Trailhead Lantern is a" in text
+    assert "five words or more: 5 of the 6 in table C do, all the same sentence, *The Trailhead Lantern is a" in text
     assert "the verdict does not follow from the quote" in text
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
     better = _with_agreement(captured, "tone", "per_criterion", kappa=0.7)
