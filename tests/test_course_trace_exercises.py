@@ -204,8 +204,30 @@ def not_in_docs_cause(traced):
     return "all_dropped" if found else "no_candidates"
 
 
+CAUSES = {
+    "backup question, floor 0.3": "all_dropped",
+    "timestamp question, floor 0.5": None,
+    "timestamp question, captured run": "model_reply",
+}
+
+
+def test_not_in_docs_cause_check_grades_the_predicted_causes_before_the_function(index, authored, captured, capsys):
+    def stub(traced):
+        raise NotImplementedError("hint: which events hold the answer?")
+
+    with pytest.raises(NotImplementedError, match="fill in PREDICTED_CAUSES"):  # the stub's predictions
+        check_not_in_docs_cause(stub, {name: ... for name in CAUSES}, index, authored, captured)
+    refused_was_dropped = {**CAUSES, "timestamp question, floor 0.5": "all_dropped"}
+    with pytest.raises(AssertionError, match=r"^the predictions do not all match"):
+        check_not_in_docs_cause(not_in_docs_cause, refused_was_dropped, index, authored, captured)
+    assert "PREDICTED_CAUSES is right" not in capsys.readouterr().out
+    with pytest.raises(NotImplementedError, match="which events"):  # right predictions, stub function
+        check_not_in_docs_cause(stub, CAUSES, index, authored, captured)
+    assert "PREDICTED_CAUSES is right for all three requests" in capsys.readouterr().out
+
+
 def test_not_in_docs_cause_check_passes_reading_the_events(index, authored, captured):
-    check_not_in_docs_cause(not_in_docs_cause, index, authored, captured)
+    check_not_in_docs_cause(not_in_docs_cause, CAUSES, index, authored, captured)
 
 
 def test_not_in_docs_cause_check_refuses_reading_the_context_instead_of_the_candidates(index, authored, captured):
@@ -216,7 +238,7 @@ def test_not_in_docs_cause_check_refuses_reading_the_context_instead_of_the_cand
         return cause
 
     with pytest.raises(AssertionError, match="not_in_docs_cause is wrong for"):
-        check_not_in_docs_cause(from_context, index, authored, captured)
+        check_not_in_docs_cause(from_context, CAUSES, index, authored, captured)
 
 
 def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, captured):
@@ -225,7 +247,7 @@ def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, cap
         return not_in_docs_cause(traced)
 
     with pytest.raises(AssertionError, match=r"called labkit.s labkit\.rag\.trace\.model_step"):
-        check_not_in_docs_cause(via_model_step, index, authored, captured)
+        check_not_in_docs_cause(via_model_step, CAUSES, index, authored, captured)
 
 
 def _default_floor_findings(index, adapters, authored):

@@ -2,7 +2,7 @@
 
 Each check runs the learner's function on requests traced for real (probes,
 replayed runs, other indexes and context rules) and raises `AssertionError`
-with what to fix. A check prints nothing and never shows the expected answer;
+with what to fix. A check prints at most a verdict on predictions and never shows the expected answer;
 `score_floor_findings` explains exercise B's answer, for printing after its check passed.
 """
 
@@ -278,18 +278,47 @@ def _kept(traced: TracedRequest) -> list[str]:
     return list(selected.data["chunk_ids"]) if selected else []
 
 
-def check_not_in_docs_cause(
-    not_in_docs_cause: Callable[[TracedRequest], str | None], index: DocsIndex, authored: Any, captured: Any
-) -> None:
-    """Check exercise C: ``not_in_docs_cause(traced)`` names why a request ended ``not_in_docs``.
+#: The requests whose cause exercise C asks the learner to predict, before writing the function.
+CAUSE_PREDICTIONS = ("backup question, floor 0.3", "timestamp question, floor 0.5", "timestamp question, captured run")
 
-    The cases include questions the notebook never traced, an empty index, context
+
+def check_not_in_docs_cause(
+    not_in_docs_cause: Callable[[TracedRequest], str | None],
+    predicted: dict[str, str | None],
+    index: DocsIndex,
+    authored: Any,
+    captured: Any,
+) -> None:
+    """Check exercise C: the predicted causes first, then ``not_in_docs_cause(traced)``.
+
+    ``predicted`` maps each name in `CAUSE_PREDICTIONS` to the cause that request
+    ends with, or None; ``...`` is not filled in. The check says only whether all
+    three are right, and prints so before it runs the function. The function's cases include questions the notebook never traced, an empty index, context
     rules that keep nothing, probes (one in the app's own words), and the
     ``captured`` run's replies. A function that calls labkit's `model_step` or
     `branch_table` instead of reading the events is refused.
     """
     from labkit.replay import OrderedReplay
 
+    diagnosed = dict(
+        zip(
+            CAUSE_PREDICTIONS,
+            (
+                trace_request(UNSUPPORTED, index, authored, select=_at_least(0.3)),
+                trace_request(ANSWERED, index, authored, select=_at_least(0.5)),
+                trace_request(ANSWERED, index, captured),
+            ),
+            strict=True,
+        )
+    )
+    if any(predicted.get(name, ...) is ... for name in diagnosed):
+        raise NotImplementedError("hint: fill in PREDICTED_CAUSES first: one cause, or None, for each request")
+    if any(predicted[name] != _cause(traced) for name, traced in diagnosed.items()):
+        raise AssertionError(
+            "the predictions do not all match the traces: for each request, did it end not_in_docs, "
+            "and if so, did search return candidates and was a model asked?"
+        )
+    print("PREDICTED_CAUSES is right for all three requests; checking not_in_docs_cause next")
     reworded = ANSWERED.replace("parse", "read")  # has a saved vector; the notebook never traces it
     nothing = load_docs_index(empty=True)
     app_words = (trace_request(ANSWERED, nothing, OrderedReplay([])).result or {})["answer"]
@@ -318,3 +347,13 @@ def check_not_in_docs_cause(
         raise AssertionError(f"not_in_docs_cause called labkit's {called[0]}: read the events yourself")
     if wrong:
         raise AssertionError(f"not_in_docs_cause is wrong for: {wrong[0]}")
+
+
+def _cause(traced: TracedRequest) -> str | None:
+    """Why ``traced`` ended ``not_in_docs``, read from its events; None if it did not."""
+    done = traced.trace.first("request_completed")
+    if done is None or done.data["status"] != "not_in_docs":
+        return None
+    if traced.trace.first("model_skipped") is None:
+        return "model_reply"
+    return "all_dropped" if _event_data(traced, "retrieval_completed")["candidates"] else "no_candidates"
