@@ -279,7 +279,7 @@ def event_summary(event: TraceEvent) -> str:
         line = f"{len(links)} link{'s' if len(links) != 1 else ''}" + (f": {_short(links[0], 70)}" if links else "")
     elif kind == "route_chosen":
         line = f"route {d.get('route')}"
-    elif kind == "tool_proposed":
+    elif kind in ("tool_proposed", "answer_proposed"):
         line = _proposal(d.get("raw"))
     elif kind in ("tool_returned", "tool_refused", "arguments_invalid"):
         line = f"{_call(d.get('tool'), d.get('arguments'))} → {_observation(d.get('observation'))}"

@@ -82,7 +82,7 @@ def test_trace_records_routes_calls_observations_budget_and_stop_reason():
         "tool_returned",
         "tool_proposed",
         "tool_returned",
-        "tool_proposed",
+        "answer_proposed",
         "answer_verified",
     ]
     budgets = [e.data["steps_left"] for e in trace if "steps_left" in e.data]
@@ -146,3 +146,12 @@ def test_a_proposal_with_a_problem_feeds_its_error_back_and_is_recorded_invalid(
     assert good["history"][1:] == [{"role": "assistant", "content": '{"decision": "count_rows"}'}]
     assert good["events"][0]["kind"] == "tool_proposed" and good["events"][0]["ignored_fields"] == ["x"]
     assert state["history"] == [{"role": "user", "content": "q"}], "the state passed in is not changed"
+
+
+def test_a_final_answer_proposal_is_recorded_as_answer_proposed_not_as_a_tool_call():
+    from labkit.agent.graph import proposal_record
+
+    state = {"history": [{"role": "user", "content": "q"}], "steps_left": 2}
+    raw = '{"decision": "final_answer", "arguments": {"answer": "27 refund requests in approved_support_dataset"}}'
+    event = proposal_record(state, raw, problem=None, ignored=[], iteration=3, final=True)["events"][0]
+    assert event["kind"] == "answer_proposed" and event["raw"] == raw

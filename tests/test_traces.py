@@ -103,6 +103,11 @@ def test_summary_names_the_tool_and_its_arguments_of_a_proposal_and_the_count_of
     assert refused == "count_rows(rows=rows-0) → error: stale"
 
 
+def test_summary_of_a_proposed_final_answer_shows_the_answer_as_a_call():
+    raw = '{"decision": "final_answer", "arguments": {"answer": "27 refund requests"}}'
+    assert _summaries(("answer_proposed", {"raw": raw, "iteration": 3})) == ["final_answer(answer=27 refund requests)"]
+
+
 def test_summary_of_a_retrieval_gives_k_and_the_top_chunk():
     candidates = [{"chunk_id": "doc:c1", "score": 0.81}, {"chunk_id": "doc:c2", "score": 0.5}]
     assert _summaries(

@@ -111,18 +111,19 @@ def after_tools(state: AgentState) -> str:
 
 
 def proposal_record(
-    state: AgentState, raw: str, *, problem: str | None, ignored: list[str], iteration: int
+    state: AgentState, raw: str, *, problem: str | None, ignored: list[str], iteration: int, final: bool = False
 ) -> dict[str, Any]:
     """Return the history and event a proposal adds: the raw reply, and its error fed back when it had one.
 
     A proposal with a ``problem`` is recorded as ``proposal_invalid`` and its error goes
-    back to the model as the next user message; otherwise it is ``tool_proposed``.
+    back to the model as the next user message; otherwise it is ``answer_proposed`` when
+    it is the ``final`` answer and ``tool_proposed`` when it is a tool call.
     """
     history = [*state.get("history", []), {"role": "assistant", "content": raw}]
     if problem:
         history.append({"role": "user", "content": json.dumps({"error": problem})})
     event = {
-        "kind": "proposal_invalid" if problem else "tool_proposed",
+        "kind": "proposal_invalid" if problem else "answer_proposed" if final else "tool_proposed",
         "iteration": iteration,
         "raw": raw,
         "problem": problem,
@@ -199,7 +200,8 @@ class SupportAgent:
         if data is not None and data["decision"] not in (*TOOL_ARGUMENTS, "final_answer"):
             problem = f"{data['decision']!r} is not a tool"
             data = None
-        record = proposal_record(state, raw, problem=problem, ignored=ignored, iteration=iteration)
+        final = data is not None and data["decision"] == "final_answer"
+        record = proposal_record(state, raw, problem=problem, ignored=ignored, iteration=iteration, final=final)
         return {"iterations": iteration, "proposal": data, "stop_reason": None, **record}
 
     def tools_node(self, state: AgentState) -> dict[str, Any]:
