@@ -99,7 +99,8 @@ def test_the_fix_reading_gives_both_scores_and_reads_the_one_request_that_could_
     assert "that pass cannot tell the fix from the bug" in note  # the count case passes with get_refund
     assert f"*{runs.EMPTY_COUNT_QUESTION}* (`cancel_order`)" in note
     assert "answer + intent get_refund, ending `invalid_output`" in note
-    assert "it did not change the intent: the example is not shown to be the cause" in note
+    assert "So with n = 3 golden cases, one reply each, and the one request that could show" in note
+    assert "this test cannot show that the example causes the bug, nor rule it out" in note
     assert "3 of the 4 fixed-prompt replies still name `get_refund`." in note
     assert "changed the reply's shape on 2 of 4" in note and "the other 2 kept theirs." in note
     assert "(answer + intent get_refund became tool_call + intent get_refund)" in note
@@ -112,7 +113,7 @@ def test_the_fix_reading_credits_the_fix_when_the_empty_count_names_its_own_inte
     table = prompt_fix.comparison_table(asked, tmp_path)
     table.loc[(runs.EMPTY_COUNT_QUESTION, "fixed"), "reply"] = "tool_call + intent cancel_order"
     note = prompt_fix.fix_reading(table)
-    assert "tool_call + intent cancel_order" in note and "not shown to be the cause" not in note
+    assert "tool_call + intent cancel_order" in note and "cannot show that the example causes" not in note
 
 
 def test_the_fix_reading_says_nothing_of_the_address_when_its_replies_differ(tmp_path):

@@ -241,8 +241,9 @@ def fix_reading(table: Any) -> str:
     )
     if f"intent {right}" not in fixed_reply:
         note.append(
-            "So on the one request that could show the fix at work, it did not change the intent:"
-            " the example is not shown to be the cause, and the other suspects remain."
+            f"So with n = {n} golden cases, one reply each, and the one request that could show the fix"
+            " still naming `get_refund`, this test cannot show that the example causes the bug, nor"
+            " rule it out: the other suspects remain."
         )
     fixed = list(table.xs("fixed", level="prompt")["reply"])
     naming = sum("intent get_refund" in reply for reply in fixed)
