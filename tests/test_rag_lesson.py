@@ -264,7 +264,8 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
     assert paired_reading(_two_of_six()) == (
         "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
         " The other 1 are ones the paired test cannot tell from chance."
-        " Each pair is its own test at 0.05, so over 1 tests some fall below it by chance."
+        " These 1 p-values are uncorrected for multiple testing: even if no setting differed, up to about 5% of them"
+        " (here about 0) could fall below 0.05 by chance."
         " Its power (the differences it can detect at all): the paired test can call a difference only when at least 6 questions disagree, all one way"
         " (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
         " A tie says the test cannot tell, not that the settings are equal."
@@ -397,3 +398,49 @@ def test_the_paired_verdict_on_the_bench_stands_beside_the_interval_rule_and_an_
     assert text.startswith("`few` against `all`: the interval rule says lower; your paired_verdict says tie.")
     assert "`few` alone hits 0 question(s), `all` alone 8: p = 0.008." in text
     assert "not yet computed (finish exercise A)" in paired_on_bench(unfinished, questions, results, "few", "all")
+
+
+def test_each_rag_trial_is_counted_at_the_first_stage_where_its_answer_went_wrong():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import ANSWER_STAGES, answer_stages
+    from labkit.rag.metrics import Retrieval
+
+    real = {q.financebench_id[-3:]: q for q in load_questions()}
+    one, none = real["001"], real["005"]  # $128.1 million on ACME_2024_10K#p13 and #p17; unanswerable
+    page, other = "ACME_2024_10K#p13", "ACME_2024_10K#p2"
+    cases = {  # id -> (pages sent, record or error)
+        "a01": ([other], {"status": "answered", "answer": "$128.1 million", "cited_pages": [other]}),
+        "a02": ([page], "InvalidReply: EOF while parsing"),
+        "a03": ([page], "InvalidCitation: outside"),
+        "a04": ([page], {"status": "refused", "answer": "none", "cited_pages": []}),
+        "a05": ([page], {"status": "answered", "answer": "$128.1 million", "cited_pages": []}),
+        "a06": ([page], {"status": "answered", "answer": "$12.0 million", "cited_pages": [page]}),
+        "a07": ([page], {"status": "answered", "answer": "$128.1 million", "cited_pages": [page]}),
+        "a08": ([], {"status": "insufficient_evidence", "answer": None, "cited_pages": []}),
+        "u09": ([other], {"status": "answered", "answer": "$5 million", "cited_pages": [other]}),
+        "u10": ([other], {"status": "refused", "answer": "none", "cited_pages": []}),
+    }
+    questions, run = [], SimpleNamespace(rag={}, errors={"rag": {}}, retrieval={})
+    for qid, (sent, outcome) in cases.items():
+        q = (one if qid.startswith("a") else none).model_copy(update={"financebench_id": f"x_{qid}"})
+        questions.append(q)
+        run.retrieval[q.financebench_id] = Retrieval(ranked=tuple(sent), k=5)
+        if isinstance(outcome, str):
+            run.rag[q.financebench_id], run.errors["rag"][q.financebench_id] = None, outcome
+        else:
+            run.rag[q.financebench_id] = outcome
+    table = answer_stages(questions, run)
+    assert list(table.index) == list(ANSWER_STAGES)
+    assert table.questions.to_dict() == {
+        "declined by the application": "a08",
+        "retrieval: no labelled page sent": "a01",  # a right figure from a page not labelled is still a retrieval miss
+        "reply broke the schema": "a02",
+        "citation: cited a page not sent": "a03",
+        "refused, a labelled page sent": "a04",
+        "citation: no labelled page cited": "a05",
+        "number: a reference figure missing": "a06",
+        "unanswerable, answered anyway": "u09",
+        "correct": "a07, u10",
+    }
+    assert table.trials.sum() == len(cases)

@@ -106,9 +106,8 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
 
 
 def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
-    """Render what a run of a real model shows: failed trials, the app's refusals, correct answers per path
-    with their intervals and tie verdict (vacuous when neither path has one), and how often a labelled page
-    reached the model.
+    """Render what a run of a real model shows: failed trials, the app's refusals, and correct answers per path
+    with their intervals and tie verdict (a tie at zero, which says nothing, when neither path has one).
     """
     from labkit.rag.lesson import compare_paths, path_summary
 
@@ -119,8 +118,6 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
     correct = {path: (int(totals.loc[path, "correct"]), asked[path]) for path in asked}
     verdict = tie_or_difference(correct["naive"], correct["rag"])
     vacuous = not any(hits for hits, _ in correct.values())
-    answerable = table[table["page_hit@5"].notna()]
-    hit = answerable["page_hit@5"].astype(bool)
     return _markdown(
         f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
         " the model gets no credit for that."
@@ -128,16 +125,12 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
         f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract or cited outside the context."
         f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
         + (
-            " It is a vacuous tie: with no correct answer on either path, this run cannot show what retrieval"
-            " adds for this model. The authored run is written by the course, so it is no evidence either: its"
-            " `rag` row beats its `naive` row because the course wrote it so. So this notebook cannot show that"
-            " retrieval helps a model answer."
+            " It is a tie at zero: a model that gets none right on either path says nothing about what retrieval"
+            " adds. The authored run cannot say it either: its `rag` row beats its `naive` row because the course"
+            " wrote it so. What this run does show is where each RAG answer failed (below)."
             if vacuous
             else ""
         )
-        + f" A labelled page reached the model for {int(hit.sum())} of {len(answerable)} answerable questions."
-        " Page-hit does not say whether the chunk sent held the figure (question 004 above), so it cannot tell"
-        " a generation failure from a retrieval one."
     )
 
 
@@ -235,7 +228,7 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         " the rerank: a better rerank could send their labelled pages, though a page sent can still lack the figure."
         f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
         " those, not even the book's cross-encoder: only a first search that finds their pages can."
-        " These counts describe this fixture as much as FAISS or MiniLM: its pages are padded with prose that"
+        " These counts describe these fictional filings as much as FAISS or MiniLM: its pages are padded with prose that"
         " shares the line items' words but states no figure, and a filing's next-year twin can print the same lines."
     )
 

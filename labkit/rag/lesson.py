@@ -188,6 +188,58 @@ def failure_causes(run: Any, *, cut: set[tuple[str, str]] | None = None) -> Any:
     return table
 
 
+#: Where a RAG trial first went wrong (`answer_stages`), in pipeline order: retrieval, the reply, citation, number.
+ANSWER_STAGES = (
+    "declined by the application",
+    "retrieval: no labelled page sent",
+    "reply broke the schema",
+    "citation: cited a page not sent",
+    "refused, a labelled page sent",
+    "citation: no labelled page cited",
+    "number: a reference figure missing",
+    "unanswerable, answered anyway",
+    "correct",
+)
+
+
+def answer_stages(questions: list[FilingQuestion], run: Any) -> Any:
+    """Return where each RAG trial of a run first went wrong: one row per stage (`ANSWER_STAGES`), its trials and ids.
+
+    An answerable question fails at retrieval when no labelled page was sent (whatever the model then did); else at
+    the reply (schema broken, a citation outside the passages sent, a refusal), else at citation (no labelled page
+    among those it cites), else at the number (`correctness` is not ``correct``). An unanswerable question is
+    ``correct`` when refused. A correct figure cited to the wrong page counts under citation.
+    """
+    import pandas as pd
+
+    from labkit.rag.metrics import correctness
+
+    stages: dict[str, list[str]] = {stage: [] for stage in ANSWER_STAGES}
+    for q in questions:
+        qid, record, error = q.financebench_id, run.rag.get(q.financebench_id), run.errors["rag"].get(q.financebench_id)
+        sent = set(run.retrieval[qid].ranked[: run.retrieval[qid].k])
+        if record is not None and record["status"] == "insufficient_evidence":
+            stage = ANSWER_STAGES[0]
+        elif q.answerable and not sent & set(q.evidence_pages):
+            stage = ANSWER_STAGES[1]
+        elif error is not None:
+            stage = ANSWER_STAGES[3] if failure_cause(error) == "cites outside the context" else ANSWER_STAGES[2]
+        elif not q.answerable:
+            stage = ANSWER_STAGES[8] if correctness(q, record) == "correct" else ANSWER_STAGES[7]
+        elif record["status"] == "refused":
+            stage = ANSWER_STAGES[4]
+        elif not set(record["cited_pages"]) & set(q.evidence_pages):
+            stage = ANSWER_STAGES[5]
+        else:
+            stage = ANSWER_STAGES[8] if correctness(q, record) == "correct" else ANSWER_STAGES[6]
+        stages[stage].append(qid[-3:])
+    return text_table(
+        pd.DataFrame(
+            [{"stage": s, "trials": len(ids), "questions": ", ".join(ids) or "-"} for s, ids in stages.items()]
+        ).set_index("stage")
+    )
+
+
 def experiment_grid(
     questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], *, ks: tuple[int, ...] = KS
 ) -> list[Experiment]:
@@ -367,7 +419,8 @@ def paired_reading(experiments: list[Experiment]) -> str:
         f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
         f" and the paired test {by_test}.{looser}"
         + (
-            f" Each pair is its own test at {ALPHA}, so over {len(pairs)} tests some fall below it by chance."
+            f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
+            f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
             f" Its power (the differences it can detect at all): the paired test can call a difference only when at least {fewest} questions disagree, all"
             f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
             " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
