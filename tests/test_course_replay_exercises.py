@@ -7,16 +7,18 @@ from labkit.canonical import json_inside
 from labkit.course.replay_exercises import (
     CHANGES,
     REWRITES,
+    RUN_EDITS,
     check_changed_fields,
     check_hash_predictions,
     check_rewrite_predictions,
     hash_effects,
+    load_refusals,
     rewrite_debrief,
     rewrite_effects,
     rewrites,
 )
 from labkit.rag.trace import RUN_AUTHORED
-from labkit.recording import binding_key, load_run
+from labkit.recording import binding_key, load_run, write_edited_run
 from labkit.replay import BindingStore, ReplayRequestMismatch, replay_client, request_diff
 
 
@@ -79,6 +81,28 @@ def test_the_debrief_sets_the_body_sent_for_each_unequal_yet_replayed_rewrite_ag
     tail = lines[lines.index("not == yet replayed, 2 of 7:") + 1 :]
     sent = "    the body the client writes for it is the recorded text: True"
     assert tail[:4] == ["  messages passed as a tuple", sent, "  a header added with extra_headers", sent]
+
+
+def test_the_debrief_names_where_each_unequal_refused_rewrite_was_refused_and_what_the_body_adds(run):
+    lines = rewrite_debrief(rewrite_effects(run), run).splitlines()
+    tail = lines[lines.index("not == and refused, 2 of 7:") + 1 :]
+    assert tail[:5] == [
+        "  top_p=None added",
+        "    refused at: top_p",
+        '    the body the client writes adds "top_p":null',
+        "  the user message's JSON re-indented",
+        "    refused at: messages[1].content (JSON text)",
+    ]
+
+
+def test_each_run_edit_is_refused_at_load_by_its_own_check(run, tmp_path):
+    reasons = load_refusals(run.run_id, tmp_path)
+    assert list(reasons) == list(RUN_EDITS)
+    assert "field 'response' was edited after recording" in reasons["a reply's text edited"]
+    assert "field 'content_sha256'" in reasons["the run's recorded time edited"]
+    assert "a captured run must name the model" in reasons["origin flipped to captured"]
+    unedited = load_run(write_edited_run(run.run_id, tmp_path / "unedited", lambda data: None))
+    assert unedited.bindings == run.bindings
 
 
 @pytest.mark.parametrize("guess", [{"refused"}, {"equal", "refused"}, set()])

@@ -137,12 +137,14 @@ def _refuse_wrong(predicted: dict[str, set[str]], happened: dict[str, set[str]],
 
 
 def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None) -> str:
-    """Say, from what happened, which rewrites `==` and replay judge differently.
+    """Say, from what happened, which rewrites `==` and replay judge differently, and what each refused one changed.
 
     Given ``run``, each rewrite that is ``==`` yet refused is sent again and the
     refusal's diff lines are shown under it: what the learner would read. Each
     rewrite that is not ``==`` yet replayed is shown with the body the client
     writes for it (`as_sent`) set against the recorded body, as the binding key reads both.
+    Each rewrite that is neither ``==`` nor replayed is shown with the paths its
+    refusal names and any field the client's body adds (``"top_p":null``).
     """
     from labkit.replay import as_sent, describe_diff
 
@@ -165,6 +167,18 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
         if run is not None:
             same = request_json(as_sent(made[name])) == recorded
             lines.append(f"    the body the client writes for it is the recorded text: {same}")
+    unequal_refused = [name for name, found in effects.items() if found == {"refused"}]
+    lines.append(f"not == and refused, {len(unequal_refused)} of {len(effects)}:")
+    recorded_body = as_sent(run.bindings[0].request) if run is not None else {}
+    for name in unequal_refused:
+        lines.append(f"  {name}")
+        if client is not None:
+            try:
+                client.chat.completions.create(**made[name])
+            except ReplayRequestMismatch as refusal:
+                lines.append(f"    refused at: {', '.join(d.path for d in refusal.diff)}")
+            added = {k: v for k, v in as_sent(made[name]).items() if k not in recorded_body}
+            lines += [f"    the body the client writes adds {request_json({k: v})[1:-1]}" for k, v in added.items()]
     lines.append("The binding key is read from the body the client writes, not from the dict passed to create.")
     return "\n".join(lines)
 
@@ -237,6 +251,35 @@ def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: R
     if yours != []:
         raise AssertionError(f"the schema's properties in another order hold equal values: yours {yours}, not []")
     client.chat.completions.create(**copy.deepcopy(recorded))  # the unchanged request is still bound
+
+
+#: Three edits of a run file, each refused at load by another check (`load_refusals` makes them).
+RUN_EDITS = ("a reply's text edited", "the run's recorded time edited", "origin flipped to captured")
+
+
+def load_refusals(run_id: str, folder: Path) -> dict[str, str]:
+    """Write a copy of the run file under ``folder`` for each of `RUN_EDITS` and return why `load_run` refuses it."""
+    from labkit.errors import RecordedRunError
+    from labkit.recording import load_run, refusal_reason, write_edited_run
+
+    def reply_edited(data: dict[str, Any]) -> None:
+        message = data["bindings"][0]["response"]["choices"][0]["message"]
+        message["content"] = message["content"].replace("3.11", "3.12")
+
+    edits: list[Callable[[dict[str, Any]], Any]] = [
+        reply_edited,
+        lambda data: data.update(created_at="2026-12-01T00:00:00Z"),
+        lambda data: data.update(origin="captured"),
+    ]
+    reasons = {}
+    for number, (name, edit) in enumerate(zip(RUN_EDITS, edits, strict=True), start=1):
+        try:
+            load_run(write_edited_run(run_id, folder / f"edit-{number}", edit))
+        except RecordedRunError as error:
+            reasons[name] = refusal_reason(error)
+        else:
+            raise AssertionError(f"{name}: the edited run was loaded")
+    return reasons
 
 
 #: What exercise 3 asks about each change: which identifiers move, and what refuses.
