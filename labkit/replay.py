@@ -32,6 +32,8 @@ from labkit.tables import text_table
 
 #: What a refusal says when the nearest request holds the same values written as other text.
 SAME_JSON = "same JSON, different text: key order / whitespace"
+NULL_ADDED = "absent from the recorded request; null in this one"
+NULL_DROPPED = "null in the recorded request; absent from this one"
 
 #: The base URL a replay client is given; nothing resolves or connects to it.
 REPLAY_BASE_URL = "http://replay.labkit.invalid/v1"
@@ -72,10 +74,10 @@ def request_diff(recorded: Any, actual: Any, path: str = "") -> list[FieldDiff]:
         diffs: list[FieldDiff] = []
         for key in sorted(set(recorded) | set(actual)):
             sub = f"{path}.{key}" if path else str(key)
-            if key not in recorded:
-                diffs.append(FieldDiff(sub, None, actual[key]))
+            if key not in recorded:  # None stands for absence, so a field sent as null says so in a note
+                diffs.append(FieldDiff(sub, None, actual[key], NULL_ADDED if actual[key] is None else ""))
             elif key not in actual:
-                diffs.append(FieldDiff(sub, recorded[key], None))
+                diffs.append(FieldDiff(sub, recorded[key], None, NULL_DROPPED if recorded[key] is None else ""))
             else:
                 diffs.extend(request_diff(recorded[key], actual[key], sub))
         return diffs
@@ -216,11 +218,21 @@ def excerpt_pair(recorded: Any, actual: Any, *, width: int = 60) -> tuple[str, s
     return tuple(t if len(t) <= width else t[: width - 1] + "…" for t in texts)  # type: ignore[return-value]
 
 
+def _shown_pair(d: FieldDiff, width: int) -> tuple[str, str]:
+    """Return `excerpt_pair` of one field, writing a value sent as JSON null as ``null``, not as absent."""
+    recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
+    if d.note == NULL_ADDED:
+        actual = "null"
+    elif d.note == NULL_DROPPED:
+        recorded = "null"
+    return recorded, actual
+
+
 def describe_diff(diff: list[FieldDiff], *, limit: int = 6) -> str:
     """Return the diff as indented lines ``path: recorded -> actual``, showing where long texts differ."""
     lines = []
     for d in diff[:limit]:
-        recorded, actual = excerpt_pair(d.recorded, d.actual)
+        recorded, actual = _shown_pair(d, 60)
         lines.append(f"  {d.path}: {recorded!r} -> {actual!r}" + (f"  [{d.note}]" if d.note else ""))
     if len(diff) > limit:
         lines.append(f"  ... and {len(diff) - limit} more (see .diff)")
@@ -239,7 +251,7 @@ def diff_table(diff: list[FieldDiff] | list[dict[str, Any]], *, width: int = 60)
     rows = []
     for item in diff:
         d = FieldDiff(**item) if isinstance(item, dict) else item
-        recorded, actual = excerpt_pair(d.recorded, d.actual, width=width)
+        recorded, actual = _shown_pair(d, width)
         rows.append({"field": d.path, "recorded": recorded, "this request": actual, "note": d.note})
     columns = ["field", "recorded", "this request"] + (["note"] if any(r["note"] for r in rows) else [])
     return text_table(pd.DataFrame(rows, columns=columns))

@@ -385,6 +385,23 @@ def test_streaming_in_replay_is_the_binding_refusal_whose_diff_names_stream(stor
     assert "LABKIT_MODE=record" not in message  # recording it again would not help
 
 
+def test_a_setting_sent_as_null_is_shown_as_null_not_as_absent(store):
+    with pytest.raises(ReplayRequestMismatch) as caught:
+        replay_client(store).chat.completions.create(**_request(QUESTIONS[0]), top_p=None)
+    [field] = caught.value.diff
+    assert (field.path, field.recorded, field.actual) == ("top_p", None, None)
+    assert "  top_p: '(absent)' -> 'null'  [absent from the recorded request; null in this one]" in str(caught.value)
+    assert diff_table(caught.value.diff).iloc[0][["recorded", "this request"]].tolist() == ["(absent)", "null"]
+
+
+def test_a_recorded_null_that_is_left_out_is_shown_as_null_then_absent():
+    [field] = request_diff({"top_p": None, "seed": 7}, {"seed": 7})
+    assert (
+        describe_diff([field]) == "  top_p: 'null' -> '(absent)'  [null in the recorded request; absent from this one]"
+    )
+    assert request_diff({"seed": 7}, {"seed": 7, "top_p": 1})[0].note == ""
+
+
 def test_a_dict_request_is_bound_in_the_order_the_client_sends_it():
     request = _request(QUESTIONS[0])  # model, messages, temperature, seed
     assert list(as_sent(request)) == ["model", "messages", "seed", "temperature"]
