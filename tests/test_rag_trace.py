@@ -731,3 +731,30 @@ def test_the_context_branch_tells_no_context_the_same_request_and_a_new_one(inde
     assert rag_trace.context_branch(trace_request(" ", index, adapter), baseline) is None
     with pytest.raises(ValueError, match="baseline built no request"):
         rag_trace.context_branch(top_only, none_kept)
+
+
+def test_request_settings_name_the_model_and_settings_and_hide_only_the_schema(adapter):
+    lines = rag_trace.request_settings(adapter).splitlines()
+    assert lines[0] == f"model: {adapter.model}"
+    assert lines[1] == "settings: {'temperature': 0, 'seed': 7, 'max_tokens': 160}"
+    assert lines[2] == "response_format: {'type': 'json_object', 'schema': \"(Reply's schema)\"}"
+    assert SETTINGS["response_format"]["schema"] != "(Reply's schema)"  # the request still sends the real schema
+
+
+def test_the_captured_run_header_and_finish_lines_come_from_its_file():
+    run = load_run(rag_trace.RUN_CAPTURED)
+    header = rag_trace.run_header(rag_trace.RUN_CAPTURED)
+    assert header.startswith(f"run {rag_trace.RUN_CAPTURED} (captured): model {run.model.id}, ")
+    assert header.endswith(f"server kind {run.model.endpoint_kind}, created {run.created_at[:10]}")
+    for binding in run.bindings:
+        line = rag_trace.finish_line(rag_trace.RUN_CAPTURED, binding.question)
+        finish = binding.response["choices"][0]["finish_reason"]
+        assert line == (
+            f"finish_reason {finish}, {binding.usage.completion_tokens} reply tokens of max_tokens "
+            f"{run.settings['max_tokens']}"
+        )
+    assert rag_trace.finish_line(rag_trace.RUN_CAPTURED, UNSUPPORTED).startswith("finish_reason length, 160 ")
+    with pytest.raises(CorpusError, match="holds no reply"):
+        rag_trace.finish_line(rag_trace.RUN_CAPTURED, "What does shutil.move do?")
+    table = rag_trace.calls_table(rag_trace.RUN_CAPTURED)
+    assert list(table["question"]) == [b.question for b in run.bindings]
