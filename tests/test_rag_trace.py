@@ -758,3 +758,22 @@ def test_the_captured_run_header_and_finish_lines_come_from_its_file():
         rag_trace.finish_line(rag_trace.RUN_CAPTURED, "What does shutil.move do?")
     table = rag_trace.calls_table(rag_trace.RUN_CAPTURED)
     assert list(table["question"]) == [b.question for b in run.bindings]
+
+
+def test_event_fields_print_every_field_and_cut_only_the_hashes(index, adapter):
+    first = trace_request(ANSWERED, index, adapter).trace.events[0]
+    lines = rag_trace.event_fields(first).splitlines()
+    assert lines[0] == "event #1 request_accepted, every field (hashes cut to 16 characters):"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == list(first.data)
+    assert f"   question: {ANSWERED}" in lines
+    assert f"   request_key: {first.data['request_key'][:16]}…" in lines
+    assert f"   run_id: {first.data['run_id']}" in lines  # not a hash: shown whole
+
+
+def test_best_scores_are_each_requests_rank_one_score(index, adapter):
+    asked = {"timestamp": trace_request(ANSWERED, index, adapter), "backup": trace_request(UNSUPPORTED, index, adapter)}
+    best = rag_trace.best_scores(asked)
+    for name, traced in asked.items():
+        scores = [c["score"] for c in traced.trace.first("retrieval_completed").data["candidates"]]
+        assert best[name] == round(max(scores), 3)
+    assert best["backup"] < best["timestamp"]

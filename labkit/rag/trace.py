@@ -785,3 +785,19 @@ def finish_line(run_id: str, question: str) -> str:
     finish = binding.response["choices"][0]["finish_reason"]
     tokens = binding.usage.completion_tokens if binding.usage else None
     return f"finish_reason {finish}, {tokens} reply tokens of max_tokens {run.settings['max_tokens']}"
+
+
+def event_fields(event: Any) -> str:
+    """Return an event's number, kind and every field, one a line, with each 64-character hash cut to 16."""
+    lines = [f"event #{event.sequence} {event.kind}, every field (hashes cut to 16 characters):"]
+    for name, value in event.data.items():
+        shown = value[:16] + "…" if isinstance(value, str) and len(value) == 64 else value
+        lines.append(f"   {name}: {shown}")
+    return "\n".join(lines)
+
+
+def best_scores(cases: dict[str, TracedRequest]) -> dict[str, float]:
+    """Return each named request's best retrieval score (its rank-1 candidate's), rounded to 3 places."""
+    return {
+        name: round(_event(t, "retrieval_completed").data["candidates"][0]["score"], 3) for name, t in cases.items()
+    }
