@@ -3,7 +3,12 @@
 import pytest
 
 from labkit.boundary import connect
-from labkit.course.trace_exercises import check_cited_rank, check_not_in_docs_cause, check_score_floor
+from labkit.course.trace_exercises import (
+    RANK_PREDICTIONS,
+    check_cited_rank,
+    check_not_in_docs_cause,
+    check_score_floor,
+)
 from labkit.rag.ranking import RUN_AUTHORED as RUN_RANKING
 from labkit.rag.trace import RUN_AUTHORED, RUN_CAPTURED, SETTINGS, load_docs_index, model_step
 
@@ -38,8 +43,16 @@ def cited_rank(traced):
     return min(ranks) if ranks else None
 
 
-def test_cited_rank_check_passes_the_best_rank_and_refuses_the_last_one(index, authored):
-    check_cited_rank(cited_rank, index, authored)
+RANKS = dict(zip(RANK_PREDICTIONS, (3, 1, None), strict=True))
+
+
+def stub_cited_rank(traced):
+    raise NotImplementedError("hint: which events hold the answer?")
+
+
+def test_cited_rank_check_passes_the_best_rank_and_refuses_the_last_one(index, authored, capsys):
+    check_cited_rank(cited_rank, RANKS, index, authored)
+    assert "PREDICTED_RANKS is right for all three probes" in capsys.readouterr().out
 
     def last_rank(traced):
         best = cited_rank(traced)
@@ -50,12 +63,37 @@ def test_cited_rank_check_passes_the_best_rank_and_refuses_the_last_one(index, a
         return max(c["rank"] for c in candidates if c["source_id"] in cited)
 
     with pytest.raises(AssertionError, match="cited_rank is wrong for"):
-        check_cited_rank(last_rank, index, authored)
+        check_cited_rank(last_rank, RANKS, index, authored)
 
 
 def test_cited_rank_check_refuses_always_rank_one(index, authored):
     with pytest.raises(AssertionError, match="cited_rank is wrong for"):
-        check_cited_rank(lambda t: 1 if t.outcome == "completed" and t.result["source_ids"] else None, index, authored)
+        check_cited_rank(
+            lambda t: 1 if t.outcome == "completed" and t.result["source_ids"] else None, RANKS, index, authored
+        )
+
+
+@pytest.mark.parametrize(
+    ("why", "predicted"),
+    [
+        ("the stub: nothing filled in", dict.fromkeys(RANK_PREDICTIONS, ...)),
+        ("one left unfilled", {**RANKS, RANK_PREDICTIONS[2]: ...}),
+        ("wrong: a rejected reply still gets its rank", {**RANKS, RANK_PREDICTIONS[2]: 3}),
+        ("wrong: the last cited rank", {**RANKS, RANK_PREDICTIONS[1]: 3}),
+        ("shortcut: the top candidate is always the cited one", dict.fromkeys(RANK_PREDICTIONS, 1)),
+    ],
+)
+def test_cited_rank_check_grades_the_predictions_before_the_function(index, authored, capsys, why, predicted):
+    expected = NotImplementedError if ... in predicted.values() else AssertionError
+    with pytest.raises(expected, match=r"PREDICTED_RANKS first|the predictions do not all match"):
+        check_cited_rank(stub_cited_rank, predicted, index, authored)  # the stub is never reached
+    assert "checking cited_rank next" not in capsys.readouterr().out
+
+
+def test_cited_rank_check_with_right_predictions_refuses_the_stub(index, authored, capsys):
+    with pytest.raises(NotImplementedError, match="hint"):
+        check_cited_rank(stub_cited_rank, RANKS, index, authored)
+    assert "PREDICTED_RANKS is right for all three probes" in capsys.readouterr().out
 
 
 def _band_with(pick_low, strict=True):

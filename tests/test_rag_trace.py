@@ -731,3 +731,49 @@ def test_the_context_branch_tells_no_context_the_same_request_and_a_new_one(inde
     assert rag_trace.context_branch(trace_request(" ", index, adapter), baseline) is None
     with pytest.raises(ValueError, match="baseline built no request"):
         rag_trace.context_branch(top_only, none_kept)
+
+
+def test_request_settings_name_the_model_and_settings_and_hide_only_the_schema(adapter):
+    lines = rag_trace.request_settings(adapter).splitlines()
+    assert lines[0] == f"model: {adapter.model}"
+    assert lines[1] == "settings: {'temperature': 0, 'seed': 7, 'max_tokens': 160}"
+    assert lines[2] == "response_format: {'type': 'json_object', 'schema': \"(Reply's schema)\"}"
+    assert SETTINGS["response_format"]["schema"] != "(Reply's schema)"  # the request still sends the real schema
+
+
+def test_the_captured_run_header_and_finish_lines_come_from_its_file():
+    run = load_run(rag_trace.RUN_CAPTURED)
+    header = rag_trace.run_header(rag_trace.RUN_CAPTURED)
+    assert header.startswith(f"run {rag_trace.RUN_CAPTURED} (captured): model {run.model.id}, ")
+    assert header.endswith(f"server kind {run.model.endpoint_kind}, created {run.created_at[:10]}")
+    for binding in run.bindings:
+        line = rag_trace.finish_line(rag_trace.RUN_CAPTURED, binding.question)
+        finish = binding.response["choices"][0]["finish_reason"]
+        assert line == (
+            f"finish_reason {finish}, {binding.usage.completion_tokens} reply tokens of max_tokens "
+            f"{run.settings['max_tokens']}"
+        )
+    assert rag_trace.finish_line(rag_trace.RUN_CAPTURED, UNSUPPORTED).startswith("finish_reason length, 160 ")
+    with pytest.raises(CorpusError, match="holds no reply"):
+        rag_trace.finish_line(rag_trace.RUN_CAPTURED, "What does shutil.move do?")
+    table = rag_trace.calls_table(rag_trace.RUN_CAPTURED)
+    assert list(table["question"]) == [b.question for b in run.bindings]
+
+
+def test_event_fields_print_every_field_and_cut_only_the_hashes(index, adapter):
+    first = trace_request(ANSWERED, index, adapter).trace.events[0]
+    lines = rag_trace.event_fields(first).splitlines()
+    assert lines[0] == "event #1 request_accepted, every field (hashes cut to 16 characters):"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == list(first.data)
+    assert f"   question: {ANSWERED}" in lines
+    assert f"   request_key: {first.data['request_key'][:16]}…" in lines
+    assert f"   run_id: {first.data['run_id']}" in lines  # not a hash: shown whole
+
+
+def test_best_scores_are_each_requests_rank_one_score(index, adapter):
+    asked = {"timestamp": trace_request(ANSWERED, index, adapter), "backup": trace_request(UNSUPPORTED, index, adapter)}
+    best = rag_trace.best_scores(asked)
+    for name, traced in asked.items():
+        scores = [c["score"] for c in traced.trace.first("retrieval_completed").data["candidates"]]
+        assert best[name] == round(max(scores), 3)
+    assert best["backup"] < best["timestamp"]

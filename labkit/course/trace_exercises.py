@@ -30,17 +30,51 @@ from labkit.rag.trace import (
 ANSWERED, UNSUPPORTED = QUESTIONS["answered"], QUESTIONS["not_in_docs"]
 
 
-def check_cited_rank(cited_rank: Callable[[TracedRequest], int | None], index: DocsIndex, adapter: Any) -> None:
-    """Check exercise A: ``cited_rank(traced)`` returns the best rank among the candidates the reply cites.
+#: The probes whose cited rank exercise A asks the learner to predict, before writing the function.
+RANK_PREDICTIONS = (
+    "timestamp question, reply cites zoneinfo",
+    "ranking question, reply cites path-read-text and path-write-text",
+    "timestamp question, only rank 1 kept, reply cites zoneinfo",
+)
 
-    The cases are probes that cite other passages, drop candidates from the
-    context or are rejected, and replayed requests from ``adapter`` (the
+
+def check_cited_rank(
+    cited_rank: Callable[[TracedRequest], int | None],
+    predicted: dict[str, int | None],
+    index: DocsIndex,
+    adapter: Any,
+) -> None:
+    """Check exercise A: the predicted ranks first, then ``cited_rank(traced)``.
+
+    ``predicted`` maps each name in `RANK_PREDICTIONS` to the rank ``cited_rank``
+    should return for that probe, or None; ``...`` is not filled in. The check says
+    only whether all three are right, and prints so before it runs the function.
+    The function's cases are probes that cite other passages, drop candidates from
+    the context or are rejected, and replayed requests from ``adapter`` (the
     authored run) that end without a cited source.
     """
+    predicted_probes: dict[str, tuple[TracedRequest, int | None]] = dict(
+        zip(
+            RANK_PREDICTIONS,
+            (
+                (probe(ANSWERED, index, ["zoneinfo"]), 3),
+                (probe(RANKING_QUESTION, index, ["path-read-text", "path-write-text"]), 1),
+                (probe(ANSWERED, index, ["zoneinfo"], select=lambda r: [r[0][0]]), None),  # rejected
+            ),
+            strict=True,
+        )
+    )
+    if any(predicted.get(name, ...) is ... for name in predicted_probes):
+        raise NotImplementedError("hint: fill in PREDICTED_RANKS first: a rank, or None, for each probe")
+    if any(predicted[name] != expected for name, (_, expected) in predicted_probes.items()):
+        raise AssertionError(
+            "the predictions do not all match the traces: for each probe, would the checks accept the reply, "
+            "and where in its question's candidate table are the sources it cites?"
+        )
+    print("PREDICTED_RANKS is right for all three probes; checking cited_rank next")
     cases: dict[str, tuple[TracedRequest, int | None]] = {
         "ranking question, cites read-text": (probe(RANKING_QUESTION, index, ["path-read-text"]), 1),
-        "ranking question, cites both": (probe(RANKING_QUESTION, index, ["path-write-text", "path-read-text"]), 1),
-        "timestamp question, cites zoneinfo": (probe(ANSWERED, index, ["zoneinfo"]), 3),
+        "ranking question, cites write-text": (probe(RANKING_QUESTION, index, ["path-write-text"]), 3),
         "timestamp question, cites both": (probe(ANSWERED, index, ["zoneinfo", "datetime-fromisoformat"]), 1),
         "backup question, cites datetime": (probe(UNSUPPORTED, index, ["datetime-fromisoformat"]), 2),
         "ranking question, top passage dropped": (
@@ -51,12 +85,10 @@ def check_cited_rank(cited_rank: Callable[[TracedRequest], int | None], index: D
             probe(UNSUPPORTED, index, ["shutil-copy2"], status="not_in_docs"),
             None,
         ),
-        "cites zoneinfo, a candidate the context dropped": (
-            probe(ANSWERED, index, ["zoneinfo"], select=lambda r: [r[0][0]]),
-            None,
-        ),
+        "timestamp question, replayed": (trace_request(ANSWERED, index, adapter), 1),
         "backup question, not_in_docs": (trace_request(UNSUPPORTED, index, adapter), None),
         "blank question": (trace_request(" ", index, adapter), None),
+        **predicted_probes,
     }
     for name, (traced, expected) in cases.items():
         if cited_rank(traced) != expected:

@@ -749,3 +749,55 @@ def passage_rank(question: str, index: DocsIndex, words: str) -> tuple[int, floa
         if words in doc.page_content:
             return rank, round(float(score), 3), doc.page_content
     raise CorpusError(f"no passage holds {words!r}: copy the words from a passage of the corpus.")
+
+
+def request_settings(adapter: Any) -> str:
+    """Return the model and settings a request sends besides its messages, the reply schema named, not printed."""
+    settings = {k: v for k, v in SETTINGS.items() if k != "response_format"}
+    sent: dict[str, Any] = dict(REPLY_FORMAT)
+    response_format = {**sent, "schema": "(Reply's schema)"}
+    return f"model: {adapter.model}\nsettings: {settings}\nresponse_format: {response_format}"
+
+
+def run_header(run_id: str) -> str:
+    """Return a recorded run's model, server kind and creation date, as one line."""
+    from labkit.recording import load_run
+
+    run = load_run(run_id)
+    return f"run {run_id} ({run.origin}): model {run.model.id}, server kind {run.model.endpoint_kind}, created {run.created_at[:10]}"
+
+
+def calls_table(run_id: str) -> Any:
+    """Return a recorded run's calls as a table: question, finish reason, tokens and seconds (`bindings_table`)."""
+    from labkit.recording import bindings_table, load_run
+
+    return bindings_table(load_run(run_id))
+
+
+def finish_line(run_id: str, question: str) -> str:
+    """Say how the recorded reply to ``question`` ended: its finish reason and reply tokens against ``max_tokens``."""
+    from labkit.recording import load_run
+
+    run = load_run(run_id)
+    binding = next((b for b in run.bindings if b.question == question), None)
+    if binding is None or binding.response is None:
+        raise CorpusError(f"run {run_id} holds no reply to {question!r}: use one of the questions it recorded.")
+    finish = binding.response["choices"][0]["finish_reason"]
+    tokens = binding.usage.completion_tokens if binding.usage else None
+    return f"finish_reason {finish}, {tokens} reply tokens of max_tokens {run.settings['max_tokens']}"
+
+
+def event_fields(event: Any) -> str:
+    """Return an event's number, kind and every field, one a line, with each 64-character hash cut to 16."""
+    lines = [f"event #{event.sequence} {event.kind}, every field (hashes cut to 16 characters):"]
+    for name, value in event.data.items():
+        shown = value[:16] + "…" if isinstance(value, str) and len(value) == 64 else value
+        lines.append(f"   {name}: {shown}")
+    return "\n".join(lines)
+
+
+def best_scores(cases: dict[str, TracedRequest]) -> dict[str, float]:
+    """Return each named request's best retrieval score (its rank-1 candidate's), rounded to 3 places."""
+    return {
+        name: round(_event(t, "retrieval_completed").data["candidates"][0]["score"], 3) for name, t in cases.items()
+    }
