@@ -122,3 +122,21 @@ def test_the_fix_reading_says_nothing_of_the_address_when_its_replies_differ(tmp
     table.attrs["raw"][(runs.GOLDEN[2].question, "unchanged")] = '{"kind": "answer", "text": "Elsewhere."}'
     note = prompt_fix.fix_reading(table)
     assert "under both prompts" not in note and "from the fix" not in note
+
+
+def test_the_settings_table_shows_what_each_run_changed_read_from_the_run_files():
+    table = prompt_fix.settings_table()
+    first, base, fixed = (table[r] for r in ("05-system-smollm2", *prompt_fix.RUNS))
+    assert list(table.index[base != fixed]) == ["system prompt sha256"]
+    assert list(table.index[first != base]) == ["server"]
+    assert base["system prompt sha256"] == prompt_fix.sha12(SYSTEM)
+    assert fixed["system prompt sha256"] == prompt_fix.sha12(prompt_fix.SYSTEM_FIXED)
+    assert (base["temperature"], base["seed"], base["max_tokens"]) == ("0", "5", "300")
+
+
+def test_sha12_hashes_a_text_as_it_is_and_anything_else_as_sorted_json():
+    import hashlib
+
+    assert prompt_fix.sha12("abc") == hashlib.sha256(b"abc").hexdigest()[:12]
+    assert prompt_fix.sha12({"b": 1, "a": 2}) == prompt_fix.sha12({"a": 2, "b": 1})
+    assert prompt_fix.sha12({"a": 1}) != prompt_fix.sha12({"a": 2})

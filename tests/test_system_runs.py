@@ -117,7 +117,8 @@ def test_the_token_table_refuses_a_run_that_measured_nothing():
 def test_the_latency_spread_names_the_captured_runs_ranges():
     note = latency_spread(load_run(RUN_CAPTURED))
     assert note.startswith("Prompt tokens 645 to 668, latency 25 s to 42 s: a 17 s spread")
-    assert "SmolLM2-135M-Instruct" in note and "cannot say why" in note
+    assert "cannot say why" in note
+    assert "slow" not in note, "no judgement of speed without a baseline in the data"
     with pytest.raises(ValueError, match="no usage or latency"):
         latency_spread(load_run(RUN_AUTHORED))
 

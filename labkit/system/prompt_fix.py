@@ -8,7 +8,8 @@ Two captured runs test the diagnosis on one runtime (the ``local`` extra's
 server): `RUN_BASELINE` holds the lesson's unchanged requests, `RUN_CAPTURED` the
 same requests sent with `SYSTEM_FIXED`. Between them the prompt is the only
 variable; the lesson's first captured run was served by another runtime
-(`server_change`). `fix_reading` says what they show: the fixed prompt passes the
+(`server_change`); `settings_table` sets the three runs' settings side by side,
+read from their files. `fix_reading` says what they show: the fixed prompt passes the
 count case, but with ``get_refund``, the value the old example writes anyway; the
 one request whose right intent is another (the empty count) still names
 ``get_refund``. On these four requests the example is not shown to be the cause;
@@ -280,3 +281,54 @@ def _text_of(raw: str) -> str:
     except ValueError:
         return ""
     return str(reply.get("text") or "") if isinstance(reply, dict) else ""
+
+
+def sha12(value: Any) -> str:
+    """Return the first 12 hex digits of the SHA-256 of ``value``: a text as it is, else its JSON."""
+    import hashlib
+
+    text = value if isinstance(value, str) else json_key(value)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def settings_table(run_ids: tuple[str, ...] = ("05-system-smollm2", *RUNS)) -> Any:
+    """Return, read from each run's file, what its requests carried: one column per run.
+
+    Rows: the model id, the server its replies' shape shows (`runs.server_of`), the
+    temperature, seed and max_tokens, and short hashes (first 12 hex digits of SHA-256)
+    (`sha12`) of the reply schema and of the system prompt's text, each read from the
+    recorded requests. A row whose requests disagree within a run says ``mixed``.
+    """
+    import pandas as pd
+
+    from labkit.recording import load_run
+    from labkit.system.runs import server_of
+
+    def one(values: list[Any]) -> Any:
+        distinct = {json_key(v) for v in values}
+        return values[0] if len(distinct) == 1 else "mixed"
+
+    columns = {}
+    for run_id in run_ids:
+        run = load_run(run_id)
+        requests = [b.request for b in run.bindings]
+        systems = [
+            next(m["content"] for m in r["messages"] if m["role"] == "system") for r in requests
+        ]
+        columns[run_id] = {
+            "model": one([r["model"] for r in requests]),
+            "server": server_of(run),
+            "temperature": one([r.get("temperature") for r in requests]),
+            "seed": one([r.get("seed") for r in requests]),
+            "max_tokens": one([r.get("max_tokens") for r in requests]),
+            "reply schema sha256": one([sha12(r.get("response_format")) for r in requests]),
+            "system prompt sha256": one([sha12(s) for s in systems]),
+        }
+    return pd.DataFrame(columns).astype(str)
+
+
+def json_key(value: Any) -> str:
+    """Return ``value`` as canonical JSON text, so that equal settings compare equal."""
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -392,9 +392,9 @@ def latency_spread(run: Any) -> str:
     return (
         f"Prompt tokens {min(tokens)} to {max(tokens)}, latency {min(seconds)} s to "
         f"{max(seconds)} s: a {max(seconds) - min(seconds)} s spread at nearly equal "
-        f"prompts, for replies of {min(replies)} to {max(replies)} tokens. That is slow for "
-        f"{run.model.id}, a small model; the runs record no machine, load or server build, "
-        "so they cannot say why: read these latencies as this recording's, not the model's."
+        f"prompts, for replies of {min(replies)} to {max(replies)} tokens. The runs record no "
+        "machine, load or server build, so they cannot say why: read these latencies as this "
+        "recording's, not the model's."
     )
 
 
