@@ -21,7 +21,6 @@ from labkit.system.runs import (
     golden_table,
     golden_viewer,
     latency_note,
-    latency_spread,
     lesson_folder,
     model_request,
     reply_table,
@@ -112,15 +111,6 @@ def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
 def test_the_token_table_refuses_a_run_that_measured_nothing():
     with pytest.raises(ValueError, match="no usage or latency"):
         token_latency_table(load_run(RUN_AUTHORED))
-
-
-def test_the_latency_spread_names_the_captured_runs_ranges():
-    note = latency_spread(load_run(RUN_CAPTURED))
-    assert note.startswith("Prompt tokens 645 to 668, latency 25 s to 42 s: a 17 s spread")
-    assert "cannot say why" in note
-    assert "slow" not in note, "no judgement of speed without a baseline in the data"
-    with pytest.raises(ValueError, match="no usage or latency"):
-        latency_spread(load_run(RUN_AUTHORED))
 
 
 def test_evidence_sentences_keep_whole_sentences_and_their_section_numbers():
