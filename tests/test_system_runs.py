@@ -13,7 +13,6 @@ from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
     GraphDiagram,
-    case_table,
     chunk_table,
     evidence_sentences,
     evidence_share,
@@ -218,16 +217,6 @@ def test_the_reply_table_shows_each_requests_raw_reply_as_the_model_sent_it(capt
         assert table.loc[line["question"], "raw reply"] == generate["raw_reply"]
         assert table.loc[line["question"], "status"] == line["result"]["status"]
     assert all(json.loads(raw)["tool_args"] == {"intent": "get_refund"} for raw in table["raw reply"])
-
-
-def test_the_case_table_leaves_empty_only_the_rules_a_case_does_not_name():
-    table = case_table(GOLDEN)
-    assert list(table.index) == [case.question for case in GOLDEN]
-    for case in GOLDEN:
-        row = table.loc[case.question]
-        for rule in ("cites", "text", "count"):
-            named = getattr(case, rule)
-            assert row[rule] == ("" if named is None else named)
 
 
 def test_the_latency_note_keeps_the_replays_own_time_apart_from_the_recorded_model_call(captured):

@@ -140,14 +140,6 @@ def run_table(run_ids: list[str]) -> Any:
     return pd.DataFrame(rows).set_index("run")
 
 
-def case_table(cases: list[Any]) -> Any:
-    """Return the golden cases as a table, one row per question; an empty cell is a rule the case does not name."""
-    import pandas as pd
-
-    rows = [{k: "" if v is None else v for k, v in case.model_dump().items()} for case in cases]
-    return text_table(pd.DataFrame(rows).set_index("question"))
-
-
 def reply_table(lines: list[dict[str, Any]]) -> Any:
     """Return one row per trace line: the question, the team, the model's raw reply, the status.
 
