@@ -99,3 +99,27 @@ def test_the_figure_check_passes_a_right_solution_whose_reason_lists_the_cited_f
     """A reason such as "['45'] not in [2026, 11, 30]" names the cited figures too: that is no error."""
     assert LISTING != QUOTING and "not in" in LISTING
     assert "ex:figure-support passed" in _figure_check_output(LISTING)
+
+
+EVERY_NUMBER = QUOTING.replace(
+    """f"{result['text']!r}: {missing} unstated\"""",
+    """f"one of {list(range(100))}\"""",
+)
+
+
+def test_the_figure_check_fails_a_reason_that_names_every_number_from_0_to_99(tmp_path):
+    """The shortcut names each unsupported figure by naming all numbers: it must name no figure that
+    is neither in the answer nor on the pages it cites."""
+    assert EVERY_NUMBER != QUOTING and "range(100)" in EVERY_NUMBER
+    with pytest.raises(Exception, match="in neither answer nor pages"):
+        _figure_check_output(EVERY_NUMBER)
+
+
+def test_the_figure_check_fails_the_stub(tmp_path):
+    from labkit.course.runner import read_notebook
+    from labkit.course.workshop import find_exercises
+
+    exercise = next(e for e in find_exercises(read_notebook(NOTEBOOK)) if e.slug == "figure-support")
+    stub = read_notebook(NOTEBOOK).cells[exercise.solution].metadata["labkit"]["stub"]
+    with pytest.raises(Exception, match="NotImplementedError"):
+        _figure_check_output(stub)

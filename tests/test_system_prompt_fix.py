@@ -70,18 +70,6 @@ def test_a_reply_gist_names_the_kind_and_each_filled_field():
     assert gist("[1, 2]") == "not JSON"
 
 
-def test_the_server_change_line_counts_the_replies_that_differ_beyond_whitespace_on_identical_requests():
-    note = prompt_fix.server_change()
-    assert "(equal binding keys) on xllamacpp as `05-system-smollm2` on llama-cpp-python" in note
-    assert "2 of 4 replies differ beyond whitespace" in note
-    assert "no model file, build or machine to say why" in note and "because" not in note
-
-
-def test_the_server_change_note_refuses_to_compare_runs_of_different_requests():
-    note = prompt_fix.server_change(earlier=prompt_fix.RUN_CAPTURED)  # sent with SYSTEM_FIXED
-    assert "hold different requests" in note and "differ beyond" not in note
-
-
 def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_request(monkeypatch):
     monkeypatch.setenv("LABKIT_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: a request would fail
     monkeypatch.setenv("LABKIT_MODEL", "SmolLM2-135M-Instruct")
@@ -89,36 +77,19 @@ def test_recording_the_prompt_test_again_refuses_the_existing_runs_before_any_re
         prompt_test.main([])
 
 
-def test_the_fix_reading_gives_both_scores_and_reads_the_one_request_that_could_show_the_fix(tmp_path):
-    asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    note = prompt_fix.fix_reading(prompt_fix.comparison_table(asked, tmp_path))
-    assert note.startswith(
-        "**Measured.** Golden set, one request per case at temperature 0: the unchanged prompt "
-        "passes 0/3, the fixed prompt 1/3."
-    )
-    assert "that pass cannot tell the fix from the bug" in note  # the count case passes with get_refund
-    assert f"*{runs.EMPTY_COUNT_QUESTION}* (`cancel_order`)" in note
-    assert "answer + intent get_refund, ending `invalid_output`" in note
-    assert "So with n = 3 golden cases, one reply each, and the one request that could show" in note
-    assert "this test cannot show that the example causes the bug, nor rule it out" in note
-    assert "3 of the 4 fixed-prompt replies still name `get_refund`." in note
-    assert "changed the reply's shape on 2 of 4" in note and "the other 2 kept theirs." in note
-    assert "(answer + intent get_refund became tool_call + intent get_refund)" in note
-    assert "The address reply dropped its intent" in note and "New York, USA.*)" in note
-    assert "not the invention." in note and "does not come from the fix" not in note
+def test_the_settings_table_shows_what_each_run_changed_read_from_the_run_files():
+    table = prompt_fix.settings_table()
+    first, base, fixed = (table[r] for r in ("05-system-smollm2", *prompt_fix.RUNS))
+    assert list(table.index[base != fixed]) == ["system prompt sha256"]
+    assert list(table.index[first != base]) == ["server"]
+    assert base["system prompt sha256"] == prompt_fix.sha12(SYSTEM)
+    assert fixed["system prompt sha256"] == prompt_fix.sha12(prompt_fix.SYSTEM_FIXED)
+    assert (base["temperature"], base["seed"], base["max_tokens"]) == ("0", "5", "300")
 
 
-def test_the_fix_reading_credits_the_fix_when_the_empty_count_names_its_own_intent(tmp_path):
-    asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    table = prompt_fix.comparison_table(asked, tmp_path)
-    table.loc[(runs.EMPTY_COUNT_QUESTION, "fixed"), "reply"] = "tool_call + intent cancel_order"
-    note = prompt_fix.fix_reading(table)
-    assert "tool_call + intent cancel_order" in note and "cannot show that the example causes" not in note
+def test_sha12_hashes_a_text_as_it_is_and_anything_else_as_sorted_json():
+    import hashlib
 
-
-def test_the_fix_reading_says_nothing_of_the_address_when_its_replies_differ(tmp_path):
-    asked = prompt_fix.replay_both(trace_dir=tmp_path)
-    table = prompt_fix.comparison_table(asked, tmp_path)
-    table.attrs["raw"][(runs.GOLDEN[2].question, "unchanged")] = '{"kind": "answer", "text": "Elsewhere."}'
-    note = prompt_fix.fix_reading(table)
-    assert "under both prompts" not in note and "from the fix" not in note
+    assert prompt_fix.sha12("abc") == hashlib.sha256(b"abc").hexdigest()[:12]
+    assert prompt_fix.sha12({"b": 1, "a": 2}) == prompt_fix.sha12({"a": 2, "b": 1})
+    assert prompt_fix.sha12({"a": 1}) != prompt_fix.sha12({"a": 2})

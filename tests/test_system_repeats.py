@@ -16,13 +16,10 @@ from labkit.system.repeats import (
     golden_repeat_table,
     make_requests,
     misled_cases,
-    one_trace_note,
     outcomes,
-    reading_note,
     repeat_summary,
     separated_cases,
     status_table,
-    tie_note,
     trial_failures,
 )
 from labkit.system.tickets import TICKETS
@@ -223,40 +220,3 @@ def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_name
     ]  # 5/5 for the decline: apart from the refund window's 0/5, still overlapping the count's 1/5
     assert outcomes(always)[GOLDEN[1].question].count(True) == 1
     assert separated_cases(always) == [(GOLDEN[0].question, decline.question)]
-
-
-def test_the_tie_note_calls_overlapping_intervals_a_tie_and_names_only_separate_pairs(replayed):
-    assert "**tie**" in tie_note(replayed) and "separate, the one difference" not in tie_note(replayed)
-    assert tie_note(replayed).startswith("Compared case against case at temperature 0.4, the 3 cases'")
-    decline = GOLDEN[2]
-    always = [
-        replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
-        for t in replayed
-    ]
-    note = tie_note(always)
-    assert "**tie**" not in note and f"*{GOLDEN[0].question}* and *{decline.question}*" in note
-    assert note.startswith("Compared case against case at temperature 0.4, these intervals")
-
-
-def test_the_one_trace_note_counts_each_mixed_cases_passes_and_says_how_its_first_trial_ended(replayed):
-    note = one_trace_note(replayed)
-    count = GOLDEN[1].question
-    passes = outcomes(replayed)[count]
-    assert note.startswith("For 1 of 3 cases the trials disagree")
-    assert f"*{count}* passed {sum(passes)} of {len(passes)}, its first trial failed" in note
-    assert "misled" not in note  # the first trial agrees with the majority: it would not mislead
-    agreed = [replace(t, passed=False) for t in replayed]
-    assert one_trace_note(agreed).startswith("Every case's trials agreed")
-
-
-def test_the_reading_note_renders_the_plan_the_interval_widths_the_tie_and_the_pooled_rate(replayed):
-    note = reading_note(replayed)
-    assert note.startswith(TRIALS.describe() + "\n\n")  # no unrecorded pilot figure beside the plan
-    assert "5 passes of 5 would leave the rate anywhere from 0.57 to 1, no pass anywhere up to 0.43" in note
-    assert (
-        "\n- Pooled, that is with all trials counted together, the 3 cases passed 1 of 15 trials, [0.01, 0.30].\n"
-        in note
-    )
-    assert tie_note(replayed) in note and note.endswith(one_trace_note(replayed))
-    more = [replace(t, passed=True) if t.case == GOLDEN[2] else t for t in replayed]
-    assert "passed 6 of 15 trials" in reading_note(more)

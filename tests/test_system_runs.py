@@ -13,7 +13,6 @@ from labkit.system.runs import (
     RUN_AUTHORED,
     RUN_CAPTURED,
     GraphDiagram,
-    case_table,
     chunk_table,
     evidence_sentences,
     evidence_share,
@@ -21,7 +20,6 @@ from labkit.system.runs import (
     golden_table,
     golden_viewer,
     latency_note,
-    latency_spread,
     lesson_folder,
     model_request,
     reply_table,
@@ -112,14 +110,6 @@ def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
 def test_the_token_table_refuses_a_run_that_measured_nothing():
     with pytest.raises(ValueError, match="no usage or latency"):
         token_latency_table(load_run(RUN_AUTHORED))
-
-
-def test_the_latency_spread_names_the_captured_runs_ranges():
-    note = latency_spread(load_run(RUN_CAPTURED))
-    assert note.startswith("Prompt tokens 645 to 668, latency 25 s to 42 s: a 17 s spread")
-    assert "SmolLM2-135M-Instruct" in note and "cannot say why" in note
-    with pytest.raises(ValueError, match="no usage or latency"):
-        latency_spread(load_run(RUN_AUTHORED))
 
 
 def test_evidence_sentences_keep_whole_sentences_and_their_section_numbers():
@@ -227,16 +217,6 @@ def test_the_reply_table_shows_each_requests_raw_reply_as_the_model_sent_it(capt
         assert table.loc[line["question"], "raw reply"] == generate["raw_reply"]
         assert table.loc[line["question"], "status"] == line["result"]["status"]
     assert all(json.loads(raw)["tool_args"] == {"intent": "get_refund"} for raw in table["raw reply"])
-
-
-def test_the_case_table_leaves_empty_only_the_rules_a_case_does_not_name():
-    table = case_table(GOLDEN)
-    assert list(table.index) == [case.question for case in GOLDEN]
-    for case in GOLDEN:
-        row = table.loc[case.question]
-        for rule in ("cites", "text", "count"):
-            named = getattr(case, rule)
-            assert row[rule] == ("" if named is None else named)
 
 
 def test_the_latency_note_keeps_the_replays_own_time_apart_from_the_recorded_model_call(captured):

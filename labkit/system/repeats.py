@@ -9,8 +9,8 @@ request with its own replay binding. `outcomes` scores each trial with the same
 `passed` as the single run; `golden_repeat_table` gives each case's pass rate with
 its Wilson interval; `repeat_summary` sets them beside the greedy run's verdicts;
 `trial_failures` says why the failed trials failed; `misled_cases` names the cases
-whose first trial a later one contradicts; `reading_note` says in words how to read the
-summary and what it can show at this n.
+whose first trial a later one contradicts; `separated_cases` names the pairs of cases
+whose intervals are separate (every other pair is a tie).
 """
 
 from __future__ import annotations
@@ -194,69 +194,3 @@ def separated_cases(trials: list[GoldenTrial]) -> list[tuple[str, str]]:
         for b, low_b, high_b in bounds[i + 1 :]
         if high_a < low_b or high_b < low_a
     ]
-
-
-def tie_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, what the Wilson intervals tell apart when the cases are compared with
-    each other: a tie unless two cases' intervals are separate. It compares cases within the
-    repeats' one configuration, never the repeats with the temperature-0 requests."""
-    separated = separated_cases(trials)
-    setting = f"at temperature {TRIALS.temperature}"
-    if not separated:
-        return (
-            f"Compared case against case {setting}, the {len(outcomes(trials))} cases' pass rates are "
-            "a **tie**: no two intervals are separate. These trials cannot say on which case the "
-            "system fails more often. They do not compare this temperature with temperature 0 either: "
-            "that column holds one request per case."
-        )
-    pairs = "; ".join(f"*{a}* and *{b}*" for a, b in separated)
-    return (
-        f"Compared case against case {setting}, these intervals are separate, the one difference "
-        f"the data can show: {pairs}."
-    )
-
-
-def one_trace_note(trials: list[GoldenTrial]) -> str:
-    """Return, in words, what one trace per case would have shown of the cases whose trials disagree."""
-    seen = outcomes(trials)
-    mixed = [question for question, passes in seen.items() if len(set(passes)) > 1]
-    if not mixed:
-        return (
-            "Every case's trials agreed with each other, so here one trace per case would have shown "
-            "each case's only outcome; the intervals still say how little that proves."
-        )
-    details = "; ".join(
-        f"*{question}* passed {sum(seen[question])} of {len(seen[question])}, its first trial "
-        + ("passed" if seen[question][0] else "failed")
-        for question in mixed
-    )
-    return (
-        f"For {len(mixed)} of {len(seen)} cases the trials disagree ({details}). One trace of such a "
-        "case shows one of its outcomes and hides the other, and which one depends on the seed. A case "
-        "that passes on some seeds and fails on others is not fixed: a check before release that "
-        "reads one trace per case would let it through whenever that trace happened to pass."
-    )
-
-
-def reading_note(trials: list[GoldenTrial]) -> str:
-    """Return the figures of `repeat_summary`'s reading, in Markdown: the plan,
-    then one bullet each for the Wilson interval's width at this n, the tie rule's verdict
-    (`tie_note`), the pooled pass rate, and what one trace per case would have shown
-    (`one_trace_note`). What they mean beyond these figures is the notebook's prose."""
-    from labkit.tables import interval
-    from labkit.trials import wilson
-
-    n = TRIALS.n
-    low_all, _ = wilson(n, n)
-    _, high_none = wilson(0, n)
-    pooled = sum(t.passed for t in trials)
-    return (
-        f"{TRIALS.describe()}\n\n"
-        f"- With n = {n} trials per case the Wilson interval is wide whatever happens: {n} passes "
-        f"of {n} would leave the rate anywhere from {low_all:.2f} to 1, no pass anywhere up to "
-        f"{high_none:.2f}.\n"
-        f"- {tie_note(trials)}\n"
-        f"- Pooled, that is with all trials counted together, the {len(outcomes(trials))} cases "
-        f"passed {pooled} of {len(trials)} trials, {interval(*wilson(pooled, len(trials)))}.\n"
-        f"- " + one_trace_note(trials)
-    )

@@ -140,14 +140,6 @@ def run_table(run_ids: list[str]) -> Any:
     return pd.DataFrame(rows).set_index("run")
 
 
-def case_table(cases: list[Any]) -> Any:
-    """Return the golden cases as a table, one row per question; an empty cell is a rule the case does not name."""
-    import pandas as pd
-
-    rows = [{k: "" if v is None else v for k, v in case.model_dump().items()} for case in cases]
-    return text_table(pd.DataFrame(rows).set_index("question"))
-
-
 def reply_table(lines: list[dict[str, Any]]) -> Any:
     """Return one row per trace line: the question, the team, the model's raw reply, the status.
 
@@ -375,27 +367,6 @@ def token_latency_table(run: Any) -> Any:
             }
         )
     return text_table(pd.DataFrame(rows).set_index("question"))
-
-
-def latency_spread(run: Any) -> str:
-    """Return one sentence: the range of a captured run's prompt tokens and of its latencies.
-
-    The run's requests carry nearly the same prompts, so prompt length cannot explain a
-    wide latency spread; with one request each, these runs cannot say what does.
-    """
-    measured = [b for b in run.bindings if b.usage is not None and b.latency_s is not None]
-    if not measured:
-        raise ValueError(f"{run.run_id} holds no usage or latency to compare")
-    tokens = [b.usage.prompt_tokens for b in measured]
-    seconds = [round(b.latency_s) for b in measured]
-    replies = [b.usage.completion_tokens for b in measured]
-    return (
-        f"Prompt tokens {min(tokens)} to {max(tokens)}, latency {min(seconds)} s to "
-        f"{max(seconds)} s: a {max(seconds) - min(seconds)} s spread at nearly equal "
-        f"prompts, for replies of {min(replies)} to {max(replies)} tokens. That is slow for "
-        f"{run.model.id}, a small model; the runs record no machine, load or server build, "
-        "so they cannot say why: read these latencies as this recording's, not the model's."
-    )
 
 
 #: Below this, a replayed request's own time is reported as "under" it: the exact figure varies.
