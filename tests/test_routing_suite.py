@@ -205,11 +205,27 @@ def test_the_loader_refuses_exactly_the_loader_kinds_and_the_grader_every_other(
     from labkit.routing.suite import LOADER_KINDS, refusal_table
 
     table = refusal_table(grade_bad_inputs(tmp_path / "bad"))
-    assert list(table.columns) == ["refused by", "says"]
+    assert list(table.columns) == ["refused by", "says", "what to do"]
     for name, row in table.iterrows():
         assert row["refused by"] == ("InvalidJSON" if name in LOADER_KINDS else "RouteGradeError"), name
         assert ";" not in row["says"], name
     assert table.loc["zero weight", "says"] == "suite penalty for sales is 0"
+
+
+def test_the_refusal_table_keeps_the_whole_message_in_says_and_what_to_do(tmp_path):
+    from labkit.routing.suite import refusal_table
+
+    refusals = grade_bad_inputs(tmp_path / "bad")
+    table = refusal_table(refusals)
+    for name, row in table.iterrows():
+        rejoined = row["says"] + (f"; {row['what to do']}" if row["what to do"] else "")
+        assert rejoined == refusals.loc[name, "message"], name
+        assert row["what to do"] == row["what to do"].strip(), name
+    assert table.loc["duplicate case id", "what to do"] == "give every case its own id"
+    assert table.loc["blank label", "what to do"] == ""  # a message with no semicolon
+    assert (table["what to do"] != "").sum() >= len(table) // 2  # most refusals say what to do
+    one = refusals.iloc[:1].assign(message="no semicolon here")
+    assert refusal_table(one).iloc[0]["what to do"] == ""
 
 
 def test_every_refusal_names_its_problem_before_saying_what_to_do(tmp_path):

@@ -81,9 +81,9 @@ class Malformed:
 
 def parse_route_reply(ticket_id: str, raw: str) -> tuple[str | None, str | None]:
     """Return ``(route, None)`` for a well-formed reply, or ``(None, problem)``; an unknown route is kept as is."""
-    try:
-        data = loads_strict(raw, source="reply")
-    except ValueError as error:  # also a repeated key, NaN or a raw control character in a string
+    try:  # json.loads refuses bad syntax and a raw control character (a line break, say) inside a string;
+        data = loads_strict(raw, source="reply")  # its hooks add a repeated key, NaN and 1e999
+    except ValueError as error:  # loads_strict raises each of these as InvalidJSON, a ValueError
         return None, f"not strict JSON: {error}"  # the error names the cause
     if not isinstance(data, dict) or set(data) != {"id", "route"}:
         return None, "not an object with exactly id and route"

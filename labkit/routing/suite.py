@@ -371,12 +371,13 @@ REFUSAL_SAYS = {
 
 
 def refusal_table(refusals: pd.DataFrame) -> pd.DataFrame:
-    """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and what it says first.
+    """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and its message in two parts.
 
-    The ``says`` column keeps each message up to its first semicolon (what is wrong); the rest,
-    what to do, is in ``refusals["message"]``.
+    ``says`` is the message up to its first semicolon (what is wrong); ``what to do`` is the rest,
+    stripped ("" when the message has no semicolon). Rejoined with "; ", they give the whole message.
     """
-    return refusals[["refused by"]].assign(says=refusals["message"].str.split(";").str[0])
+    parts = refusals["message"].str.partition(";")
+    return refusals[["refused by"]].assign(says=parts[0], **{"what to do": parts[2].str.strip()})
 
 
 def main(argv: list[str] | None = None) -> int:
