@@ -145,31 +145,43 @@ def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typ
 
 
 @pytest.mark.parametrize(
-    ("prediction", "message"),
+    ("prediction", "source", "message"),
     [
-        (None, "set it to"),
-        ("filter_by_intent.limit", "not a required field"),
-        ("intent", "not a required field"),
+        (None, 'PREDICTION = None  # your prediction: "<tool>.<field>"', "set it to"),  # the stub
+        ("filter_by_intent.limit", 'PREDICTION = "filter_by_intent.limit"', "not a required field"),
+        ("intent", 'PREDICTION = "intent"', "not a required field"),
+        ("count_rows.rows", 'PREDICTION = "count_rows.rows"', "the prediction was wrong"),  # a wrong value
+        (  # the shortcut: the count computed, then read off as the prediction
+            "filter_by_intent.intent",
+            "def missing_arguments(results): ...\n"
+            "counts = missing_arguments(results[runs.RUN_CAPTURED])\n"
+            "PREDICTION = max(counts, key=counts.get)\n",
+            "type PREDICTION out",
+        ),
     ],
 )
-def test_the_missing_arguments_check_grades_the_prediction(captured_results, authored_results, prediction, message):
+def test_the_missing_arguments_check_grades_the_prediction(
+    captured_results, authored_results, prediction, source, message
+):
     from labkit.agent.exercises import check_missing_arguments
 
     with pytest.raises(AssertionError, match=message):
         check_missing_arguments(
-            _missing_of(required_only=True), captured_results, authored_results, prediction=prediction
+            _missing_of(required_only=True), captured_results, authored_results, prediction=prediction, source=source
         )
 
 
-def test_the_missing_arguments_check_accepts_a_prediction_the_count_does_not_bear_out(
-    captured_results, authored_results
-):
+def test_the_missing_arguments_check_passes_the_right_prediction_typed_out(captured_results, authored_results):
     from labkit.agent.exercises import check_missing_arguments
 
-    # a prediction is checked for being made, never for being right: the notebook compares it with the count
+    typed = 'PREDICTION = "count_rows.rows"\nPREDICTION = "filter_by_intent.intent"  # changed my mind\n'
     assert (
         check_missing_arguments(
-            _missing_of(required_only=True), captured_results, authored_results, prediction="count_rows.rows"
+            _missing_of(required_only=True),
+            captured_results,
+            authored_results,
+            prediction="filter_by_intent.intent",
+            source=typed,
         )
         == "ex:missing-arguments passed"
     )

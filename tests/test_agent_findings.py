@@ -1,4 +1,4 @@
-"""The sentences lesson 04 prints about its evaluation read the figures they describe."""
+"""The tables lesson 04 prints about its evaluation are read off the results they describe."""
 
 import pytest
 
@@ -16,101 +16,36 @@ def captured():
     return ev.evaluation_report(results, run), results
 
 
-def test_the_captured_note_names_the_vacuous_rates_and_the_cases_behind_the_outcome(captured):
+def _replies(rows):
+    return {row["what the replies show"]: row["replies"] for row in rows}
+
+
+def test_the_reply_failures_count_each_cause_from_the_captured_replies(captured):
     report, results = captured
-    text = findings.captured_columns(report, results)
-    assert (
-        "2 of its 2 right first tools had invalid arguments, so none of those tools ran" in text
-        and "rests on 3 cases" in text
-    )
-    assert "No proposal in this run was a valid tool call" in text and "in 0 of 25 proposals" in text
-    assert "declines with data-tool calls read `n/a (0 eligible)`" in text
-    assert "Task outcome 3/20" in text and "(`c08`, `c09`)" in text and "(`c07`)" in text
-    assert "3/20: only 1 of them reached the model" in text
-    assert "8 cases ended `ok` with a wrong answer, routed `profile`" in text
-    assert "The profile node set that status itself" in text and "the validator checks" not in text
-    assert "over the 18 cases" in text
+    rows = _replies(findings.reply_failures(results, load_run(runs.RUN_CAPTURED), report))
+    assert list(rows.values()) == [1, 24, 24, 10, 4, 3, 5, 5, 10, 9]
+    assert rows["agent replies cut off at max_tokens=64"] == 1
+    assert rows["router replies that did not parse"] == 4 and rows["  of those, cut off at max_tokens=64"] == 3
+    assert rows['most frequent refused call: filter_by_intent with {"answer": "10"}'] == 10
+    assert rows['most frequent refused call: count_rows with {"answer": "10"}'] == 9
 
 
-def test_the_captured_note_follows_a_changed_outcome(captured):
-    _, results = captured
-    c04 = next(r for r in results if r.case.id == "c04")
-    declined = [
-        runs.CaseResult(r.case, "out_of_scope", None, "out_of_scope", r.state, []) if r is c04 else r for r in results
-    ]
-    text = findings.captured_columns(ev.evaluation_report(declined, load_run(runs.RUN_CAPTURED)), declined)
-    assert "Task outcome 4/20" in text and "`c04`, `c07`" in text
-    assert "7 cases ended `ok`" in text
-
-
-def test_the_authored_note_names_its_one_refused_argument():
-    run = load_run(runs.RUN_AUTHORED)
-    results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
-    text = findings.authored_columns(ev.evaluation_report(results, run), results)
-    assert "20/20 by construction" in text and "21/22" in text and "`c10` proposed" in text
-    assert "The adversarial prompt `c10` passes" in text
-
-
-def test_the_why_note_counts_each_cause_from_the_captured_replies(captured):
-    report, results = captured
-    text = findings.why_no_valid_call(results, load_run(runs.RUN_CAPTURED), report)
-    assert text.startswith("**Why 0 of 25 proposals were valid.**")
-    assert "1 agent reply was cut off at the cap of `max_tokens=64` tokens" in text
-    assert "1 agent reply was cut off" in text and "24 parsed as JSON but failed" in text
-    assert "24 of them put an `answer`" in text
-    assert "10 questions got a wrong route in valid JSON" in text and "4 router replies did not parse" in text
-    assert "4 router replies did not parse at all. 3 of them were cut off at the same cap." in text
-    assert "would have refused" not in text and "model's choice" not in text
-    assert "All 5 unparsed replies hold a raw control character" in text
-    assert "does not show whether the model or the server's grammar" in text
-    assert "cannot say how much of the failure is the model's" in text
-
-
-def test_the_why_note_follows_scripted_replies_that_parse_but_carry_an_answer():
+def test_the_reply_failures_follow_scripted_replies_that_parse_but_carry_an_answer():
     results = runs.make_requests(
         ScriptedModel(
             {"route:": '{"route":"structured"}', "agent:": '{"decision": "count_rows", "arguments": {"answer": "9"}}'}
         )
     )
     run = load_run(runs.RUN_CAPTURED)
-    text = findings.why_no_valid_call(results, run, ev.evaluation_report(results, run))
+    rows = _replies(findings.reply_failures(results, run, ev.evaluation_report(results, run)))
     refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
-    assert f'`count_rows` with `{{"answer": "9"}}` ({refused} times)' in text
-    assert "0 agent replies were cut off" in text and f"{refused} parsed as JSON" in text
-    assert f"{refused} of them put an `answer`" in text
+    assert refused and rows['most frequent refused call: count_rows with {"answer": "9"}'] == refused
+    assert rows["agent replies that parsed, with arguments the tool's schema refused"] == refused
+    assert rows["  of those, with an answer in the arguments"] == refused
+    assert rows["agent replies cut off at max_tokens=64"] == 0
     misrouted = sum(r.case.expected_route not in (None, "structured") for r in results)
-    assert f"{misrouted} questions got a wrong route" in text
-    assert "router replies did not parse" in text and "cut off at the same cap" not in text
-    assert "raw control character" not in text
-
-
-def test_the_captured_note_says_why_c07_passed(captured):
-    report, results = captured
-    text = findings.captured_columns(report, results)
-    assert "`c07` passed because the router said `profile`" in text
-    assert "largely the request" not in text
-
-
-def test_the_authored_note_says_the_safety_rates_are_zero_by_design():
-    run = load_run(runs.RUN_AUTHORED)
-    results = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
-    text = findings.authored_columns(ev.evaluation_report(results, run), results)
-    assert "zero by design" in text and "unauthorized-call rate 0/21" in text
-    assert "declines with data-tool calls 0/6" in text
-
-
-def test_the_repeats_note_reads_a_never_row_by_its_interval_not_as_never_passing():
-    text = findings.repeated_trials({"c01": [False] * 5, "c05": [False, True, False, False, True]})
-    assert "`c01` failed all 5 trials" in text and "[0.00, 0.43]" in text and "up to 0.43" in text
-    assert "may still pass sometimes" in text
-    assert "`c05` (2/5)" in text and "rarer verdict with chance 40%" in text
-    small = findings.repeated_trials({"c01": [False, False]})
-    assert "too small to say" in small  # 0/2 allows a pass rate above one half
-
-
-def test_the_repeats_note_gives_each_disagreeing_case_its_chance_of_a_misleading_trace():
-    text = findings.repeated_trials({"c06": [False, False, False, True, False], "c07": [True, True, False, True, True]})
-    assert "chance 20%, 20% here" in text
+    assert rows["router replies in valid JSON with a wrong route"] == misrouted
+    assert rows["unparsed replies, router or agent"] == 0
 
 
 def test_each_failing_case_is_placed_at_the_first_layer_it_broke(captured):
@@ -119,8 +54,15 @@ def test_each_failing_case_is_placed_at_the_first_layer_it_broke(captured):
     assert {case for case, layer in layers.items() if layer is None} == {"c07", "c08", "c09"}
     assert {case for case, layer in layers.items() if layer == "tool call"} == {"c01", "c02", "c12"}
     assert {layer for layer in layers.values()} == {None, "route", "tool call"}
-    text = findings.where_it_broke(results)
-    assert "Of 17 failing cases, 14 at the route" in text and "3 at the tool call (`c01`, `c02`, `c12`)" in text
+    rows = {row["broke first at"]: row for row in findings.where_it_broke(results)}
+    assert set(rows) == {"route", "tool call"} and rows["route"]["cases"] == 14
+    assert rows["tool call"]["which"] == "c01, c02, c12" and rows["tool call"]["cases"] == 3
+    c04 = next(r for r in results if r.case.id == "c04")
+    declined = [
+        runs.CaseResult(r.case, "out_of_scope", None, "out_of_scope", r.state, []) if r is c04 else r for r in results
+    ]
+    moved = {row["broke first at"]: row for row in findings.where_it_broke(declined)}
+    assert moved["route"]["cases"] == 13 and "c04" not in moved["route"]["which"]
 
 
 def test_a_wrongly_accepted_refusal_breaks_at_identity_and_a_wrong_count_at_the_answer(captured):
@@ -132,7 +74,7 @@ def test_a_wrongly_accepted_refusal_breaks_at_identity_and_a_wrong_count_at_the_
     c01 = next(r for r in authored if r.case.id == "c01")
     wrong = runs.CaseResult(c01.case, c01.status, "26 refund requests", c01.route, c01.state, [])
     assert findings.first_failed_layer(wrong) == "answer"
-    assert findings.where_it_broke(authored) == "- **Where it broke first:** no case failed."
+    assert findings.where_it_broke(authored) == []
 
 
 def test_captured_replies_show_each_pick_unchanged_and_refuse_a_missing_one():

@@ -155,3 +155,14 @@ def test_a_final_answer_proposal_is_recorded_as_answer_proposed_not_as_a_tool_ca
     raw = '{"decision": "final_answer", "arguments": {"answer": "27 refund requests in approved_support_dataset"}}'
     event = proposal_record(state, raw, problem=None, ignored=[], iteration=3, final=True)["events"][0]
     assert event["kind"] == "answer_proposed" and event["raw"] == raw
+
+
+def test_finalize_passes_a_wrong_intent_and_an_outdated_count_that_the_plain_trace_refuses():
+    from labkit.agent.graph import finalize_gap
+
+    rows = finalize_gap(authorize("analyst-ana", "gap", APPROVED_SCOPE))
+    assert [row["last_result counted"].split()[0] for row in rows] == ["track_refund", "get_refund,"]
+    assert all(row["finalize_node"] == "ok" for row in rows), "the gap: finalize checks neither intent nor version"
+    assert all(row["check_count_result"] == "refused (StaleResult)" for row in rows)
+    assert rows[0]["answer proposed"].endswith("track refund requests in approved_support_dataset")
+    assert rows[1]["answer proposed"] == "27 refund requests in approved_support_dataset"

@@ -7,6 +7,7 @@ a one-line pass message.
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -117,17 +118,23 @@ def _missing_arguments(results: Any) -> dict[str, int]:
 
 
 def check_missing_arguments(
-    missing_arguments: Callable[[Any], dict[str, int]], captured: Any, authored: Any, *, prediction: Any
+    missing_arguments: Callable[[Any], dict[str, int]],
+    captured: Any,
+    authored: Any,
+    *,
+    prediction: Any,
+    source: str = "",
 ) -> str:
-    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then check ``prediction`` was made.
+    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then grade ``prediction``.
 
     The answer counts, per ``"<tool>.<field>"``, the refused calls that lacked a
     field the tool's argument class requires. The scripted runs: ``count_rows``
     with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
     (an optional field given is not missing); a valid filter (nothing refused).
     A key counted zero times may be left out. ``prediction`` (the learner's
-    ``PREDICTION``) must name a required field as ``"<tool>.<field>"``; whether it
-    matches the count is not graded: the notebook prints the two side by side.
+    ``PREDICTION``) must be the ``"<tool>.<field>"`` the refused captured calls lacked
+    most often, typed out as a string: ``source`` is the cell that set it
+    (`labkit.course.shortcuts.cell_that_set`), and a value computed there predicts nothing.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
@@ -148,12 +155,12 @@ def check_missing_arguments(
             f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
             "a field the tool's argument class requires (not the fields they hold, not optional ones)"
         )
-    _grade_prediction(prediction)
+    _grade_prediction(prediction, source, _missing_arguments(captured))
     return "ex:missing-arguments passed"
 
 
-def _grade_prediction(prediction: Any) -> None:
-    """Refuse a missing or malformed prediction; never require it to match the count (the notebook compares the two)."""
+def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> None:
+    """Refuse a missing, malformed, computed or wrong prediction of the field the refused calls lacked most often."""
     required = sorted(f"{tool}.{name}" for tool, names in _required_fields().items() for name in names)
     assert isinstance(prediction, str), (
         f"PREDICTION is {prediction!r}: set it to the '<tool>.<field>' you expect, one of {', '.join(required)}"
@@ -161,6 +168,24 @@ def _grade_prediction(prediction: Any) -> None:
     assert prediction in required, (
         f"PREDICTION {prediction!r} is not a required field; choose one of {', '.join(required)}"
     )
+    assert not source or _typed_string(source, "PREDICTION"), (
+        "type PREDICTION out as a string such as 'count_rows.rows': a value computed from the count predicts nothing"
+    )
+    most = max(missing.values(), default=0)
+    assert missing.get(prediction, 0) == most, (
+        f"PREDICTION {prediction!r} is not the field the refused captured calls lacked most often: the prediction "
+        "was wrong; print your missing_arguments count and ask which tool the model proposed first"
+    )
+
+
+def _typed_string(source: str, variable: str) -> bool:
+    """Return whether the latest assignment to ``variable`` in ``source`` is a string typed out, not an expression."""
+    values = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
+    ]
+    return bool(values) and isinstance(values[-1], ast.Constant) and isinstance(values[-1].value, str)
 
 
 def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict]) -> Any:

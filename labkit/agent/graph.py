@@ -408,3 +408,47 @@ def same_filter_forever() -> ScriptedModel:
             "agent:": '{"decision": "filter_by_intent", "arguments": {"intent": "get_refund", "limit": 3}}',
         }
     )
+
+
+def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
+    """Hand `SupportAgent.finalize_node` two counts the plain trace refuses for the refund question; return each verdict.
+
+    Each count comes from the real tools on fresh data, with an answer that repeats it
+    word for word: ``track_refund`` counted (the wrong intent), and ``get_refund`` counted
+    before the data published a new version (outdated). A row gives the finalize node's
+    status and what the plain trace's `check_count_result` says of the same count.
+    """
+    from labkit.agent.tools import CountRows, IntentFilter, SupportData
+    from labkit.agent.trace import StaleResult, check_count_result
+    from labkit.agent.validator import format_answer
+
+    data = SupportData()
+    tools = SupportTools(caller, data)
+    node = SupportAgent(caller, tools, ScriptedModel({})).finalize_node
+
+    def count(intent: str) -> dict[str, Any]:
+        return tools.count_rows(CountRows(rows=tools.filter_by_intent(IntentFilter(intent=intent))["row_ref"]))
+
+    counts = {"track_refund (the wrong intent)": count("track_refund")}
+    counts["get_refund, then the data refreshed"] = count("get_refund")
+    data.publish(f"{data.dataset_version}-refreshed")
+    request = {"caller_scope": caller.caller_scope, "dataset_version": data.dataset_version}
+    rows = []
+    for label, counted in counts.items():
+        answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
+        proposal = {"decision": "final_answer", "arguments": {"answer": answer}}
+        state: AgentState = {"proposal": proposal, "last_result": counted}
+        try:
+            check_count_result(counted, request)
+            trace = "accepted"
+        except StaleResult:
+            trace = "refused (StaleResult)"
+        rows.append(
+            {
+                "last_result counted": label,
+                "answer proposed": answer,
+                "finalize_node": node(state)["status"],
+                "check_count_result": trace,
+            }
+        )
+    return rows
