@@ -308,9 +308,9 @@ def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters,
     assert "The timestamp question: no passage scores 0.6 or more, so the app answers not_in_docs" in text
     assert "The backup question" not in text  # its not_in_docs is right: nothing to explain
     assert "keeps only ['path-read-text']. Its recorded reply, given again, cites ['path-write-text']" in text
-    assert "a floor above 0.227 and at most 0.553 keeps a passage of every cited source" in text
+    assert "a floor above 0.226712 and at most 0.552792 keeps a passage of every cited source" in text
     assert (
-        "a floor above 0.481 in that band drops the timestamp question's rank-2 passage of datetime-fromisoformat"
+        "a floor above 0.480887 in that band drops the timestamp question's rank-2 passage of datetime-fromisoformat"
         in text
     )
 
@@ -323,7 +323,7 @@ def test_score_floor_findings_band_follows_the_scores(index, adapters, authored)
     ranking = trace_request(RANKING_QUESTION, index, adapters["ranking"])
     backup = trace_request(QUESTIONS["not_in_docs"], index, authored)
     text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
-    assert "a floor above 0.227 and at most 0.568 keeps" in text  # without the timestamp question
+    assert "a floor above 0.226712 and at most 0.567713 keeps" in text  # without the timestamp question
     assert "in that band drops" not in text  # the ranking question cites one passage, scored above the band
 
 
@@ -331,9 +331,36 @@ def test_score_floor_findings_say_which_end_of_the_band_is_in_and_the_traces_agr
     from labkit.rag.trace import QUESTIONS, trace_request
 
     text = _default_floor_findings(index, adapters, authored)
-    assert "a floor of exactly 0.227 still sends the backup question's best passage" in text
-    assert "a floor of exactly 0.553 still sends the timestamp question's cited passage" in text
+    assert "a floor of exactly 0.226712 still sends the backup question's best passage" in text
+    assert "a floor of exactly 0.552792 still sends the timestamp question's cited passage" in text
     for question in (QUESTIONS["not_in_docs"], QUESTIONS["answered"]):  # the rule keeps a score equal to the floor
         best = index.store.similarity_search_with_score(question, k=1)[0][1]
         kept = trace_request(question, index, authored, select=lambda r, best=best: [d for d, s in r if s >= best])
         assert len(kept.trace.first("context_selected").data["chunk_ids"]) == 1
+
+
+def test_score_floor_findings_print_ends_that_keep_their_claims_when_read_back(index, adapters, authored):
+    """Each printed number, read back as a float and used as the exercise's floor, does what the line says.
+
+    Rounded to 3 decimals the ends would swap: 0.227 drops the backup passage, 0.553 drops the cited one."""
+    import math
+    import re
+
+    from labkit.course.trace_exercises import _at_least
+    from labkit.rag.trace import QUESTIONS, trace_request
+
+    text = _default_floor_findings(index, adapters, authored)
+    ends = re.search(r"a floor of exactly ([0-9.]+) still sends .* a floor of exactly ([0-9.]+) still sends", text)
+    drops = re.search(r"But a floor above ([0-9.]+) in that band drops", text)
+    assert ends and drops
+    low, high, rank2 = float(ends[1]), float(ends[2]), float(drops[1])
+
+    def kept(question, floor):
+        traced = trace_request(question, index, authored, select=_at_least(floor))
+        return traced.trace.first("context_selected").data["chunk_ids"]
+
+    backup, timestamp = QUESTIONS["not_in_docs"], QUESTIONS["answered"]
+    assert kept(backup, low) and not kept(backup, math.nextafter(low, 1))  # low itself is outside the band
+    assert "datetime-fromisoformat" in str(kept(timestamp, high))  # high itself is inside
+    assert not kept(timestamp, math.nextafter(high, 1))
+    assert len(kept(timestamp, rank2)) == 2 and len(kept(timestamp, math.nextafter(rank2, 1))) == 1

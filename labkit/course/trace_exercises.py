@@ -153,8 +153,10 @@ def check_score_floor(
 
 
 def _at_least(min_score: float) -> Select:
+    """A score floor: keep every passage whose score, as `retrieval_completed` records it (6 decimals), is >= it."""
+
     def keep(ranked: list[tuple[Any, float]]) -> list[Any]:
-        return [doc for doc, score in ranked if score >= min_score]
+        return [doc for doc, score in ranked if round(float(score), 6) >= min_score]
 
     return keep
 
@@ -265,19 +267,19 @@ def score_floor_findings(at_floor: dict[str, TracedRequest], defaults: dict[str,
         low, high = unneeded[dropped], needed[tightest]
         lines.append(
             f"An app has one floor for every question. On these {len(defaults)} questions, a floor above "
-            f"{low:.3f} and at most {high:.3f} keeps a passage of every cited source and drops "
+            f"{low} and at most {high} keeps a passage of every cited source and drops "
             f"every passage of the unanswered question{'s' if len(unneeded) > 1 else ''}."
         )
-        lines.append(
-            f"Its ends: a floor of exactly {low:.3f} still sends the {dropped} question's best passage "
-            f"(a score equal to the floor is kept), so {low:.3f} is outside; a floor of exactly "
-            f"{high:.3f} still sends the {tightest} question's cited passage, so {high:.3f} is inside."
+        lines.append(  # the scores as the trace records them, printed whole: rounding could swap the ends
+            f"Its ends: a floor of exactly {low} still sends the {dropped} question's best passage "
+            f"(a score equal to the floor is kept), so {low} is outside; a floor of exactly "
+            f"{high} still sends the {tightest} question's cited passage, so {high} is inside."
         )
         inside = [(name, c) for name, c in cited_passages if low < c["score"] < high]
         if inside:
             name, c = max(inside, key=lambda pair: pair[1]["score"])
             lines.append(
-                f"But a floor above {c['score']:.3f} in that band drops the {name} question's rank-{c['rank']} "
+                f"But a floor above {c['score']} in that band drops the {name} question's rank-{c['rank']} "
                 f"passage of {c['source_id']}: a band that keeps each cited source can still drop a passage "
                 "the answer relies on."
             )
