@@ -167,6 +167,12 @@ def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
     assert "with flaws on purpose" in readings.log_reading(logged)
     assert "below* bundled on each of its 3 point estimates" in readings.log_reading(logged)
     assert "holds all 4 entries" in readings.log_reading(logged)
+    assert "2 of its 3 intervals hold zero only as an end" in readings.log_reading(logged)
+    assert "`passes numeric_claims` [-0.38, 0.00] (22/24 against 18/24)" in readings.log_reading(logged)
+    inside = [{**c, "difference_95": "[-0.10, 0.10]"} for c in logged[3].result["comparisons"]]
+    wide = logged[3].model_copy(update={"result": {"comparisons": inside}})
+    with pytest.raises(ReadingOutdated, match="ends at zero"):
+        readings.log_reading([*logged[:3], wide])
     assert "holds all 5 entries" in readings.log_reading([*logged, logged[3]])
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}

@@ -287,14 +287,22 @@ def log_reading(logged: list[Experiment]) -> str:
     by_changed = [c for c, s in scorers.items() if s["changed_to"] == "judge"]
     _require(not by_changed and judge.outcome == "failed", "the changed judge qualifies for no criterion")
     _require(generation.outcome == "tie", "the generation-model experiment is a tie")
+    edges = [
+        f"`{c['measure']}` {c['difference_95']} ({c['baseline']} against {c['changed_to']})"
+        for c in generation.result["comparisons"]
+        if "0.00" in c["difference_95"].strip("[]").split(", ")
+    ]
+    _require(bool(edges), "an interval of the generation-model experiment ends at zero")
     return (
         "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on each "
         f"of its {len(captured)} point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
         "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
-        "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
-        f"lantern text. The log file under `scratch/` holds all {len(logged)} entries."
+        f"(the lantern's 12 hours of §3, for one). {len(edges)} of its {len(generation.result['comparisons'])} "
+        f"intervals hold zero only as an end: {' and '.join(edges)}, the course's texts first. By the rule those "
+        "are ties, not evidence that the two pass alike. It does not say the small model writes as well: §7 showed its lantern text. The log file "
+        f"under `scratch/` holds all {len(logged)} entries."
     )
 
 
