@@ -97,3 +97,27 @@ def test_a_capitalised_material_the_facts_lack_is_a_case_so_a_case_sensitive_mat
         return want and all(not re.search(rf"\\b{re.escape(w)}\\b", text) for w in want)
 
     assert any(named_only_capitalised(text, want) for text, _, want in material_cases("solid oak"))
+
+
+def test_grade_prediction_refuses_no_prediction_a_wrong_one_and_one_computed_instead_of_typed(monkeypatch):
+    import pytest
+
+    from labkit.course import shortcuts
+    from labkit.evaluator.practice import grade_prediction, typed_as_text
+
+    choices = ("agree", "disagree")
+    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: 'GUESS = "agree"  # typed\n')
+    assert typed_as_text("GUESS")
+    grade_prediction("GUESS", "agree", choices, "agree")
+    with pytest.raises(AssertionError, match="set GUESS to one of 'agree', 'disagree'"):
+        grade_prediction("GUESS", None, choices, "agree")
+    with pytest.raises(AssertionError, match="is not what the check finds") as wrong:
+        grade_prediction("GUESS", "disagree", choices, "agree")
+    assert "'agree'" not in str(wrong.value)  # the message does not name the answer
+    computed = 'i = most_influential_item(p, j)\nGUESS = "agree" if p[i] == j[i] else "disagree"\n'
+    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: computed)
+    assert not typed_as_text("GUESS")
+    with pytest.raises(AssertionError, match="do not compute it"):
+        grade_prediction("GUESS", "agree", choices, "agree")
+    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: 'GUESS: str | None = "agree"\n')
+    assert typed_as_text("GUESS")

@@ -1,12 +1,13 @@
-"""The unseen cases that lesson 01's exercise checks run a learner's function on.
+"""The unseen cases that lesson 01's exercise checks run a learner's function on, and how a prediction is graded.
 
 Each label list is drawn from a fixed seed, so a check is the same on every run, and the
 cases are never printed in the notebook: a learner tests against the definition,
-not against answers copied from the page.
+not against answers copied from the page. `grade_prediction` grades a typed prediction.
 """
 
 from __future__ import annotations
 
+import ast
 import random
 
 #: The labels the rubric's criteria use; a case draws its own few from these.
@@ -79,3 +80,33 @@ def material_cases(shelf_text: str) -> list[tuple[str, list[str], list[str]]]:
         ("Brass and glass, on a copper base.", ["brass"], ["glass", "copper"]),
         ("Nothing here names a material.", ["cotton"], []),
     ]
+
+
+def typed_as_text(variable: str) -> bool:
+    """Return whether the latest earlier notebook cell assigning ``variable`` gives it a string typed out.
+
+    An expression that computes the string (from labkit's answer, say) is refused. ``True``
+    when no earlier cell assigns the name (outside IPython): there is no source to refuse.
+    """
+    from labkit.course.shortcuts import cell_that_set
+
+    source = cell_that_set(variable)
+    if not source:
+        return True
+    values: list[ast.expr | None] = []
+    for node in ast.walk(ast.parse(source)):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == variable for t in targets):
+            values.append(node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None)
+    return bool(values) and isinstance(values[-1], ast.Constant) and isinstance(values[-1].value, str)
+
+
+def grade_prediction(variable: str, predicted: object, choices: tuple[str, ...], truth: str) -> None:
+    """Raise AssertionError unless ``predicted`` is the typed choice ``truth``; the message never names the answer."""
+    assert predicted in choices, f"set {variable} to one of {', '.join(map(repr, choices))} before the check"
+    assert typed_as_text(variable), f"type {variable} as a word you predicted, do not compute it"
+    assert predicted == truth, (
+        f"{variable} = {predicted!r} is not what the check finds: look at the two labels of the item your function returns"
+    )
