@@ -82,11 +82,12 @@ def material_cases(shelf_text: str) -> list[tuple[str, list[str], list[str]]]:
     ]
 
 
-def typed_as_text(variable: str) -> bool:
-    """Return whether the latest earlier notebook cell assigning ``variable`` gives it a string typed out.
+def typed_as_literal(variable: str) -> bool:
+    """Return whether the latest earlier notebook cell assigning ``variable`` gives it a value typed out.
 
-    An expression that computes the string (from labkit's answer, say) is refused. ``True``
-    when no earlier cell assigns the name (outside IPython): there is no source to refuse.
+    A literal (a string, a number, a list or dict of them) passes; an expression that
+    computes the value (from labkit's answer, say) is refused. ``True`` when no earlier cell
+    assigns the name (outside IPython): there is no source to refuse.
     """
     from labkit.course.shortcuts import cell_that_set
 
@@ -100,13 +101,27 @@ def typed_as_text(variable: str) -> bool:
         )
         if any(isinstance(t, ast.Name) and t.id == variable for t in targets):
             values.append(node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None)
-    return bool(values) and isinstance(values[-1], ast.Constant) and isinstance(values[-1].value, str)
+    if not values or values[-1] is None:
+        return False
+    try:
+        ast.literal_eval(values[-1])
+    except ValueError:
+        return False
+    return True
 
 
-def grade_prediction(variable: str, predicted: object, choices: tuple[str, ...], truth: str) -> None:
-    """Raise AssertionError unless ``predicted`` is the typed choice ``truth``; the message never names the answer."""
-    assert predicted in choices, f"set {variable} to one of {', '.join(map(repr, choices))} before the check"
-    assert typed_as_text(variable), f"type {variable} as a word you predicted, do not compute it"
-    assert predicted == truth, (
-        f"{variable} = {predicted!r} is not what the check finds: look at the two labels of the item your function returns"
-    )
+def grade_prediction(
+    variable: str, predicted: object, truth: object, *, choices: tuple[str, ...] = (), hint: str = "look again"
+) -> None:
+    """Raise AssertionError unless ``predicted`` is ``truth``, typed out; the messages never name the answer.
+
+    With ``choices`` the prediction must be one of them; without, it must have the
+    answer's shape (the same type, and for a dict the same keys).
+    """
+    if choices:
+        assert predicted in choices, f"set {variable} to one of {', '.join(map(repr, choices))} before the check"
+    else:
+        shape = type(predicted) is type(truth) and (not isinstance(truth, dict) or predicted.keys() == truth.keys())  # type: ignore[attr-defined]
+        assert shape, f"set {variable} to your prediction, shaped as its comment says, before the check"
+    assert typed_as_literal(variable), f"type {variable} out as you predicted it, do not compute it"
+    assert predicted == truth, f"{variable} = {predicted!r} is not what the check finds: {hint}"
