@@ -250,14 +250,26 @@ def test_raters_reading_names_the_criteria_where_the_raters_miss_the_rule_from_t
     assert "`completeness` (kappa 0.40" in readings.raters_reading(missing)
 
 
+def test_review_reading_refuses_a_review_that_decides_nothing(runs, monkeypatch):
+    from labkit.evaluator.report import EvaluationReport
+
+    authored, captured, _ = runs
+    monkeypatch.setattr(EvaluationReport, "with_human_review", lambda self: self)
+    with pytest.raises(ReadingOutdated, match="releases some and blocks others"):
+        readings.review_reading(authored, captured)
+
+
 def test_review_reading_says_what_the_rule_decides_once_people_label_and_refuses_a_run_that_does_not_move(runs):
     authored, captured, _ = runs
     text = readings.review_reading(authored, captured)
     assert "releases 4 descriptions (p02, p15, p17, p22)" in text and "blocks 3 more (p04, p09, p19)" in text
     assert "9 still wait" in text and "(authored, like every label here)" in text
     assert "its 16 stay held" in text
-    with pytest.raises(ReadingOutdated, match="releases some and blocks others"):
+    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
         readings.review_reading(captured, captured)
+    routed = {**authored.routing, "tone": authored.routing["tone"].model_copy(update={"scorer": "judge"})}
+    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
+        readings.review_reading(dataclasses.replace(authored, routing=routed), captured)
     with pytest.raises(ReadingOutdated, match="no captured text is labeled"):
         readings.review_reading(authored, authored)
 

@@ -372,6 +372,7 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
 
 def review_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
     """Say what the release rule decides once people have given the labels it waits for (in memory, authored raters)."""
+    _require(authored.scored_by("human_review") == ["tone"], "the authored run holds only tone for people")
     before, after = authored.records, authored.with_human_review().records
     released = [p for p, r in after.items() if r.release == "release"]
     blocked = [p for p, r in after.items() if r.release == "blocked" and before[p].release != "blocked"]
