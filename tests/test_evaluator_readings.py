@@ -145,7 +145,7 @@ def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
     assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
     assert "In all, 14 of the 24 authored descriptions were never judged" in text
     assert "byte for byte the authored descriptions" in text
-    assert "No description is released in either run." in text
+    assert "Neither recorded run releases a description." in text
     with pytest.raises(ReadingOutdated, match="every held captured product"):
         readings.waiting_reading(authored, authored)
 
@@ -167,6 +167,12 @@ def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
     assert "with flaws on purpose" in readings.log_reading(logged)
     assert "below* bundled on each of its 3 point estimates" in readings.log_reading(logged)
     assert "holds all 4 entries" in readings.log_reading(logged)
+    assert "2 of its 3 intervals hold zero only as an end" in readings.log_reading(logged)
+    assert "`passes numeric_claims` [-0.38, 0.00] (22/24 against 18/24)" in readings.log_reading(logged)
+    inside = [{**c, "difference_95": "[-0.10, 0.10]"} for c in logged[3].result["comparisons"]]
+    wide = logged[3].model_copy(update={"result": {"comparisons": inside}})
+    with pytest.raises(ReadingOutdated, match="ends at zero"):
+        readings.log_reading([*logged[:3], wide])
     assert "holds all 5 entries" in readings.log_reading([*logged, logged[3]])
     judge = logged[2]
     scorer = {c: {**s, "changed_to": "judge"} for c, s in judge.result["scorer"].items()}
@@ -208,7 +214,8 @@ def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
 
 def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
     authored, _, _ = runs
-    assert "ignores the human labels it already holds" in readings.shelf_reading(authored)
+    text = readings.shelf_reading(authored)
+    assert "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it" in text
 
 
 def test_bar_reading_calls_the_authored_judges_success_authored_and_names_where_it_qualifies(runs):
@@ -241,3 +248,32 @@ def test_raters_reading_names_the_criteria_where_the_raters_miss_the_rule_from_t
     assert readings.raters_reading(agreeing) == ""
     missing = _with_agreement(authored, "completeness", "human-human", kappa=0.4)
     assert "`completeness` (kappa 0.40" in readings.raters_reading(missing)
+
+
+def test_review_reading_refuses_a_review_that_decides_nothing(runs, monkeypatch):
+    from labkit.evaluator.report import EvaluationReport
+
+    authored, captured, _ = runs
+    monkeypatch.setattr(EvaluationReport, "with_human_review", lambda self: self)
+    with pytest.raises(ReadingOutdated, match="releases some and blocks others"):
+        readings.review_reading(authored, captured)
+
+
+def test_review_reading_says_what_the_rule_decides_once_people_label_and_refuses_a_run_that_does_not_move(runs):
+    authored, captured, _ = runs
+    text = readings.review_reading(authored, captured)
+    assert "releases 4 descriptions (p02, p15, p17, p22)" in text and "blocks 3 more (p04, p09, p19)" in text
+    assert "9 still wait" in text and "(authored, like every label here)" in text
+    assert "its 16 stay held" in text
+    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
+        readings.review_reading(captured, captured)
+    routed = {**authored.routing, "tone": authored.routing["tone"].model_copy(update={"scorer": "judge"})}
+    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
+        readings.review_reading(dataclasses.replace(authored, routing=routed), captured)
+    with pytest.raises(ReadingOutdated, match="no captured text is labeled"):
+        readings.review_reading(authored, authored)
+
+
+def test_shelf_reading_says_the_reviewed_shelf_is_released_with_its_false_material(runs):
+    authored, _, _ = runs
+    assert "the shelf is released with a false material claim" in readings.shelf_reading(authored)

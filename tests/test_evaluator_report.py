@@ -29,6 +29,27 @@ def test_release_counts_count_every_decision_per_run_zeros_included():
     assert table.loc["authored"].to_dict() == {"release": 0, "blocked": 8, "awaiting_human_review": 16}
 
 
+def test_with_human_review_fills_only_held_criteria_of_labeled_texts_and_decides_the_release_again():
+    from labkit.evaluator.lesson import load_inputs
+
+    inputs = load_inputs()
+    authored = evaluate_run("01-evaluator-authored", inputs=inputs)
+    captured = evaluate_run("01-evaluator-smollm2", inputs=inputs)
+    reviewed = authored.with_human_review()
+    table = release_counts({"a": authored, "r": reviewed, "c": captured.with_human_review()})
+    assert table.loc["a"].to_dict() == {"release": 0, "blocked": 8, "awaiting_human_review": 16}
+    assert table.loc["r"].to_dict() == {"release": 4, "blocked": 11, "awaiting_human_review": 9}
+    # no captured description is a text the raters labeled, so none of their labels applies
+    assert table.loc["c"].to_dict() == {"release": 0, "blocked": 8, "awaiting_human_review": 16}
+    p15 = {c.criterion: c for c in reviewed.records["p15"].criteria}
+    assert (p15["tone"].scorer, p15["tone"].label, p15["tone"].passed) == ("human", "pass", True)
+    # factual_accuracy was routed to the judge: the raters' adjudicated fail does not replace its pass
+    assert inputs.labels.label("p15", "factual_accuracy") == "fail"
+    assert p15["factual_accuracy"].scorer == "judge" and p15["factual_accuracy"].passed
+    assert reviewed.records["p15"].release == "release"
+    assert authored.records["p15"].release == "awaiting_human_review"  # the report it came from is unchanged
+
+
 def test_flag_descriptions_lists_only_what_the_finder_flags_in_generated_or_labeled_texts():
     from labkit.evaluator.lesson import RUN_AUTHORED, load_inputs
 

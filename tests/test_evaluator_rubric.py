@@ -121,3 +121,13 @@ def test_changed_rubric_copies_move_the_stamp_only_when_reworded_and_both_break_
     for name, path in copies.items():
         with pytest.raises(FixtureChanged, match=r"rubric\.json \(now"):
             check_fixtures(run, root=copy_fixtures(run, tmp_path / name, replace={RUBRIC_FIXTURE: path}))
+
+
+def test_guard_table_shows_the_stamp_passing_a_re_laid_copy_that_the_fixture_check_refuses(tmp_path):
+    from labkit.evaluator.rubric import guard_table
+
+    table = guard_table("01-evaluator-authored", tmp_path)
+    assert table.to_dict(orient="index") == {
+        "re-laid": {"rubric_sha256": "same", "stamp check": "passes", "fixture check": "FixtureChanged"},
+        "reworded": {"rubric_sha256": "changed", "stamp check": "StaleRubric", "fixture check": "FixtureChanged"},
+    }

@@ -287,14 +287,22 @@ def log_reading(logged: list[Experiment]) -> str:
     by_changed = [c for c, s in scorers.items() if s["changed_to"] == "judge"]
     _require(not by_changed and judge.outcome == "failed", "the changed judge qualifies for no criterion")
     _require(generation.outcome == "tie", "the generation-model experiment is a tie")
+    edges = [
+        f"`{c['measure']}` {c['difference_95']} ({c['baseline']} against {c['changed_to']})"
+        for c in generation.result["comparisons"]
+        if "0.00" in c["difference_95"].strip("[]").split(", ")
+    ]
+    _require(bool(edges), "an interval of the generation-model experiment ends at zero")
     return (
         "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on each "
         f"of its {len(captured)} point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
         "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
         "falls short of those written replies, not of another model. The generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
-        "(the lantern's 12 hours of §3, for one). It does not say the small model writes as well: §7 showed its "
-        f"lantern text. The log file under `scratch/` holds all {len(logged)} entries."
+        f"(the lantern's 12 hours of §3, for one). {len(edges)} of its {len(generation.result['comparisons'])} "
+        f"intervals hold zero only as an end: {' and '.join(edges)}, the course's texts first. By the rule those "
+        "are ties, not evidence that the two pass alike. It does not say the small model writes as well: §7 showed its lantern text. The log file "
+        f"under `scratch/` holds all {len(logged)} entries."
     )
 
 
@@ -314,6 +322,8 @@ def shelf_reading(authored: EvaluationReport) -> str:
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
     passed = [r for r in inputs.labels.raters if human[r] == "pass"]
+    reviewed = authored.with_human_review().records["p15"]
+    _require(reviewed.release == "release", "the reviewed shelf is released")
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
@@ -323,11 +333,11 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"adjudicated label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items), against raters the "
         "course also wrote: the case is built to show what the rule lets through. The rule measures "
-        "agreement with the raters, not truth, and it tolerates a miss. p15 is held only because `tone` waits for "
-        "human review. A judge qualified for tone would release a false material claim. The raters labeled this very "
-        "text, but the release rule never reads their labels: the pipeline ignores the human labels it already "
-        "holds. Agreement is not correctness. A material check against the facts, or a person, must cover what "
-        "the judge misses."
+        "agreement with the raters, not truth, and it tolerates a miss. p15 was held only because `tone` waited for "
+        "human review; the review above passes its tone, and the shelf is released with a false material claim. "
+        "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it: the rule gave "
+        "that criterion to the judge. Agreement is not correctness. A material check against the facts, or a "
+        "person, must cover what the judge misses."
     )
 
 
@@ -356,7 +366,33 @@ def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
         f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
         "judge only the held-out products' labeled texts and the generated text of "
         f"{', '.join(NARRATIVE_PRODUCTS)}. The authored judge's held-out texts are byte for byte the authored "
-        "descriptions, so its labels count for those products. No description is released in either run."
+        "descriptions, so its labels count for those products. Neither recorded run releases a description."
+    )
+
+
+def review_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+    """Say what the release rule decides once people have given the labels it waits for (in memory, authored raters)."""
+    _require(authored.scored_by("human_review") == ["tone"], "the authored run holds only tone for people")
+    before, after = authored.records, authored.with_human_review().records
+    released = [p for p, r in after.items() if r.release == "release"]
+    blocked = [p for p, r in after.items() if r.release == "blocked" and before[p].release != "blocked"]
+    on_tone = all(c.passed is False for p in blocked for c in after[p].criteria if c.criterion == "tone")
+    _require(bool(released) and bool(blocked) and on_tone, "the review releases some and blocks others on tone")
+    waits = authored.with_human_review().waiting_for()
+    still = sum(waits.values())
+    _require(all(all(k.endswith(":not_judged") for k in key) for key in waits), "what still waits is not_judged")
+    unmoved = captured.with_human_review().records
+    labeled = set(captured.inputs.labels.description_sha256.values())
+    _require(not any(r.description_sha256 in labeled for r in captured.records.values()), "no captured text is labeled")
+    _require(all(unmoved[p] == r for p, r in captured.records.items()), "the captured run does not move")
+    return (
+        "**Human review, done in memory.** `with_human_review` gives each criterion held for review the adjudicated "
+        "label of the course's raters (authored, like every label here), wherever the description is the very text "
+        f"they labeled; nothing is recorded. In the authored run the rule then releases {len(released)} "
+        f"descriptions ({', '.join(released)}) and blocks {len(blocked)} more ({', '.join(blocked)}) on the "
+        f"people's `tone` fail. {still} still wait, for judge labels never asked for (`not_judged`), which a review "
+        "of `tone` does not give. The captured run does not move: none of its descriptions is a text the raters "
+        f"labeled, so its {sum(r.release == 'awaiting_human_review' for r in unmoved.values())} stay held."
     )
 
 

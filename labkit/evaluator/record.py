@@ -20,7 +20,7 @@ from labkit.evaluator.generation import Generation
 from labkit.evaluator.judge import JudgeLabel
 from labkit.evaluator.rubric import Criterion, Rubric
 
-Scorer = Literal["judge", "programmatic", "human_review", "not_judged"]
+Scorer = Literal["judge", "programmatic", "human_review", "not_judged", "human"]
 
 
 class UserDescription(BaseModel):

@@ -8,6 +8,7 @@ routing, one product's record, and the release summary.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,31 @@ class EvaluationReport:
                 key = tuple(sorted(f"{c.criterion}:{c.scorer}" for c in record.criteria if c.passed is None))
                 counts[key] = counts.get(key, 0) + 1
         return counts
+
+    def with_human_review(self) -> EvaluationReport:
+        """Return an in-memory copy in which people have given every label the rule sent to ``human_review``.
+
+        The people are the course's authored raters: a criterion waiting for review takes
+        the adjudicated label of its product, but only where the run's description is, byte
+        for byte, the text the raters labeled (the labels file pins each to its SHA-256);
+        elsewhere it keeps waiting. Each record's release is decided again by
+        `release_decision`. Nothing is recorded or written.
+        """
+        from labkit.evaluator.record import release_decision
+
+        labels, rubric = self.inputs.labels, self.inputs.rubric
+        records = {}
+        for pid, record in self.records.items():
+            labeled = labels.description_sha256.get(pid) == record.description_sha256
+            results = []
+            for r in record.criteria:
+                if r.scorer == "human_review" and labeled:
+                    label = labels.label(pid, r.criterion)
+                    passed = label in rubric.criterion(r.criterion).pass_labels
+                    r = r.model_copy(update={"label": label, "passed": passed, "scorer": "human"})
+                results.append(r)
+            records[pid] = record.model_copy(update={"criteria": results, "release": release_decision(results)})
+        return dataclasses.replace(self, records=records)
 
     def scored_by(self, scorer: str) -> list[str]:
         """Return the criteria the agreement rule routes to ``scorer`` (judge, human_review or programmatic)."""

@@ -7,7 +7,7 @@ and the agreement rule live here too. Every generation and judge run is stamped
 with ``rubric_sha256`` when it runs; a run made under another rubric is refused
 (`StaleRubric`). A recorded run is bound to the rubric file's exact bytes by its
 ``fixtures`` field (`rubric_bytes_unchanged`); `changed_rubric_copies` writes two
-changed copies of that file to try both guards on.
+changed copies of that file, and `guard_table` tries both guards on them.
 """
 
 from __future__ import annotations
@@ -148,6 +148,46 @@ def changed_rubric_copies(folder: Path) -> dict[str, Path]:
     data["release_rule"] = data["release_rule"].replace("every criterion", "each criterion")
     reworded = atomic_write(folder / "rubric-reworded.json", json.dumps(data, indent=2) + "\n")
     return {"re-laid": relaid, "reworded": reworded}
+
+
+def guard_table(run_id: str, folder: Path | None = None) -> Any:
+    """Try both guards on `changed_rubric_copies`, written under ``folder`` (default: scratch), and tabulate them.
+
+    Per copy: whether its ``rubric_sha256`` is the current rubric's, what `ensure_same_rubric`
+    says of a run stamped with the copy's hash, and what the recorded run ``run_id``'s fixture
+    check (`check_fixtures`, as `load_run` runs it) says on a checkout holding the copy.
+    """
+    import pandas as pd
+
+    from labkit.errors import FixtureChanged
+    from labkit.paths import scratch_dir
+    from labkit.recording import check_fixtures, copy_fixtures, load_run
+    from labkit.tables import text_table
+
+    folder = folder or scratch_dir()
+    rubric, run = load_rubric(), load_run(run_id)
+    rows = []
+    for name, path in changed_rubric_copies(folder).items():
+        copy = load_rubric(path)
+        try:
+            ensure_same_rubric(RubricStamp(rubric_sha256=copy.sha256), rubric)
+            stamp = "passes"
+        except StaleRubric:
+            stamp = "StaleRubric"
+        try:
+            check_fixtures(run, root=copy_fixtures(run, folder / name, replace={RUBRIC_FIXTURE: path}))
+            fixture = "passes"
+        except FixtureChanged:
+            fixture = "FixtureChanged"
+        rows.append(
+            {
+                "copy": name,
+                "rubric_sha256": "same" if copy.sha256 == rubric.sha256 else "changed",
+                "stamp check": stamp,
+                "fixture check": fixture,
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("copy"))
 
 
 def parse_rubric(data: Any, *, source: str = "rubric") -> Rubric:
