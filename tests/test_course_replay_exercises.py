@@ -118,6 +118,8 @@ def test_one_wrong_prediction_is_counted_not_named(run):
     with pytest.raises(AssertionError, match=r"^1 of 7 predictions") as raised:
         check_rewrite_predictions(top_p_as_left_out, run)
     assert "top_p" not in str(raised.value)
+    # it sends the learner to the rules the exercise states, not to sections that do not state them
+    assert str(raised.value).endswith("reread exercise 1's three client rules and §2")
 
 
 def test_comparing_binding_keys_is_refused(run):

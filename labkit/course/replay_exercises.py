@@ -102,9 +102,16 @@ def check_rewrite_predictions(predict: Callable[[str], set[str]], run: RecordedR
     from labkit.recording import binding_key
 
     watched = (rewrites, rewrite_effects, binding_key, request_sha256, request_json, BindingStore.lookup)
-    predicted = _predicted_sets(predict, REWRITES, REWRITE_EFFECTS, watched, name="predict_rewrite", source="§2 and §3")
+    predicted = _predicted_sets(
+        predict,
+        REWRITES,
+        REWRITE_EFFECTS,
+        watched,
+        name="predict_rewrite",
+        source="exercise 1's three client rules and §2",
+    )
     happened = rewrite_effects(run)
-    _refuse_wrong(predicted, happened, reread="§2 and §3")
+    _refuse_wrong(predicted, happened, reread="exercise 1's three client rules and §2")
     return happened
 
 
