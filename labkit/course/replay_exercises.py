@@ -190,6 +190,19 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
     return "\n".join(lines)
 
 
+def without_word(message: dict[str, str], word: str) -> dict[str, str]:
+    """Return a copy of ``message`` whose content drops the whole word ``word`` once (§3's changed system prompt).
+
+    A word the content does not hold raises `MessageEditError`, so the edit never silently changes nothing.
+    """
+    from labkit.rag.trace import MessageEditError
+
+    content = message["content"]
+    if f" {word} " not in content:
+        raise MessageEditError(f"{word!r} is not a word of this message: pick one it holds")
+    return {**message, "content": content.replace(f" {word} ", " ", 1)}
+
+
 def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
     changed = copy.deepcopy(request)
     content = json.loads(changed["messages"][1]["content"])
