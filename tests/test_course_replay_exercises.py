@@ -16,8 +16,9 @@ from labkit.course.replay_exercises import (
     rewrite_debrief,
     rewrite_effects,
     rewrites,
+    without_word,
 )
-from labkit.rag.trace import RUN_AUTHORED
+from labkit.rag.trace import RUN_AUTHORED, MessageEditError
 from labkit.recording import binding_key, load_run, write_edited_run
 from labkit.replay import BindingStore, ReplayRequestMismatch, replay_client, request_diff
 
@@ -118,6 +119,8 @@ def test_one_wrong_prediction_is_counted_not_named(run):
     with pytest.raises(AssertionError, match=r"^1 of 7 predictions") as raised:
         check_rewrite_predictions(top_p_as_left_out, run)
     assert "top_p" not in str(raised.value)
+    # it sends the learner to the rules the exercise states, not to sections that do not state them
+    assert str(raised.value).endswith("reread exercise 1's three client rules and §2")
 
 
 def test_comparing_binding_keys_is_refused(run):
@@ -268,3 +271,11 @@ def test_loading_the_edited_run_inside_predict_is_refused(run, tmp_path):
 
     with pytest.raises(AssertionError, match=r"called labkit's .*load_run"):
         check_hash_predictions(predict, run, tmp_path)
+
+
+def test_without_word_drops_one_whole_word_and_refuses_a_word_the_message_lacks():
+    message = {"role": "system", "content": "Answer only from the passages; only cite them."}
+    assert without_word(message, "only") == {"role": "system", "content": "Answer from the passages; only cite them."}
+    assert message["content"] == "Answer only from the passages; only cite them."  # the original is left alone
+    with pytest.raises(MessageEditError, match="'passage' is not a word of this message"):
+        without_word(message, "passage")  # inside "passages", not a word of its own

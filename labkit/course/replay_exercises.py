@@ -102,9 +102,16 @@ def check_rewrite_predictions(predict: Callable[[str], set[str]], run: RecordedR
     from labkit.recording import binding_key
 
     watched = (rewrites, rewrite_effects, binding_key, request_sha256, request_json, BindingStore.lookup)
-    predicted = _predicted_sets(predict, REWRITES, REWRITE_EFFECTS, watched, name="predict_rewrite", source="§2 and §3")
+    predicted = _predicted_sets(
+        predict,
+        REWRITES,
+        REWRITE_EFFECTS,
+        watched,
+        name="predict_rewrite",
+        source="exercise 1's three client rules and §2",
+    )
     happened = rewrite_effects(run)
-    _refuse_wrong(predicted, happened, reread="§2 and §3")
+    _refuse_wrong(predicted, happened, reread="exercise 1's three client rules and §2")
     return happened
 
 
@@ -181,6 +188,19 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
             lines += [f"    the body the client writes adds {request_json({k: v})[1:-1]}" for k, v in added.items()]
     lines.append("The binding key is read from the body the client writes, not from the dict passed to create.")
     return "\n".join(lines)
+
+
+def without_word(message: dict[str, str], word: str) -> dict[str, str]:
+    """Return a copy of ``message`` whose content drops the whole word ``word`` once (§3's changed system prompt).
+
+    A word the content does not hold raises `MessageEditError`, so the edit never silently changes nothing.
+    """
+    from labkit.rag.trace import MessageEditError
+
+    content = message["content"]
+    if f" {word} " not in content:
+        raise MessageEditError(f"{word!r} is not a word of this message: pick one it holds")
+    return {**message, "content": content.replace(f" {word} ", " ", 1)}
 
 
 def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
