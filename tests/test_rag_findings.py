@@ -54,19 +54,22 @@ def _grid(hits_of):
 
 def test_the_experiments_summary_says_what_n_can_separate_and_names_the_settings_that_differ():
     experiments = _grid(lambda k, size, rerank: 1 if (k, size, rerank) == (1, 300, False) else 6)
-    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    text = experiments_summary(experiments).data
     assert "6/26 [0.11, 0.42]" in text
     assert "2 hits or fewer, or 11 or more, to differ from it: 26 questions can show only a change" in text
     assert "that far, lose 4 or gain 5." in text
-    assert "`k=1, chunk=300, rerank=off` (lower)" in text
+    assert "the interval rule reads 1 as apart from the baseline:" in text
+    assert "`k=1, chunk=300, rerank=off` (below the baseline's interval)" in text
+    assert "(lower)" not in text  # no bare verdict: the interval rule's reading is labelled as such
+    assert text.endswith("That is the interval rule's reading, not a test.")
     assert "Every one-variable change above ties with it." in text
-    assert "would score 0/26 instead of 6/26" in text
 
 
 def test_a_one_variable_change_outside_the_interval_is_not_called_a_tie():
     experiments = _grid(lambda k, size, rerank: 12 if (k, size, rerank) == (5, 300, True) else 6)
-    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    text = experiments_summary(experiments).data
     assert "The one-variable changes above are `higher`, `tie`." in text
+    assert "`k=5, chunk=300, rerank=on` (the baseline below its interval)" in text
 
 
 class Selecting:
@@ -195,16 +198,16 @@ def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it
 
     ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
     stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
-    stages |= {ids["017"]: "figure sent", ids["004"]: "sent without the figure"}
-    stages |= {ids["018"]: "sent without the figure"}  # its figure's chunk on page 20 is a candidate
+    stages |= {ids["017"]: "evidence sent", ids["004"]: "sent without the evidence"}
+    stages |= {ids["018"]: "sent without the evidence"}  # its figure's chunk on page 20 is a candidate
     text = where_lost_summary(stages, index, questions).data
-    assert text.startswith("Of 6 answerable questions, 1 reached the model with the figure. 2 had a labelled page")
-    assert "For 1 of them that chunk was not even a candidate: the search lost it." in text
+    assert text.startswith("Of 6 answerable questions, 1 reached the model with their evidence text. 2 had a")
+    assert "for 1 of them that chunk was not even a candidate: the search lost it." in text
     assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
-    assert "2 never reached the twelve candidates." in text
+    assert "2 never reached the twelve candidates" in text
     assert "These counts describe these fictional filings as much as FAISS or MiniLM" in text
-    assert "No rerank of these candidates could fix those" in text
-    assert "a page sent can still lack the figure" in text  # as 004 shows, a better rerank reaches the page only
+    assert "no rerank of these candidates could fix those" in text
+    assert "a page sent can still lack the evidence" in text  # as 004 shows, a better rerank reaches the page only
     assert "only a first search that finds their pages can." in text
     assert "single-document store shows" not in text  # that store is told each filing: a bound, not a fix
     assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss

@@ -175,10 +175,9 @@ def power(hits: int, n: int, below: int, above: int) -> str:
     return f": {n} questions can show only a change that moves it that far, {' or '.join(moves)}" if moves else ""
 
 
-def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) -> Any:
-    """Render what the one-variable experiments can separate at their n, their verdicts, and the page trap.
-
-    ``trap`` is `labkit.rag.lesson.page_trap`'s: the baseline's hits with the converted and unconverted labels.
+def experiments_summary(experiments: list[Experiment]) -> Any:
+    """Render what the one-variable experiments can separate at their n, and which settings the interval rule reads
+    as apart from the baseline, each labelled as that rule's reading (exercise A's paired test is the one to trust).
     """
     from labkit.rag.lesson import one_variable, versus
 
@@ -186,7 +185,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     hits, n = sum(on.hits.values()), len(on.hits)
     below, above = separable(hits, n)
     single = sorted(set(one_variable(experiments).vs_baseline) - {"baseline"})
-    apart = [f"`{e.name}` ({versus(e, on)})" for e in experiments if versus(e, on) not in ("tie", "baseline")]
+    where = {"lower": "below the baseline's interval", "higher": "the baseline below its interval"}
+    apart = [f"`{e.name}` ({where[versus(e, on)]})" for e in experiments if versus(e, on) in where]
     verdicts = (
         "Every one-variable change above ties with it."
         if single == ["tie"]
@@ -196,9 +196,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
         f"The baseline finds a labelled page for {_rate(hits, n)}. By the interval rule, a setting needs"
         f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it"
         f"{power(hits, n, below, above)}. {verdicts}"
-        f" Of all {len(experiments)} settings, those outside the interval change more than one setting:"
-        f" {'; '.join(apart) or 'none'}. With the unconverted zero-based labels, the baseline would score"
-        f" {trap['unconverted']}/{trap['n']} instead of {trap['converted']}/{trap['n']}."
+        f" Of all {len(experiments)} settings, the interval rule reads {len(apart)} as apart from the baseline:"
+        f" {'; '.join(apart) or 'none'}. That is the interval rule's reading, not a test."
     )
 
 
@@ -206,8 +205,8 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
     """Render exercise B's conclusion from its stages (question id -> one of `labkit.rag.lesson.STAGES`): where
     each question's evidence was lost, and which fix each loss asks for.
 
-    For a page ``sent without the figure``, `labkit.rag.lesson.figure_chunk_candidate` on ``index`` tells whether
-    the chunk holding the figure was among the candidates: when it was not, the search lost it.
+    For a page ``sent without the evidence``, `labkit.rag.lesson.figure_chunk_candidate` on ``index`` tells whether
+    the chunk holding the evidence text was among the candidates: when it was not, the search lost it.
     """
     from labkit.rag.lesson import figure_chunk_candidate
 
@@ -218,18 +217,17 @@ def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[Fi
         return count.get(stage, 0)
 
     by_id = {q.financebench_id: q for q in questions}
-    without = [qid for qid, stage in stages.items() if stage == "sent without the figure"]
+    without = [qid for qid, stage in stages.items() if stage == "sent without the evidence"]
     unsearched = sum(not figure_chunk_candidate(index, by_id[qid]) for qid in without)
     return _markdown(
-        f"Of {len(values)} answerable questions, {n('figure sent')} reached the model with the figure."
-        f" {len(without)} had a labelled page sent, but not the chunk holding the figure."
-        f" For {unsearched} of them that chunk was not even a candidate: the search lost it."
-        f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
-        " the rerank: a better rerank could send their labelled pages, though a page sent can still lack the figure."
-        f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
-        " those, not even the book's cross-encoder: only a first search that finds their pages can."
-        " These counts describe these fictional filings as much as FAISS or MiniLM: its pages are padded with prose that"
-        " shares the line items' words but states no figure, and a filing's next-year twin can print the same lines."
+        f"Of {len(values)} answerable questions, {n('evidence sent')} reached the model with their evidence text."
+        f" {len(without)} had a labelled page sent without the chunk holding it; for {unsearched} of them that chunk"
+        f" was not even a candidate: the search lost it. {n('ranked below k')} were candidates ranked below k and"
+        f" {n('dropped by the rerank')} were dropped by the rerank: a better rerank could send their labelled pages,"
+        f" though a page sent can still lack the evidence. {n('not a candidate')} never reached the twelve"
+        " candidates: no rerank of these candidates could fix those, not even the book's cross-encoder; only a first"
+        " search that finds their pages can. These counts describe these fictional filings as much as FAISS or"
+        " MiniLM: their pages are padded with prose that shares the line items' words but states no figure."
     )
 
 

@@ -402,36 +402,41 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
-    When the paired test calls fewer, the sentence says how many of the interval rule's it cannot tell from chance.
-    It also warns that many tests at `ALPHA` each pass some pairs by chance alone, and says the test's power: the
-    fewest disagreements (`fewest_disagreements`) it needs, however many questions agree.
+    Both counts are sets of pairs: the sentence names how many of the interval rule's differences the paired test
+    cannot tell from chance (in the interval rule's set, not the test's), and the pairs the paired test calls
+    different that the interval rule calls a tie, if any. It also warns that many tests at `ALPHA` each pass some
+    pairs by chance alone, and says the test's power: the fewest disagreements (`fewest_disagreements`) it needs.
     """
     pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
-    by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
-    by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
-    looser = (
-        f" The other {by_interval - by_test} are ones the paired test cannot tell from chance."
-        if by_test < by_interval
-        else ""
+    by_interval = {n for n, (a, b) in enumerate(pairs) if versus(a, b) != "tie"}
+    by_test = {n for n, (a, b) in enumerate(pairs) if _paired(a, b) != "tie"}
+    only_interval, only_test = by_interval - by_test, by_test - by_interval
+    text = (
+        f"Of {len(pairs)} pairs of settings, the interval rule calls {len(by_interval)} a difference"
+        f" and the paired test {len(by_test)}."
     )
+    if only_interval:
+        text += f" {len(only_interval)} of the interval rule's differences the paired test cannot tell from chance."
+    if only_test:
+        names = "; ".join(f"`{pairs[n][0].name}` against `{pairs[n][1].name}`" for n in sorted(only_test))
+        text += f" {len(only_test)} the paired test calls a difference are ties by the interval rule: {names}."
+    elif by_test:
+        text += " Every pair the paired test calls a difference, the interval rule calls one too."
+    if not pairs:
+        return text
     fewest = fewest_disagreements()
-    return (
-        f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
-        f" and the paired test {by_test}.{looser}"
-        + (
-            f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
-            f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
-            f" Its power (the differences it can detect at all): the paired test can call a difference only when at least {fewest} questions disagree, all"
-            f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
-            " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
-            if pairs
-            else ""
-        )
+    return text + (
+        f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
+        f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
+        f" The test's power (the differences it can detect at all): it can call a difference only when at least"
+        f" {fewest} questions disagree, all one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives"
+        f" {paired_p(fewest - 1, 0):.3f}), and more when some go the other way. A tie says the test cannot tell,"
+        " not that the settings are equal."
     )
 
 
 #: Exercise B's stages, from the best outcome to the earliest loss.
-STAGES = ("figure sent", "sent without the figure", "ranked below k", "dropped by the rerank", "not a candidate")
+STAGES = ("evidence sent", "sent without the evidence", "ranked below k", "dropped by the rerank", "not a candidate")
 
 
 class DroppingRerank:
@@ -620,6 +625,27 @@ def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[
         "converted_only": converted_only,
         "unconverted_only": unconverted_only,
     }
+
+
+def year_twin_misses(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> tuple[list[str], list[str]]:
+    """Return the retrieval misses at ``k`` (answerable questions with no labelled page sent) and, among them, those
+    whose first search candidate is a page of the same company's filing of another year (its "year twin").
+
+    Each list holds question ids (their last three digits), in question order.
+    """
+    misses, twins = [], []
+    for q in questions:
+        if not q.answerable:
+            continue
+        candidates, selected = rag.retrieve(q.question, k=k)
+        if {s["citation_id"] for s in selected} & set(q.evidence_pages):
+            continue
+        misses.append(q.financebench_id[-3:])
+        top = candidates[0]["citation_id"].split("#p")[0] if candidates else ""
+        company, _ = q.doc_name.split("_", 1)
+        if top != q.doc_name and top.split("_", 1)[0] == company:
+            twins.append(q.financebench_id[-3:])
+    return misses, twins
 
 
 def candidate_recall(rag: Any, questions: list[FilingQuestion]) -> tuple[int, int]:
