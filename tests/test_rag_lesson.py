@@ -494,3 +494,25 @@ def test_each_rag_trial_is_counted_at_the_first_stage_where_its_answer_went_wron
         "correct": "a07, u10",
     }
     assert table.trials.sum() == len(cases)
+
+
+def test_exercise_a_prediction_must_be_made_and_is_graded_against_the_pair_counts():
+    from labkit.rag.lesson import paired_prediction
+
+    with pytest.raises(AssertionError, match="set it to one of"):
+        paired_prediction(None, _two_of_six())  # the stub's value: no prediction made
+    # 2 against 6 of 26: the interval rule calls it a difference, the paired test does not
+    assert paired_prediction("fewer", _two_of_six()).endswith("fewer. Your prediction is right.")
+    assert paired_prediction("more", _two_of_six()).endswith("fewer. Your prediction is wrong.")
+    assert "the paired test calls 0 pairs a difference, the interval rule 1" in paired_prediction("more", _two_of_six())
+
+
+def test_exercise_b_prediction_must_be_a_count_and_is_graded_against_the_evidence_sent():
+    from labkit.rag.lesson import reach_prediction
+
+    stages = {"a": "evidence sent", "b": "ranked below k", "c": "evidence sent", "d": "not a candidate"}
+    for unmade in (None, True, 2.0, -1, 4):
+        with pytest.raises(AssertionError, match="whole number from 0 to 3"):
+            reach_prediction(unmade, stages, 3)
+    assert reach_prediction(2, stages, 3).endswith("2 reached the model with their evidence text: right.")
+    assert reach_prediction(0, stages, 3).endswith("with their evidence text (off by 2).")

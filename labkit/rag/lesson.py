@@ -399,6 +399,50 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
     return next(d for d in range(1, 1000) if paired_p(d, 0) < alpha)
 
 
+def _differences(experiments: list[Experiment]) -> tuple[list[tuple[Experiment, Experiment]], set[int], set[int]]:
+    """Every unordered pair of experiments, and the indices of the pairs the interval rule and the paired test call
+    a difference."""
+    pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
+    by_interval = {n for n, (a, b) in enumerate(pairs) if versus(a, b) != "tie"}
+    by_test = {n for n, (a, b) in enumerate(pairs) if _paired(a, b) != "tie"}
+    return pairs, by_interval, by_test
+
+
+#: Exercise A's predictions: the paired test calls more differences than the interval rule, fewer, or as many.
+PAIRED_PREDICTIONS = ("more", "fewer", "as many")
+
+
+def paired_prediction(prediction: Any, experiments: list[Experiment]) -> str:
+    """Grade exercise A's prediction against the experiments; raise AssertionError when none was made.
+
+    The prediction (`PAIRED_PREDICTIONS`) says whether the paired test calls more pairs a difference than the
+    interval rule, fewer or as many. A wrong prediction is said, not raised: the learner predicted before knowing.
+    """
+    assert prediction in PAIRED_PREDICTIONS, (
+        f"PREDICTION is {prediction!r}: set it to one of {PAIRED_PREDICTIONS} before you run the check"
+    )
+    _, by_interval, by_test = _differences(experiments)
+    counts = (len(by_test), len(by_interval))
+    actual = "more" if counts[0] > counts[1] else "fewer" if counts[0] < counts[1] else "as many"
+    return (
+        f"You predicted {prediction}; the paired test calls {counts[0]} pairs a difference, the interval rule"
+        f" {counts[1]}: {actual}. Your prediction is {'right' if prediction == actual else 'wrong'}."
+    )
+
+
+def reach_prediction(prediction: Any, stages: dict[str, str], candidates: int) -> str:
+    """Grade exercise B's prediction: of the ``candidates`` questions with a labelled candidate, how many reach the
+    model with their evidence text (stage ``evidence sent`` in ``stages``); raise AssertionError when none was made."""
+    assert isinstance(prediction, int) and not isinstance(prediction, bool) and 0 <= prediction <= candidates, (
+        f"PREDICTION is {prediction!r}: set it to a whole number from 0 to {candidates} before you run the check"
+    )
+    sent = sum(stage == STAGES[0] for stage in stages.values())
+    return (
+        f"You predicted {prediction} of the {candidates} questions with a labelled candidate; {sent} reached the model"
+        f" with their evidence text" + (": right." if prediction == sent else f" (off by {abs(prediction - sent)}).")
+    )
+
+
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
@@ -407,9 +451,7 @@ def paired_reading(experiments: list[Experiment]) -> str:
     different that the interval rule calls a tie, if any. It also warns that many tests at `ALPHA` each pass some
     pairs by chance alone, and says the test's power: the fewest disagreements (`fewest_disagreements`) it needs.
     """
-    pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
-    by_interval = {n for n, (a, b) in enumerate(pairs) if versus(a, b) != "tie"}
-    by_test = {n for n, (a, b) in enumerate(pairs) if _paired(a, b) != "tie"}
+    pairs, by_interval, by_test = _differences(experiments)
     only_interval, only_test = by_interval - by_test, by_test - by_interval
     text = (
         f"Of {len(pairs)} pairs of settings, the interval rule calls {len(by_interval)} a difference"
