@@ -193,24 +193,24 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     assert list(table["characters"]) == [3, 1, 2]
 
 
-def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it_sent(questions, index):
-    from labkit.rag.findings import where_lost_summary
+def test_exercise_b_table_counts_each_stage_and_says_when_the_search_lost_the_evidence_of_a_page_it_sent(
+    questions, index
+):
+    from labkit.rag.lesson import STAGE_FIXES, STAGES, stage_table
 
     ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
     stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
     stages |= {ids["017"]: "evidence sent", ids["004"]: "sent without the evidence"}
-    stages |= {ids["018"]: "sent without the evidence"}  # its figure's chunk on page 20 is a candidate
-    text = where_lost_summary(stages, index, questions).data
-    assert text.startswith("Of 6 answerable questions, 1 reached the model with their evidence text. 2 had a")
-    assert "for 1 of them that chunk was not even a candidate: the search lost it." in text
-    assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
-    assert "2 never reached the twelve candidates" in text
-    assert "These counts describe these fictional filings as much as FAISS or MiniLM" in text
-    assert "no rerank of these candidates could fix those" in text
-    assert "a page sent can still lack the evidence" in text  # as 004 shows, a better rerank reaches the page only
-    assert "only a first search that finds their pages can." in text
-    assert "single-document store shows" not in text  # that store is told each filing: a bound, not a fix
-    assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss
+    stages |= {ids["018"]: "sent without the evidence"}  # its evidence's chunk on page 20 is a candidate
+    table = stage_table(stages, index, questions)
+    assert list(table.index) == list(STAGES)  # every stage, even one no question reached, in pipeline order
+    assert table["questions"].tolist() == [1, 2, 1, 0, 2]
+    assert table.loc["sent without the evidence", "ids"] == "004, 018"
+    assert table.loc["dropped by the rerank", "ids"] == "-"
+    assert table.loc["sent without the evidence", "evidence chunk a candidate"] == "1 of 2"  # 004's was not
+    assert table.loc["not a candidate", "evidence chunk a candidate"] == "-"
+    assert table["what could fix it"].tolist() == list(STAGE_FIXES)
+    assert "no rerank" in table.loc["not a candidate", "what could fix it"]
 
 
 def _authored(questions, index):

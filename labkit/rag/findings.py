@@ -201,36 +201,6 @@ def experiments_summary(experiments: list[Experiment]) -> Any:
     )
 
 
-def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[FilingQuestion]) -> Any:
-    """Render exercise B's conclusion from its stages (question id -> one of `labkit.rag.lesson.STAGES`): where
-    each question's evidence was lost, and which fix each loss asks for.
-
-    For a page ``sent without the evidence``, `labkit.rag.lesson.figure_chunk_candidate` on ``index`` tells whether
-    the chunk holding the evidence text was among the candidates: when it was not, the search lost it.
-    """
-    from labkit.rag.lesson import figure_chunk_candidate
-
-    values = list(stages.values())
-    count = {stage: values.count(stage) for stage in dict.fromkeys(values)}
-
-    def n(stage: str) -> int:
-        return count.get(stage, 0)
-
-    by_id = {q.financebench_id: q for q in questions}
-    without = [qid for qid, stage in stages.items() if stage == "sent without the evidence"]
-    unsearched = sum(not figure_chunk_candidate(index, by_id[qid]) for qid in without)
-    return _markdown(
-        f"Of {len(values)} answerable questions, {n('evidence sent')} reached the model with their evidence text."
-        f" {len(without)} had a labelled page sent without the chunk holding it; for {unsearched} of them that chunk"
-        f" was not even a candidate: the search lost it. {n('ranked below k')} were candidates ranked below k and"
-        f" {n('dropped by the rerank')} were dropped by the rerank: a better rerank could send their labelled pages,"
-        f" though a page sent can still lack the evidence. {n('not a candidate')} never reached the twelve"
-        " candidates: no rerank of these candidates could fix those, not even the book's cross-encoder; only a first"
-        " search that finds their pages can. These counts describe these fictional filings as much as FAISS or"
-        " MiniLM: their pages are padded with prose that shares the line items' words but states no figure."
-    )
-
-
 def unprinted_reading(questions: list[FilingQuestion], index: Any) -> Any:
     """Say how many answerable questions have a reference figure that no page of their own filing prints.
 

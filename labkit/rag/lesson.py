@@ -481,6 +481,43 @@ def paired_reading(experiments: list[Experiment]) -> str:
 STAGES = ("evidence sent", "sent without the evidence", "ranked below k", "dropped by the rerank", "not a candidate")
 
 
+#: What could fix a loss at each of exercise B's stages (`STAGES`), in the same order.
+STAGE_FIXES = (
+    "-",
+    "other chunking, or a search that finds the evidence's chunk",
+    "a larger k, or a rerank that ranks it higher",
+    "a rerank that keeps it",
+    "a better first search: no rerank of these candidates can",
+)
+
+
+def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[FilingQuestion]) -> Any:
+    """Return exercise B's stages (question id -> one of `STAGES`) as a table: per stage its questions, their ids,
+    and what could fix such a loss (`STAGE_FIXES`).
+
+    For ``sent without the evidence``, column ``evidence chunk a candidate`` says for how many of its questions the
+    chunk holding the evidence text was among the 12 candidates (`figure_chunk_candidate`): when it was not, the
+    search lost it, whatever the chunking sent.
+    """
+    import pandas as pd
+
+    by_id = {q.financebench_id: q for q in questions}
+    rows = []
+    for stage, fix in zip(STAGES, STAGE_FIXES, strict=True):
+        ids = sorted(qid for qid, got in stages.items() if got == stage)
+        searched = sum(figure_chunk_candidate(index, by_id[qid]) for qid in ids)
+        rows.append(
+            {
+                "stage": stage,
+                "questions": len(ids),
+                "ids": ", ".join(qid[-3:] for qid in ids) or "-",
+                "evidence chunk a candidate": f"{searched} of {len(ids)}" if stage == STAGES[1] else "-",
+                "what could fix it": fix,
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("stage"))
+
+
 class DroppingRerank:
     """A retriever whose rerank drops the given pages: exercise B's check uses it to plant a page the rerank drops.
 
