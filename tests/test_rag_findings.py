@@ -122,7 +122,7 @@ def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path
     text = captured_summary(questions, run).data
     assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a tie at zero" in text
     assert (
-        "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 failed the reply contract or cited outside the context."
+        "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 broke the reply schema or cited outside the context."
         in text
     )
     assert "says nothing about what retrieval adds" in text

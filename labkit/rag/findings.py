@@ -122,12 +122,12 @@ def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
         f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
         " the model gets no credit for that."
         f" Of the {asked['naive']} baseline and {asked['rag']} RAG trials sent to the model,"
-        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract or cited outside the context."
+        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} broke the reply schema or cited outside the context."
         f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
         + (
             " It is a tie at zero: a model that gets none right on either path says nothing about what retrieval"
             " adds. The authored run cannot say it either: its `rag` row beats its `naive` row because the course"
-            " wrote it so. What this run does show is where each RAG answer failed (below)."
+            " wrote it so. What this run does show is where each RAG answer first went wrong (below)."
             if vacuous
             else ""
         )
