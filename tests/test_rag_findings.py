@@ -127,7 +127,7 @@ def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path
     )
     assert "says nothing about what retrieval adds" in text
     assert "its `rag` row beats its `naive` row because the course wrote it so" in text
-    assert "where each RAG answer failed" in text
+    assert "where each RAG answer first went wrong" in text
 
 
 @pytest.fixture(scope="module")
