@@ -8,7 +8,6 @@ from labkit.boundary import connect
 from labkit.rag.answer import SETTINGS
 from labkit.rag.findings import (
     bench_reading,
-    captured_summary,
     experiments_summary,
     graded_examples,
     separable,
@@ -117,17 +116,19 @@ def test_question_018_is_unfaithful_because_the_only_equity_sent_gives_another_r
     assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 
 
-def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path(questions, index):
+def test_the_captured_run_is_a_tie_at_zero_over_the_trials_sent_to_the_model(questions, index):
+    from labkit.rag.lesson import correct_rates
+
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
-    text = captured_summary(questions, run).data
-    assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a tie at zero" in text
-    assert (
-        "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 broke the reply schema or cited outside the context."
-        in text
-    )
-    assert "says nothing about what retrieval adds" in text
-    assert "its `rag` row beats its `naive` row because the course wrote it so" in text
-    assert "where each RAG answer first went wrong" in text
+    table = correct_rates(questions, run)
+    # 015, declined by the application itself, is no trial of the model's: RAG sent 29, not 30
+    assert table["sent to the model"].tolist() == [30, 29]
+    assert table["failed"].tolist() == [20, 9]
+    assert table["correct"].tolist() == ["0/30", "0/29"]
+    assert table["ci95"].tolist() == ["[0.00, 0.11]", "[0.00, 0.12]"]
+    assert table["vs_baseline"].tolist() == ["baseline", "tie"]
+    authored = correct_rates(questions, _authored(questions, index))
+    assert authored["correct"].tolist() == ["2/30", "5/29"]  # the authored rag row beats naive by construction
 
 
 @pytest.fixture(scope="module")

@@ -105,35 +105,6 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
     return _markdown("\n".join(lines))
 
 
-def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
-    """Render what a run of a real model shows: failed trials, the app's refusals, and correct answers per path
-    with their intervals and tie verdict (a tie at zero, which says nothing, when neither path has one).
-    """
-    from labkit.rag.lesson import compare_paths, path_summary
-
-    table = compare_paths(questions, run)
-    totals = path_summary(questions, run).set_index("path")
-    by_app = table[table.rag_status == "insufficient_evidence"]
-    asked = {path: len(questions) - int(totals.loc[path, "app_refused"]) for path in ("naive", "rag")}
-    correct = {path: (int(totals.loc[path, "correct"]), asked[path]) for path in asked}
-    verdict = tie_or_difference(correct["naive"], correct["rag"])
-    vacuous = not any(hits for hits, _ in correct.values())
-    return _markdown(
-        f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
-        " the model gets no credit for that."
-        f" Of the {asked['naive']} baseline and {asked['rag']} RAG trials sent to the model,"
-        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} broke the reply schema or cited outside the context."
-        f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
-        + (
-            " It is a tie at zero: a model that gets none right on either path says nothing about what retrieval"
-            " adds. The authored run cannot say it either: its `rag` row beats its `naive` row because the course"
-            " wrote it so. What this run does show is where each RAG answer first went wrong (below)."
-            if vacuous
-            else ""
-        )
-    )
-
-
 def uncited_reading(run: Any) -> Any:
     """Render why a run's RAG replies are unfaithful: how many of those `faithful` can check cite no page.
 

@@ -113,6 +113,34 @@ def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
     return summary(pd.concat([naive, grade(questions, run.rag, path="rag", retrieval=run.retrieval)]))
 
 
+def correct_rates(questions: list[FilingQuestion], run: Any) -> Any:
+    """Return, per path, the trials sent to the model (the application's own refusals left out), the failed ones, and
+    the correct answers over the trials sent with their 95% Wilson interval (``ci95``); ``vs_baseline`` is the
+    interval rule's verdict on the RAG rate against the baseline's (`versus_counts`)."""
+    import pandas as pd
+
+    from labkit.rag.metrics import wilson_interval
+    from labkit.tables import interval
+
+    totals = path_summary(questions, run).set_index("path")
+    counts = {
+        path: (int(totals.loc[path, "correct"]), len(questions) - int(totals.loc[path, "app_refused"]))
+        for path in ("naive", "rag")
+    }
+    rows = [
+        {
+            "path": path,
+            "sent to the model": sent,
+            "failed": int(totals.loc[path, "failed"]),
+            "correct": f"{hits}/{sent}",
+            "ci95": interval(*wilson_interval(hits, sent)),
+            "vs_baseline": "baseline" if path == "naive" else versus_counts(counts["rag"], counts["naive"]),
+        }
+        for path, (hits, sent) in counts.items()
+    ]
+    return text_table(pd.DataFrame(rows).set_index("path"))
+
+
 def results_by_kind(questions: list[FilingQuestion], run: Any) -> Any:
     """Return `path_summary`'s totals for each FinanceBench question kind (``question_type``), kinds in file order."""
     import pandas as pd
