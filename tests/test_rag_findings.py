@@ -8,7 +8,6 @@ from labkit.boundary import connect
 from labkit.rag.answer import SETTINGS
 from labkit.rag.findings import (
     bench_reading,
-    captured_summary,
     experiments_summary,
     graded_examples,
     separable,
@@ -54,19 +53,22 @@ def _grid(hits_of):
 
 def test_the_experiments_summary_says_what_n_can_separate_and_names_the_settings_that_differ():
     experiments = _grid(lambda k, size, rerank: 1 if (k, size, rerank) == (1, 300, False) else 6)
-    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    text = experiments_summary(experiments).data
     assert "6/26 [0.11, 0.42]" in text
     assert "2 hits or fewer, or 11 or more, to differ from it: 26 questions can show only a change" in text
     assert "that far, lose 4 or gain 5." in text
-    assert "`k=1, chunk=300, rerank=off` (lower)" in text
+    assert "the interval rule reads 1 as apart from the baseline:" in text
+    assert "`k=1, chunk=300, rerank=off` (below the baseline's interval)" in text
+    assert "(lower)" not in text  # no bare verdict: the interval rule's reading is labelled as such
+    assert text.endswith("That is the interval rule's reading, not a test.")
     assert "Every one-variable change above ties with it." in text
-    assert "would score 0/26 instead of 6/26" in text
 
 
 def test_a_one_variable_change_outside_the_interval_is_not_called_a_tie():
     experiments = _grid(lambda k, size, rerank: 12 if (k, size, rerank) == (5, 300, True) else 6)
-    text = experiments_summary(experiments, {"converted": 6, "unconverted": 0, "n": 26}).data
+    text = experiments_summary(experiments).data
     assert "The one-variable changes above are `higher`, `tie`." in text
+    assert "`k=5, chunk=300, rerank=on` (the baseline below its interval)" in text
 
 
 class Selecting:
@@ -114,17 +116,19 @@ def test_question_018_is_unfaithful_because_the_only_equity_sent_gives_another_r
     assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 
 
-def test_the_captured_run_is_a_vacuous_tie_with_no_correct_answer_on_either_path(questions, index):
+def test_the_captured_run_is_a_tie_at_zero_over_the_trials_sent_to_the_model(questions, index):
+    from labkit.rag.lesson import correct_rates
+
     run = make_requests(connect(RUN_CAPTURED, lesson="02", settings=SETTINGS), questions=questions, index=index)
-    text = captured_summary(questions, run).data
-    assert "baseline 0/30 [0.00, 0.11], RAG 0/29 [0.00, 0.12]: **a tie**. It is a tie at zero" in text
-    assert (
-        "Of the 30 baseline and 29 RAG trials sent to the model, 20 and 9 failed the reply contract or cited outside the context."
-        in text
-    )
-    assert "says nothing about what retrieval adds" in text
-    assert "its `rag` row beats its `naive` row because the course wrote it so" in text
-    assert "where each RAG answer failed" in text
+    table = correct_rates(questions, run)
+    # 015, declined by the application itself, is no trial of the model's: RAG sent 29, not 30
+    assert table["sent to the model"].tolist() == [30, 29]
+    assert table["failed"].tolist() == [20, 9]
+    assert table["correct"].tolist() == ["0/30", "0/29"]
+    assert table["ci95"].tolist() == ["[0.00, 0.11]", "[0.00, 0.12]"]
+    assert table["vs_baseline"].tolist() == ["baseline", "tie"]
+    authored = correct_rates(questions, _authored(questions, index))
+    assert authored["correct"].tolist() == ["2/30", "5/29"]  # the authored rag row beats naive by construction
 
 
 @pytest.fixture(scope="module")
@@ -190,24 +194,24 @@ def test_the_passages_sent_are_read_back_from_the_request_in_its_order():
     assert list(table["characters"]) == [3, 1, 2]
 
 
-def test_exercise_b_conclusion_says_when_the_search_lost_the_figure_of_a_page_it_sent(questions, index):
-    from labkit.rag.findings import where_lost_summary
+def test_exercise_b_table_counts_each_stage_and_says_when_the_search_lost_the_evidence_of_a_page_it_sent(
+    questions, index
+):
+    from labkit.rag.lesson import STAGE_FIXES, STAGES, stage_table
 
     ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
     stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
-    stages |= {ids["017"]: "figure sent", ids["004"]: "sent without the figure"}
-    stages |= {ids["018"]: "sent without the figure"}  # its figure's chunk on page 20 is a candidate
-    text = where_lost_summary(stages, index, questions).data
-    assert text.startswith("Of 6 answerable questions, 1 reached the model with the figure. 2 had a labelled page")
-    assert "For 1 of them that chunk was not even a candidate: the search lost it." in text
-    assert "1 were candidates ranked below k and 0 were dropped by the rerank" in text
-    assert "2 never reached the twelve candidates." in text
-    assert "These counts describe these fictional filings as much as FAISS or MiniLM" in text
-    assert "No rerank of these candidates could fix those" in text
-    assert "a page sent can still lack the figure" in text  # as 004 shows, a better rerank reaches the page only
-    assert "only a first search that finds their pages can." in text
-    assert "single-document store shows" not in text  # that store is told each filing: a bound, not a fix
-    assert "context" not in text  # a figure chunk that was never a candidate is no context-assembly loss
+    stages |= {ids["017"]: "evidence sent", ids["004"]: "sent without the evidence"}
+    stages |= {ids["018"]: "sent without the evidence"}  # its evidence's chunk on page 20 is a candidate
+    table = stage_table(stages, index, questions)
+    assert list(table.index) == list(STAGES)  # every stage, even one no question reached, in pipeline order
+    assert table["questions"].tolist() == [1, 2, 1, 0, 2]
+    assert table.loc["sent without the evidence", "ids"] == "004, 018"
+    assert table.loc["dropped by the rerank", "ids"] == "-"
+    assert table.loc["sent without the evidence", "evidence chunk a candidate"] == "1 of 2"  # 004's was not
+    assert table.loc["not a candidate", "evidence chunk a candidate"] == "-"
+    assert table["what could fix it"].tolist() == list(STAGE_FIXES)
+    assert "no rerank" in table.loc["not a candidate", "what could fix it"]
 
 
 def _authored(questions, index):

@@ -127,7 +127,7 @@ def _where_lost(rag, question, *, k):
     sent = [s for s in selected if s["citation_id"] in held]
     if sent:
         holds = any(held[s["citation_id"]] in s["chunk_text"] for s in sent)
-        return "figure sent" if holds else "sent without the figure"
+        return "evidence sent" if holds else "sent without the evidence"
     if not any(c["citation_id"] in held for c in candidates):
         return "not a candidate"
     _, kept = rag.retrieve(question.question, k=12)
@@ -137,12 +137,12 @@ def _where_lost(rag, question, *, k):
 def _selection_only(rag, question, *, k):
     _, selected = rag.retrieve(question.question, k=k)
     sent = any(s["citation_id"] in question.evidence_pages for s in selected)
-    return "figure sent" if sent else "not a candidate"
+    return "evidence sent" if sent else "not a candidate"
 
 
 def _page_is_enough(rag, question, *, k):
     stage = _where_lost(rag, question, k=k)
-    return "figure sent" if stage == "sent without the figure" else stage
+    return "evidence sent" if stage == "sent without the evidence" else stage
 
 
 def _never_dropped(rag, question, *, k):
@@ -263,16 +263,66 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
     # 2 against 6 of 26: outside the interval, yet 4 disagreements all one way give p = 0.125
     assert paired_reading(_two_of_six()) == (
         "Of 1 pairs of settings, the interval rule calls 1 a difference and the paired test 0."
-        " The other 1 are ones the paired test cannot tell from chance."
+        " 1 of the interval rule's differences the paired test cannot tell from chance."
         " These 1 p-values are uncorrected for multiple testing: even if no setting differed, up to about 5% of them"
         " (here about 0) could fall below 0.05 by chance."
-        " Its power (the differences it can detect at all): the paired test can call a difference only when at least 6 questions disagree, all one way"
-        " (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
+        " The test's power (the differences it can detect at all): it can call a difference only when at least 6"
+        " questions disagree, all one way (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
         " A tie says the test cannot tell, not that the settings are equal."
     )
     assert paired_reading(_two_of_six()[:1]) == (
         "Of 0 pairs of settings, the interval rule calls 0 a difference and the paired test 0."
     )
+
+
+def test_the_paired_reading_compares_sets_of_pairs_not_counts():
+    from labkit.rag.lesson import paired_reading
+
+    # over 100 questions, 50 against 56 is a tie by the interval rule, yet 6 disagreements all one way give
+    # p = 0.031: the paired test's difference is not among the interval rule's, and a subtraction would hide it
+    half = Experiment("half", {}, {f"q{i}": i < 50 for i in range(100)})
+    more = Experiment("more", {}, {f"q{i}": i < 56 for i in range(100)})
+    text = paired_reading([half, more])
+    assert text.startswith("Of 1 pairs of settings, the interval rule calls 0 a difference and the paired test 1.")
+    assert " 1 the paired test calls a difference are ties by the interval rule: `half` against `more`." in text
+    assert "cannot tell from chance" not in text
+    # one pair in each rule's set only: equal counts, which a subtraction would read as the same pairs
+    few = Experiment("few", {}, {f"q{i}": i < 2 for i in range(100)})
+    many = Experiment("many", {}, {f"q{i}": i < 6 for i in range(100)})
+    one_each = paired_reading([few, many, half, more])
+    assert "the interval rule calls 5 a difference and the paired test 5." in one_each
+    assert "1 of the interval rule's differences the paired test cannot tell from chance." in one_each
+    assert "ties by the interval rule: `half` against `more`." in one_each
+
+
+def test_the_year_twin_count_takes_misses_whose_top_candidate_is_the_same_companys_other_filing():
+    from labkit.rag.lesson import year_twin_misses
+    from labkit.rag.questions import adapt
+
+    def question(n, doc):
+        return adapt(
+            {
+                "financebench_id": f"labkit_filings_{n}",
+                "company": "Acme Industrial Tools, Inc.",
+                "doc_name": doc,
+                "question_type": "metrics-generated",
+                "question": n,
+                "answer": "1",
+                "justification": None,
+                "evidence": [{"evidence_text": "1", "evidence_page_num": 2}],
+            }
+        )
+
+    top = {"901": "ACME_2025_10K#p3", "902": "ACME_2024_10K#p9", "903": "CORVID_2024_10K#p3", "904": "x#p1"}
+
+    class Fixed:
+        def retrieve(self, question, *, k):
+            sent = "ACME_2024_10K#p3" if question == "904" else "ACME_2024_10K#p9"
+            return [{"citation_id": top[question]}], [{"citation_id": sent}]
+
+    asked = [question(n, "ACME_2024_10K") for n in ("901", "902", "903", "904")]
+    # 904 is a hit (its labelled page 3 is sent); 902's top candidate is its own filing; 903's another company
+    assert year_twin_misses(Fixed(), asked) == (["901", "902", "903"], ["901"])
 
 
 def test_failed_trials_are_counted_per_cause_and_path_with_an_unknown_cause_named_by_its_class():
@@ -444,3 +494,25 @@ def test_each_rag_trial_is_counted_at_the_first_stage_where_its_answer_went_wron
         "correct": "a07, u10",
     }
     assert table.trials.sum() == len(cases)
+
+
+def test_exercise_a_prediction_must_be_made_and_is_graded_against_the_pair_counts():
+    from labkit.rag.lesson import paired_prediction
+
+    with pytest.raises(AssertionError, match="set it to one of"):
+        paired_prediction(None, _two_of_six())  # the stub's value: no prediction made
+    # 2 against 6 of 26: the interval rule calls it a difference, the paired test does not
+    assert paired_prediction("fewer", _two_of_six()).endswith("fewer. Your prediction is right.")
+    assert paired_prediction("more", _two_of_six()).endswith("fewer. Your prediction is wrong.")
+    assert "the paired test calls 0 pairs a difference, the interval rule 1" in paired_prediction("more", _two_of_six())
+
+
+def test_exercise_b_prediction_must_be_a_count_and_is_graded_against_the_evidence_sent():
+    from labkit.rag.lesson import reach_prediction
+
+    stages = {"a": "evidence sent", "b": "ranked below k", "c": "evidence sent", "d": "not a candidate"}
+    for unmade in (None, True, 2.0, -1, 4):
+        with pytest.raises(AssertionError, match="whole number from 0 to 3"):
+            reach_prediction(unmade, stages, 3)
+    assert reach_prediction(2, stages, 3).endswith("2 reached the model with their evidence text: right.")
+    assert reach_prediction(0, stages, 3).endswith("with their evidence text (off by 2).")

@@ -273,3 +273,11 @@ def test_the_paired_test_counts_only_the_questions_two_settings_disagree_on():
     assert paired_p(6, 0) == pytest.approx(0.03125)
     assert paired_p(1, 4) == pytest.approx(0.375)
     assert paired_p(0, 0) == 1.0
+
+
+def test_a_figure_is_close_enough_within_half_a_percent_or_five_thousandths():
+    from labkit.rag.metrics import close_enough
+
+    assert close_enough(128.7, 128.1) and not close_enough(128.8, 128.1)  # 0.5% of 128.1 is 0.64
+    assert close_enough(0.364, 0.36) and not close_enough(0.366, 0.36)  # the 0.005 floor
+    assert not close_enough(0.38, 0.36)  # 018's ratio with the wrong year's equity

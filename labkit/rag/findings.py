@@ -105,35 +105,6 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
     return _markdown("\n".join(lines))
 
 
-def captured_summary(questions: list[FilingQuestion], run: Any) -> Any:
-    """Render what a run of a real model shows: failed trials, the app's refusals, and correct answers per path
-    with their intervals and tie verdict (a tie at zero, which says nothing, when neither path has one).
-    """
-    from labkit.rag.lesson import compare_paths, path_summary
-
-    table = compare_paths(questions, run)
-    totals = path_summary(questions, run).set_index("path")
-    by_app = table[table.rag_status == "insufficient_evidence"]
-    asked = {path: len(questions) - int(totals.loc[path, "app_refused"]) for path in ("naive", "rag")}
-    correct = {path: (int(totals.loc[path, "correct"]), asked[path]) for path in asked}
-    verdict = tie_or_difference(correct["naive"], correct["rag"])
-    vacuous = not any(hits for hits, _ in correct.values())
-    return _markdown(
-        f"The application declined {len(by_app)} RAG question(s) itself ({', '.join(by_app.index) or 'none'});"
-        " the model gets no credit for that."
-        f" Of the {asked['naive']} baseline and {asked['rag']} RAG trials sent to the model,"
-        f" {totals.loc['naive', 'failed']} and {totals.loc['rag', 'failed']} failed the reply contract or cited outside the context."
-        f" Correct answers: baseline {_rate(*correct['naive'])}, RAG {_rate(*correct['rag'])}: **{verdict}**."
-        + (
-            " It is a tie at zero: a model that gets none right on either path says nothing about what retrieval"
-            " adds. The authored run cannot say it either: its `rag` row beats its `naive` row because the course"
-            " wrote it so. What this run does show is where each RAG answer failed (below)."
-            if vacuous
-            else ""
-        )
-    )
-
-
 def uncited_reading(run: Any) -> Any:
     """Render why a run's RAG replies are unfaithful: how many of those `faithful` can check cite no page.
 
@@ -175,10 +146,9 @@ def power(hits: int, n: int, below: int, above: int) -> str:
     return f": {n} questions can show only a change that moves it that far, {' or '.join(moves)}" if moves else ""
 
 
-def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) -> Any:
-    """Render what the one-variable experiments can separate at their n, their verdicts, and the page trap.
-
-    ``trap`` is `labkit.rag.lesson.page_trap`'s: the baseline's hits with the converted and unconverted labels.
+def experiments_summary(experiments: list[Experiment]) -> Any:
+    """Render what the one-variable experiments can separate at their n, and which settings the interval rule reads
+    as apart from the baseline, each labelled as that rule's reading (exercise A's paired test is the one to trust).
     """
     from labkit.rag.lesson import one_variable, versus
 
@@ -186,7 +156,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
     hits, n = sum(on.hits.values()), len(on.hits)
     below, above = separable(hits, n)
     single = sorted(set(one_variable(experiments).vs_baseline) - {"baseline"})
-    apart = [f"`{e.name}` ({versus(e, on)})" for e in experiments if versus(e, on) not in ("tie", "baseline")]
+    where = {"lower": "below the baseline's interval", "higher": "the baseline below its interval"}
+    apart = [f"`{e.name}` ({where[versus(e, on)]})" for e in experiments if versus(e, on) in where]
     verdicts = (
         "Every one-variable change above ties with it."
         if single == ["tie"]
@@ -196,40 +167,8 @@ def experiments_summary(experiments: list[Experiment], trap: Mapping[str, int]) 
         f"The baseline finds a labelled page for {_rate(hits, n)}. By the interval rule, a setting needs"
         f" {below if below >= 0 else 'no'} hits or fewer, or {above} or more, to differ from it"
         f"{power(hits, n, below, above)}. {verdicts}"
-        f" Of all {len(experiments)} settings, those outside the interval change more than one setting:"
-        f" {'; '.join(apart) or 'none'}. With the unconverted zero-based labels, the baseline would score"
-        f" {trap['unconverted']}/{trap['n']} instead of {trap['converted']}/{trap['n']}."
-    )
-
-
-def where_lost_summary(stages: Mapping[str, str], index: Any, questions: list[FilingQuestion]) -> Any:
-    """Render exercise B's conclusion from its stages (question id -> one of `labkit.rag.lesson.STAGES`): where
-    each question's evidence was lost, and which fix each loss asks for.
-
-    For a page ``sent without the figure``, `labkit.rag.lesson.figure_chunk_candidate` on ``index`` tells whether
-    the chunk holding the figure was among the candidates: when it was not, the search lost it.
-    """
-    from labkit.rag.lesson import figure_chunk_candidate
-
-    values = list(stages.values())
-    count = {stage: values.count(stage) for stage in dict.fromkeys(values)}
-
-    def n(stage: str) -> int:
-        return count.get(stage, 0)
-
-    by_id = {q.financebench_id: q for q in questions}
-    without = [qid for qid, stage in stages.items() if stage == "sent without the figure"]
-    unsearched = sum(not figure_chunk_candidate(index, by_id[qid]) for qid in without)
-    return _markdown(
-        f"Of {len(values)} answerable questions, {n('figure sent')} reached the model with the figure."
-        f" {len(without)} had a labelled page sent, but not the chunk holding the figure."
-        f" For {unsearched} of them that chunk was not even a candidate: the search lost it."
-        f" {n('ranked below k')} were candidates ranked below k and {n('dropped by the rerank')} were dropped by"
-        " the rerank: a better rerank could send their labelled pages, though a page sent can still lack the figure."
-        f" {n('not a candidate')} never reached the twelve candidates. No rerank of these candidates could fix"
-        " those, not even the book's cross-encoder: only a first search that finds their pages can."
-        " These counts describe these fictional filings as much as FAISS or MiniLM: its pages are padded with prose that"
-        " shares the line items' words but states no figure, and a filing's next-year twin can print the same lines."
+        f" Of all {len(experiments)} settings, the interval rule reads {len(apart)} as apart from the baseline:"
+        f" {'; '.join(apart) or 'none'}. That is the interval rule's reading, not a test."
     )
 
 

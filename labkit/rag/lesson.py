@@ -113,6 +113,34 @@ def path_summary(questions: list[FilingQuestion], run: Any) -> Any:
     return summary(pd.concat([naive, grade(questions, run.rag, path="rag", retrieval=run.retrieval)]))
 
 
+def correct_rates(questions: list[FilingQuestion], run: Any) -> Any:
+    """Return, per path, the trials sent to the model (the application's own refusals left out), the failed ones, and
+    the correct answers over the trials sent with their 95% Wilson interval (``ci95``); ``vs_baseline`` is the
+    interval rule's verdict on the RAG rate against the baseline's (`versus_counts`)."""
+    import pandas as pd
+
+    from labkit.rag.metrics import wilson_interval
+    from labkit.tables import interval
+
+    totals = path_summary(questions, run).set_index("path")
+    counts = {
+        path: (int(totals.loc[path, "correct"]), len(questions) - int(totals.loc[path, "app_refused"]))
+        for path in ("naive", "rag")
+    }
+    rows = [
+        {
+            "path": path,
+            "sent to the model": sent,
+            "failed": int(totals.loc[path, "failed"]),
+            "correct": f"{hits}/{sent}",
+            "ci95": interval(*wilson_interval(hits, sent)),
+            "vs_baseline": "baseline" if path == "naive" else versus_counts(counts["rag"], counts["naive"]),
+        }
+        for path, (hits, sent) in counts.items()
+    ]
+    return text_table(pd.DataFrame(rows).set_index("path"))
+
+
 def results_by_kind(questions: list[FilingQuestion], run: Any) -> Any:
     """Return `path_summary`'s totals for each FinanceBench question kind (``question_type``), kinds in file order."""
     import pandas as pd
@@ -399,39 +427,123 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
     return next(d for d in range(1, 1000) if paired_p(d, 0) < alpha)
 
 
+def _differences(experiments: list[Experiment]) -> tuple[list[tuple[Experiment, Experiment]], set[int], set[int]]:
+    """Every unordered pair of experiments, and the indices of the pairs the interval rule and the paired test call
+    a difference."""
+    pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
+    by_interval = {n for n, (a, b) in enumerate(pairs) if versus(a, b) != "tie"}
+    by_test = {n for n, (a, b) in enumerate(pairs) if _paired(a, b) != "tie"}
+    return pairs, by_interval, by_test
+
+
+#: Exercise A's predictions: the paired test calls more differences than the interval rule, fewer, or as many.
+PAIRED_PREDICTIONS = ("more", "fewer", "as many")
+
+
+def paired_prediction(prediction: Any, experiments: list[Experiment]) -> str:
+    """Grade exercise A's prediction against the experiments; raise AssertionError when none was made.
+
+    The prediction (`PAIRED_PREDICTIONS`) says whether the paired test calls more pairs a difference than the
+    interval rule, fewer or as many. A wrong prediction is said, not raised: the learner predicted before knowing.
+    """
+    assert prediction in PAIRED_PREDICTIONS, (
+        f"PREDICTION is {prediction!r}: set it to one of {PAIRED_PREDICTIONS} before you run the check"
+    )
+    _, by_interval, by_test = _differences(experiments)
+    counts = (len(by_test), len(by_interval))
+    actual = "more" if counts[0] > counts[1] else "fewer" if counts[0] < counts[1] else "as many"
+    return (
+        f"You predicted {prediction}; the paired test calls {counts[0]} pairs a difference, the interval rule"
+        f" {counts[1]}: {actual}. Your prediction is {'right' if prediction == actual else 'wrong'}."
+    )
+
+
+def reach_prediction(prediction: Any, stages: dict[str, str], candidates: int) -> str:
+    """Grade exercise B's prediction: of the ``candidates`` questions with a labelled candidate, how many reach the
+    model with their evidence text (stage ``evidence sent`` in ``stages``); raise AssertionError when none was made."""
+    assert isinstance(prediction, int) and not isinstance(prediction, bool) and 0 <= prediction <= candidates, (
+        f"PREDICTION is {prediction!r}: set it to a whole number from 0 to {candidates} before you run the check"
+    )
+    sent = sum(stage == STAGES[0] for stage in stages.values())
+    return (
+        f"You predicted {prediction} of the {candidates} questions with a labelled candidate; {sent} reached the model"
+        f" with their evidence text" + (": right." if prediction == sent else f" (off by {abs(prediction - sent)}).")
+    )
+
+
 def paired_reading(experiments: list[Experiment]) -> str:
     """Say over how many pairs of experiments the interval rule (`versus`) and the paired test call a difference.
 
-    When the paired test calls fewer, the sentence says how many of the interval rule's it cannot tell from chance.
-    It also warns that many tests at `ALPHA` each pass some pairs by chance alone, and says the test's power: the
-    fewest disagreements (`fewest_disagreements`) it needs, however many questions agree.
+    Both counts are sets of pairs: the sentence names how many of the interval rule's differences the paired test
+    cannot tell from chance (in the interval rule's set, not the test's), and the pairs the paired test calls
+    different that the interval rule calls a tie, if any. It also warns that many tests at `ALPHA` each pass some
+    pairs by chance alone, and says the test's power: the fewest disagreements (`fewest_disagreements`) it needs.
     """
-    pairs = [(a, b) for i, a in enumerate(experiments) for b in experiments[i + 1 :]]
-    by_interval = sum(versus(a, b) != "tie" for a, b in pairs)
-    by_test = sum(_paired(a, b) != "tie" for a, b in pairs)
-    looser = (
-        f" The other {by_interval - by_test} are ones the paired test cannot tell from chance."
-        if by_test < by_interval
-        else ""
+    pairs, by_interval, by_test = _differences(experiments)
+    only_interval, only_test = by_interval - by_test, by_test - by_interval
+    text = (
+        f"Of {len(pairs)} pairs of settings, the interval rule calls {len(by_interval)} a difference"
+        f" and the paired test {len(by_test)}."
     )
+    if only_interval:
+        text += f" {len(only_interval)} of the interval rule's differences the paired test cannot tell from chance."
+    if only_test:
+        names = "; ".join(f"`{pairs[n][0].name}` against `{pairs[n][1].name}`" for n in sorted(only_test))
+        text += f" {len(only_test)} the paired test calls a difference are ties by the interval rule: {names}."
+    elif by_test:
+        text += " Every pair the paired test calls a difference, the interval rule calls one too."
+    if not pairs:
+        return text
     fewest = fewest_disagreements()
-    return (
-        f"Of {len(pairs)} pairs of settings, the interval rule calls {by_interval} a difference"
-        f" and the paired test {by_test}.{looser}"
-        + (
-            f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
-            f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
-            f" Its power (the differences it can detect at all): the paired test can call a difference only when at least {fewest} questions disagree, all"
-            f" one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives {paired_p(fewest - 1, 0):.3f}),"
-            " and more when some go the other way. A tie says the test cannot tell, not that the settings are equal."
-            if pairs
-            else ""
-        )
+    return text + (
+        f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
+        f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
+        f" The test's power (the differences it can detect at all): it can call a difference only when at least"
+        f" {fewest} questions disagree, all one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives"
+        f" {paired_p(fewest - 1, 0):.3f}), and more when some go the other way. A tie says the test cannot tell,"
+        " not that the settings are equal."
     )
 
 
 #: Exercise B's stages, from the best outcome to the earliest loss.
-STAGES = ("figure sent", "sent without the figure", "ranked below k", "dropped by the rerank", "not a candidate")
+STAGES = ("evidence sent", "sent without the evidence", "ranked below k", "dropped by the rerank", "not a candidate")
+
+
+#: What could fix a loss at each of exercise B's stages (`STAGES`), in the same order.
+STAGE_FIXES = (
+    "-",
+    "other chunking, or a search that finds the evidence's chunk",
+    "a larger k, or a rerank that ranks it higher",
+    "a rerank that keeps it",
+    "a better first search: no rerank of these candidates can",
+)
+
+
+def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[FilingQuestion]) -> Any:
+    """Return exercise B's stages (question id -> one of `STAGES`) as a table: per stage its questions, their ids,
+    and what could fix such a loss (`STAGE_FIXES`).
+
+    For ``sent without the evidence``, column ``evidence chunk a candidate`` says for how many of its questions the
+    chunk holding the evidence text was among the 12 candidates (`figure_chunk_candidate`): when it was not, the
+    search lost it, whatever the chunking sent.
+    """
+    import pandas as pd
+
+    by_id = {q.financebench_id: q for q in questions}
+    rows = []
+    for stage, fix in zip(STAGES, STAGE_FIXES, strict=True):
+        ids = sorted(qid for qid, got in stages.items() if got == stage)
+        searched = sum(figure_chunk_candidate(index, by_id[qid]) for qid in ids)
+        rows.append(
+            {
+                "stage": stage,
+                "questions": len(ids),
+                "ids": ", ".join(qid[-3:] for qid in ids) or "-",
+                "evidence chunk a candidate": f"{searched} of {len(ids)}" if stage == STAGES[1] else "-",
+                "what could fix it": fix,
+            }
+        )
+    return text_table(pd.DataFrame(rows).set_index("stage"))
 
 
 class DroppingRerank:
@@ -620,6 +732,27 @@ def page_trap(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> dict[
         "converted_only": converted_only,
         "unconverted_only": unconverted_only,
     }
+
+
+def year_twin_misses(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> tuple[list[str], list[str]]:
+    """Return the retrieval misses at ``k`` (answerable questions with no labelled page sent) and, among them, those
+    whose first search candidate is a page of the same company's filing of another year (its "year twin").
+
+    Each list holds question ids (their last three digits), in question order.
+    """
+    misses, twins = [], []
+    for q in questions:
+        if not q.answerable:
+            continue
+        candidates, selected = rag.retrieve(q.question, k=k)
+        if {s["citation_id"] for s in selected} & set(q.evidence_pages):
+            continue
+        misses.append(q.financebench_id[-3:])
+        top = candidates[0]["citation_id"].split("#p")[0] if candidates else ""
+        company, _ = q.doc_name.split("_", 1)
+        if top != q.doc_name and top.split("_", 1)[0] == company:
+            twins.append(q.financebench_id[-3:])
+    return misses, twins
 
 
 def candidate_recall(rag: Any, questions: list[FilingQuestion]) -> tuple[int, int]:

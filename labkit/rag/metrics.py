@@ -50,8 +50,9 @@ def figures(text: str | None) -> list[float]:
     return found
 
 
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= max(TOLERANCE[0] * abs(b), TOLERANCE[1])
+def close_enough(got: float, want: float) -> bool:
+    """Return whether ``got`` matches the reference figure ``want``: within 0.5% of it, or 0.005 (`TOLERANCE`)."""
+    return abs(got - want) <= max(TOLERANCE[0] * abs(want), TOLERANCE[1])
 
 
 def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
@@ -64,7 +65,7 @@ def correctness(question: FilingQuestion, record: dict[str, Any] | None) -> str:
     if refused:
         return "refused"
     got = figures(record["answer"])
-    found = [any(_close(g, want) for g in got) for want in figures(question.answer)]
+    found = [any(close_enough(g, want) for g in got) for want in figures(question.answer)]
     return "correct" if all(found) else "partial" if any(found) else "wrong"
 
 
