@@ -212,6 +212,28 @@ def test_a_list_of_another_length_named_as_one_changed_value_is_refused(run):
         check_changed_fields(whole_list, run)
 
 
+def test_a_walk_that_stops_at_a_changed_length_is_refused(run):
+    # the shortcut: name `path (length)` and skip the items both lists have
+    def stops_at_length(recorded, actual, path=""):
+        recorded, actual = json_inside(recorded), json_inside(actual)
+        if isinstance(recorded, list) and isinstance(actual, list) and len(recorded) != len(actual):
+            return [f"{path} (length)"]
+        if isinstance(recorded, dict) and isinstance(actual, dict):
+            found = []
+            for key in set(recorded) | set(actual):
+                where = f"{path}.{key}" if path else key
+                both = key in recorded and key in actual
+                found += stops_at_length(recorded[key], actual[key], where) if both else [where]
+            return sorted(found)
+        if isinstance(recorded, list) and isinstance(actual, list):
+            pairs = enumerate(zip(recorded, actual, strict=True))
+            return sorted(p for i, (r, a) in pairs for p in stops_at_length(r, a, f"{path}[{i}]"))
+        return [] if _json_text_equal(recorded, actual) else [path]
+
+    with pytest.raises(AssertionError, match="passages\\[0\\]\\.text"):
+        check_changed_fields(stops_at_length, run)
+
+
 def test_unsorted_paths_are_refused(run):
     with pytest.raises(AssertionError, match="not sorted"):
         check_changed_fields(lambda r, a: sorted(_own_walk(r, a), reverse=True), run)

@@ -214,9 +214,10 @@ def _with_user_content(request: dict[str, Any], edit: Callable[[dict[str, Any]],
 def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
     """Return changed copies of a recorded RAG request: settings and prompt, most one or two fields each.
 
-    The last copy sends one passage fewer: the refusal's diff names a list
+    The last two copies send one passage fewer: the refusal's diff names a list
     whose length changed as ``path (length)``, then compares the items both
-    lists have.
+    lists have; the very last also edits the first passage's text, so a walk
+    that stops at the length is caught.
     """
     policy = request["messages"][0]["content"] + " Be brief."
     return [
@@ -233,7 +234,13 @@ def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
         _with_user_content(request, lambda c: c.update(question="How long are backups kept?")),
         _with_user_content(request, lambda c: c["passages"].reverse()),
         _with_user_content(request, lambda c: c["passages"].pop()),
+        _with_user_content(request, _one_fewer_and_first_edited),
     ]
+
+
+def _one_fewer_and_first_edited(content: dict[str, Any]) -> None:
+    content["passages"].pop()
+    content["passages"][0]["text"] += " Edited."
 
 
 def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: RecordedRun) -> None:
