@@ -101,6 +101,18 @@ def test_the_figure_check_passes_a_right_solution_whose_reason_lists_the_cited_f
     assert "ex:figure-support passed" in _figure_check_output(LISTING)
 
 
+PAGE_NAMING = QUOTING.replace(
+    """f"{result['text']!r}: {missing} unstated\"""",
+    """f"{missing} not in {' or '.join(result['citation_ids'])}\"""",
+)
+
+
+def test_the_figure_check_passes_a_right_solution_whose_reason_names_the_cited_page(tmp_path):
+    """A reason such as "['30'] not in refund_policy.pdf#p2" names the page's number: that is no stray figure."""
+    assert PAGE_NAMING != QUOTING and "citation_ids" in PAGE_NAMING
+    assert "ex:figure-support passed" in _figure_check_output(PAGE_NAMING)
+
+
 EVERY_NUMBER = QUOTING.replace(
     """f"{result['text']!r}: {missing} unstated\"""",
     """f"one of {list(range(100))}\"""",

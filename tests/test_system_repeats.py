@@ -2,7 +2,6 @@
 
 import json
 from collections import defaultdict
-from dataclasses import replace
 
 import pytest
 
@@ -15,10 +14,8 @@ from labkit.system.repeats import (
     TRIALS,
     golden_repeat_table,
     make_requests,
-    misled_cases,
     outcomes,
     repeat_summary,
-    separated_cases,
     status_table,
     trial_failures,
 )
@@ -108,7 +105,6 @@ def test_the_table_equals_counts_computed_independently_from_the_recorded_replie
         assert table.loc[question, "passed"] == f"{sum(passes)}/{len(passes)}"
         assert table.loc[question, "first trial"] == ("pass" if passes[0] else "fail")
     assert outcomes(replayed) == dict(by_question)
-    assert misled_cases(replayed) == [q for q in QUESTIONS if len(set(by_question[q])) > 1]
     assert status_table(replayed).to_numpy().sum() == len(replayed)
 
 
@@ -134,8 +130,6 @@ def test_a_planted_change_of_one_trial_changes_that_cases_row(replayed, tmp_path
         golden_repeat_table(planted).loc[decline.question],
     )
     assert row_before["passed"] != row_after["passed"] and row_before["trials"] != row_after["trials"]
-    if trial == 0:
-        assert (decline.question in misled_cases(planted)) is (len(set(after)) > 1)
 
 
 def test_recording_sends_each_case_once_per_seed_and_a_failed_reply_stays_a_failed_trial(course, monkeypatch, tmp_path):
@@ -159,7 +153,6 @@ def test_recording_sends_each_case_once_per_seed_and_a_failed_reply_stays_a_fail
         GOLDEN[1].question: [False] * TRIALS.n,
         GOLDEN[2].question: even,
     }
-    assert misled_cases(trials) == [GOLDEN[2].question]
     assert set(status_table(trials).columns) == {"insufficient_evidence", "invalid_output"}
 
 
@@ -209,14 +202,3 @@ def test_the_failed_trials_say_why_each_failed_from_the_check_or_the_golden_rule
     assert set(refund[refund["status"] == "invalid_output"]["why it failed"]) <= {
         t.result.get("reason") for t in replayed if t.case == GOLDEN[0]
     }
-
-
-def test_cases_whose_intervals_overlap_are_a_tie_and_only_separate_ones_are_named(replayed):
-    assert separated_cases(replayed) == []  # five trials each: every pair of intervals overlaps
-    decline = GOLDEN[2]
-    always = [
-        replace(t, result={"status": "insufficient_evidence"}, passed=True) if t.case == decline else t
-        for t in replayed
-    ]  # 5/5 for the decline: apart from the refund window's 0/5, still overlapping the count's 1/5
-    assert outcomes(always)[GOLDEN[1].question].count(True) == 1
-    assert separated_cases(always) == [(GOLDEN[0].question, decline.question)]

@@ -16,10 +16,7 @@ from labkit.system.runs import (
     chunk_table,
     evidence_sentences,
     evidence_share,
-    failure_table,
     golden_table,
-    golden_viewer,
-    latency_note,
     lesson_folder,
     model_request,
     reply_table,
@@ -27,7 +24,6 @@ from labkit.system.runs import (
     run_table,
     same_model_request,
     server_of,
-    token_latency_table,
     viewer_text,
 )
 from labkit.system.workflow import MinimalSystem, read_trace_lines, request_trace
@@ -54,17 +50,6 @@ def test_the_golden_table_names_the_broken_rule_of_each_failed_case_and_none_of_
         why = table.loc[case.question, "why not passed"]
         assert (why == "") is ok
     assert table.loc[GOLDEN[2].question, "why not passed"] == "status answered, expected insufficient_evidence"
-
-
-def test_the_failure_table_gives_the_checks_reason_first_and_the_broken_rule_otherwise(captured):
-    system, rows = captured
-    table = failure_table(rows, read_trace_lines(system.trace_path))
-    assert list(table.index) == [case.question for case, _, _, ok in rows if not ok]
-    assert table.loc[GOLDEN[0].question, "why it failed"] == (
-        "Value error, a reply of kind answer needs text and citation_ids, and must leave tool_args empty"
-    )
-    assert table.loc[GOLDEN[2].question, "why it failed"] == "status answered, expected insufficient_evidence"
-    assert table.loc[GOLDEN[2].question, "tool observation"] == "get_refund: 2 for team-a"
 
 
 @pytest.mark.parametrize("passed", [True, False, None])
@@ -95,21 +80,6 @@ def test_evidence_share_counts_the_evidence_texts_against_everything_sent():
     sent = 100 + len(messages[1]["content"])
     assert evidence_share(messages) == pytest.approx(302 / sent)  # the text as JSON, with its quotes
     assert evidence_share([messages[0], {"role": "user", "content": '{"question": "q", "evidence": []}'}]) == 0
-
-
-def test_the_token_table_shows_each_bindings_usage_and_latency_in_seed_order():
-    run = load_run("05-system-smollm2-repeats")
-    table = token_latency_table(run)
-    for question in table.index:
-        bindings = sorted((b for b in run.bindings if b.question == question), key=lambda b: b.request["seed"])
-        assert table.loc[question, "reply tokens"] == ", ".join(str(b.usage.completion_tokens) for b in bindings)
-        assert table.loc[question, "latency (s)"] == ", ".join(f"{b.latency_s:.0f}" for b in bindings)
-        assert table.loc[question, "seed sent"] == ", ".join(str(b.request["seed"]) for b in bindings)
-
-
-def test_the_token_table_refuses_a_run_that_measured_nothing():
-    with pytest.raises(ValueError, match="no usage or latency"):
-        token_latency_table(load_run(RUN_AUTHORED))
 
 
 def test_evidence_sentences_keep_whole_sentences_and_their_section_numbers():
@@ -175,16 +145,6 @@ def test_server_of_calls_a_run_mixed_when_only_some_replies_carry_timings():
     assert server_of(run.model_copy(update={"bindings": [first, *run.bindings[1:]]})).startswith("mixed")
 
 
-def test_the_golden_viewer_reads_the_rows_own_trace_line_and_gives_its_verdict(captured):
-    system, rows = captured
-    text, viewer = golden_viewer(rows[2], system.trace_path, origin="captured")
-    assert viewer.title == GOLDEN[2].question and len(viewer.trace) == 6
-    assert GOLDEN[2].question in text.splitlines()[0]
-    assert text.splitlines()[-1].endswith("judged wrong: status answered, expected insufficient_evidence")
-    text, _ = golden_viewer(rows[1], system.trace_path, origin="captured")
-    assert GOLDEN[1].question in text.splitlines()[0] and text.endswith("judged right")
-
-
 def test_the_request_viewer_shows_a_threads_last_request_without_a_verdict(captured):
     system, rows = captured
     text, viewer = request_viewer(system.trace_path, rows[1][1], origin="captured")
@@ -217,23 +177,25 @@ def test_the_reply_table_shows_each_requests_raw_reply_as_the_model_sent_it(capt
         assert table.loc[line["question"], "raw reply"] == generate["raw_reply"]
         assert table.loc[line["question"], "status"] == line["result"]["status"]
     assert all(json.loads(raw)["tool_args"] == {"intent": "get_refund"} for raw in table["raw reply"])
+    refused = table.loc[GOLDEN[0].question, "check's reason"]
+    assert refused == next(s for s in lines[0]["trace"] if s["step"] == "check")["reason"] and refused
+    assert table.loc[GOLDEN[1].question, "check's reason"] == ""  # a valid tool call: nothing refused
+    assert "prompt tokens" not in table.columns
 
 
-def test_the_latency_note_keeps_the_replays_own_time_apart_from_the_recorded_model_call(captured):
+def test_the_reply_tables_costs_are_each_requests_recorded_tokens_and_latency(captured, index, tmp_path):
     system, _ = captured
-    line = read_trace_lines(system.trace_path)[0]
-    recorded = load_run(RUN_CAPTURED).bindings[0].latency_s
-    note = latency_note(line)
-    assert f"its model call, the whole reply: {recorded:.0f} s (recorded)" in note
-    assert "whole request, timed now: under 5 s" in note  # a replay takes milliseconds
-    slow = {**line, "latency_ms": 61_000}
-    assert "whole request, timed now: 61 s" in latency_note(slow)
-
-
-def test_the_latency_note_says_no_model_ran_for_a_scripted_reply(index, tmp_path):
-    system = MinimalSystem(ScriptedModel("{}"), index=index, trace_path=tmp_path / "t.jsonl")
-    system.ask(GOLDEN[0].question, "team-a", "s")
-    assert latency_note(read_trace_lines(system.trace_path)[0]).endswith("none (no model ran)")
+    table = reply_table(read_trace_lines(system.trace_path), costs=True)
+    recorded = {b.question: b for b in load_run(RUN_CAPTURED).bindings}
+    for question, row in table.iterrows():
+        binding = recorded[question]
+        assert row["prompt tokens"] == binding.usage.prompt_tokens
+        assert row["reply tokens"] == binding.usage.completion_tokens
+        assert row["model call, recorded (s)"] == round(binding.latency_s)
+    scripted = MinimalSystem(ScriptedModel("{}"), index=index, trace_path=tmp_path / "s.jsonl")
+    scripted.ask(GOLDEN[0].question, "team-a", "s")
+    with pytest.raises(ValueError, match="no tokens or latency"):
+        reply_table(read_trace_lines(scripted.trace_path), costs=True)
 
 
 def test_same_model_request_compares_the_messages_sent_not_the_team_or_the_result(captured):

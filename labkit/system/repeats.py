@@ -8,9 +8,7 @@ zero, each trial with its own ``seed`` (`labkit.trials`), so each trial is its o
 request with its own replay binding. `outcomes` scores each trial with the same
 `passed` as the single run; `golden_repeat_table` gives each case's pass rate with
 its Wilson interval; `repeat_summary` sets them beside the greedy run's verdicts;
-`trial_failures` says why the failed trials failed; `misled_cases` names the cases
-whose first trial a later one contradicts; `separated_cases` names the pairs of cases
-whose intervals are separate (every other pair is a tie).
+`trial_failures` says why the failed trials failed.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from typing import Any
 from labkit.system.contract import SETTINGS as BASE_SETTINGS
 from labkit.system.golden import GOLDEN, GoldenCase, passed
 from labkit.system.runs import run_fixtures as _run_fixtures
-from labkit.trials import Trials, misled_by_one_trace, repeat_table
+from labkit.trials import Trials, repeat_table
 
 #: Five seeds per golden case at 0.4: at 0.7 a pilot got no reply the contract accepts (0 of 6),
 #: so a lower temperature, still sampling; five is the fewest a rate is shown over, as each
@@ -122,11 +120,6 @@ def status_table(trials: list[GoldenTrial]) -> Any:
     return table
 
 
-def misled_cases(trials: list[GoldenTrial]) -> list[str]:
-    """Return the golden questions whose first trial a later one contradicts."""
-    return misled_by_one_trace(outcomes(trials))
-
-
 def repeat_summary(trials: list[GoldenTrial], greedy: dict[str, bool]) -> Any:
     """Return one row per golden case: the greedy run's verdict beside the sampled trials' record.
 
@@ -178,19 +171,3 @@ def trial_failures(trials: list[GoldenTrial]) -> Any:
         for (q, status, why), found in seeds.items()
     ]
     return text_table(pd.DataFrame(rows, columns=["case", "status", "why it failed", "seeds"]))
-
-
-def separated_cases(trials: list[GoldenTrial]) -> list[tuple[str, str]]:
-    """Return the pairs of golden cases whose Wilson intervals do not overlap.
-
-    Two cases whose intervals overlap are a tie on these trials: the data cannot say
-    which one the system passes more often.
-    """
-    table = golden_repeat_table(trials)
-    bounds = [(q, row["wilson_low"], row["wilson_high"]) for q, row in table.iterrows()]
-    return [
-        (a, b)
-        for i, (a, low_a, high_a) in enumerate(bounds)
-        for b, low_b, high_b in bounds[i + 1 :]
-        if high_a < low_b or high_b < low_a
-    ]

@@ -140,22 +140,36 @@ def run_table(run_ids: list[str]) -> Any:
     return pd.DataFrame(rows).set_index("run")
 
 
-def reply_table(lines: list[dict[str, Any]]) -> Any:
+def reply_table(lines: list[dict[str, Any]], *, costs: bool = False) -> Any:
     """Return one row per trace line: the question, the team, the model's raw reply, the status.
 
-    The raw reply is the ``generate`` step's text exactly as the model sent it.
+    The raw reply is the ``generate`` step's text exactly as the model sent it; ``check's
+    reason`` is why `check` refused it (empty when it did not). With ``costs``, also the
+    prompt and reply tokens the endpoint reported and the model call's latency in seconds,
+    as the ``generate`` step kept them (in replay: recorded at capture, not timed now).
     """
     import pandas as pd
 
-    rows = [
-        {
+    rows = []
+    for line in lines:
+        steps = {step["step"]: step for step in line["trace"]}
+        generate = steps["generate"]
+        row = {
             "question": line["question"],
             "team": line["team"],
-            "raw reply": next(s["raw_reply"] for s in line["trace"] if s["step"] == "generate"),
+            "raw reply": generate["raw_reply"],
             "status": line["result"]["status"],
+            "check's reason": steps["check"].get("reason", ""),
         }
-        for line in lines
-    ]
+        if costs:
+            if generate["input_tokens"] is None or generate["latency_ms"] is None:
+                raise ValueError(f"no tokens or latency were kept for {line['question']!r}")
+            row["prompt tokens"] = generate["input_tokens"]
+            row["reply tokens"] = generate["output_tokens"]
+            row[f"model call, {generate['latency_source']} (s)"] = round(
+                generate["latency_ms"] / 1000
+            )
+        rows.append(row)
     return text_table(pd.DataFrame(rows).set_index("question"))
 
 
@@ -229,41 +243,6 @@ def golden_table(rows: list[tuple[Any, str, dict[str, Any], bool]]) -> Any:
     return text_table(table.set_index("question").astype({"count": "Int64"}))
 
 
-def failure_table(
-    rows: list[tuple[Any, str, dict[str, Any], bool]], lines: list[dict[str, Any]]
-) -> Any:
-    """Return a table of the failed golden cases, read from their trace lines.
-
-    Per case: the check's status and the final one, why it failed (the check's reason,
-    else the golden rules it broke), the model's raw reply and what the tool observed.
-    """
-    import pandas as pd
-
-    by_session = {line["session_id"]: line for line in lines}
-    records = []
-    for case, session_id, _, ok in rows:
-        if ok:
-            continue
-        line = by_session[session_id]
-        steps = {step["step"]: step for step in line["trace"]}
-        tool = steps.get("tool")
-        why = steps["check"].get("reason") or "; ".join(unmet(line["result"], case))
-        observed = "" if tool is None else f"{tool['intent']}: {tool['count']} for {tool['team']}"
-        records.append(
-            {
-                "question": case.question,
-                "check status": steps["check"]["status"],
-                "final status": line["result"]["status"],
-                "why it failed": why,
-                "raw reply": steps["generate"]["raw_reply"],
-                "tool observation": observed,
-            }
-        )
-    columns = ["question", "check status", "final status", "why it failed", "raw reply"]
-    frame = pd.DataFrame(records, columns=[*columns, "tool observation"])
-    return text_table(frame.set_index("question"))
-
-
 class NoTraceLine(LabkitError, LookupError):
     """The trace file holds no request on that thread."""
 
@@ -278,24 +257,6 @@ def session_lines(trace_path: str | Path, session_id: str) -> list[dict[str, Any
             f"no trace line for session {session_id!r} in {trace_path}; ask on that thread first"
         )
     return lines
-
-
-def golden_viewer(
-    row: tuple[Any, str, dict[str, Any], bool], trace_path: str | Path, *, origin: str
-) -> tuple[str, Any]:
-    """Return a golden case's trace as text and as a `TraceViewer`, both with the case's verdict.
-
-    ``row`` is one row of `golden.run_golden`; its trace line is read from ``trace_path``
-    by the row's session id. The verdict's reason names the golden rules the result broke.
-    """
-    from labkit.system.workflow import request_trace
-    from labkit.widgets import TraceViewer
-
-    case, session_id, result, ok = row
-    trace = request_trace(session_lines(trace_path, session_id)[0])
-    reason = "; ".join(unmet(result, case))
-    viewer = TraceViewer(trace, title=case.question, passed=ok, reason=reason, origin=origin)
-    return viewer_text(trace, passed=ok, reason=reason), viewer
 
 
 def request_viewer(trace_path: str | Path, session_id: str, *, origin: str) -> tuple[str, Any]:
@@ -340,60 +301,6 @@ def evidence_share(messages: list[dict[str, Any]]) -> float:
     users = [json.loads(m["content"]) for m in messages if m["role"] == "user"]
     evidence = [json.dumps(e["text"], ensure_ascii=False) for u in users for e in u["evidence"]]
     return sum(map(len, evidence)) / sent
-
-
-def token_latency_table(run: Any) -> Any:
-    """Return, per question of a captured run, its prompt and reply tokens and recorded latency.
-
-    A question asked once shows one figure per column; one asked once per seed shows
-    each seed's figure in seed order. An authored run has none of these to show.
-    """
-    import pandas as pd
-
-    by_question: dict[str, list[Any]] = {}
-    for binding in sorted(run.bindings, key=lambda b: b.request.get("seed", 0)):
-        by_question.setdefault(binding.question, []).append(binding)
-    rows = []
-    for question, bindings in by_question.items():
-        if any(b.usage is None or b.latency_s is None for b in bindings):
-            raise ValueError(f"{run.run_id} holds no usage or latency for {question!r}")
-        rows.append(
-            {
-                "question": question,
-                "seed sent": ", ".join(str(b.request.get("seed")) for b in bindings),
-                "prompt tokens": ", ".join(str(b.usage.prompt_tokens) for b in bindings),
-                "reply tokens": ", ".join(str(b.usage.completion_tokens) for b in bindings),
-                "latency (s)": ", ".join(f"{b.latency_s:.0f}" for b in bindings),
-            }
-        )
-    return text_table(pd.DataFrame(rows).set_index("question"))
-
-
-#: Below this, a replayed request's own time is reported as "under" it: the exact figure varies.
-REPLAY_BOUND_MS = 5000
-
-
-def latency_note(line: dict[str, Any]) -> str:
-    """Return one request's two latencies: the whole request's, and its model call's.
-
-    The trace line's ``latency_ms`` times the whole request as it ran now: retrieval,
-    model call, checks and tool. In replay that is the replay's time, not a model's,
-    so it is given only as under `REPLAY_BOUND_MS`. The ``generate`` step's latency is
-    the model call's, with where it comes from (recorded at capture, in replay).
-    """
-    generate = next(step for step in line["trace"] if step["step"] == "generate")
-    whole = line["latency_ms"]
-    now = (
-        f"under {REPLAY_BOUND_MS // 1000} s" if whole < REPLAY_BOUND_MS else f"{whole / 1000:.0f} s"
-    )
-    if generate["latency_ms"] is None:
-        call = "none (no model ran)"
-    else:
-        call = f"{generate['latency_ms'] / 1000:.0f} s ({generate['latency_source']})"
-    return (
-        f"{line['question']}\n  whole request, timed now: {now}\n"
-        f"  its model call, the whole reply: {call}"
-    )
 
 
 def model_request(line: dict[str, Any]) -> list[dict[str, Any]]:
