@@ -264,6 +264,9 @@ def test_release_predictions_computed_by_the_gate_are_refused_though_right(shipp
     computed = "PREDICTED = {name: failed_conditions(compare(*trial)) for name, trial in trials.items()}"
     with pytest.raises(AssertionError, match="type PREDICTED out"):
         check_release_predictions(right, trials, suite_sha256=sha, source=computed)
+    wrong = {"same": True, "outage": {3}}  # a computed wrong answer learns nothing about its rightness
+    with pytest.raises(AssertionError, match="type PREDICTED out"):
+        check_release_predictions(wrong, trials, suite_sha256=sha, source=computed)
 
 
 def test_protected_predictions_computed_by_the_gate_are_refused_though_right(shipped):
@@ -310,4 +313,8 @@ def test_protect_answers_accept_any_regressed_id_and_none_only_when_nothing_regr
     with pytest.raises(AssertionError, match="type PROTECT out"):
         check_protect_answers(
             {"two broken": "t3", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
+        )
+    with pytest.raises(AssertionError, match="type PROTECT out"):  # checked before rightness: no oracle
+        check_protect_answers(
+            {"two broken": "t7", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
         )
