@@ -209,18 +209,6 @@ def test_typed_out_reads_only_the_last_assignment_of_the_variable():
     assert not typed_out("OTHER = {'a': 'both'}", "PREDICTED")
 
 
-def test_the_debrief_says_where_each_reply_stopped_and_the_malformed_rate():
-    from labkit.routing.findings import where_replies_stop
-
-    text = where_replies_stop(INPUTS, RIGHT)
-    assert "Plain `json.loads` refused 1 (cut short) itself." in text
-    assert "`loads_strict` refused 1 more, which plain `json.loads` would have read quietly" in text
-    assert "*two routes* as `{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
-    assert "The reply contract refused 2 that parse (rewritten id, route in a list)" in text
-    assert "Well-formed: 2 (unknown route, keys reordered)" in text
-    assert "4 of 6 would count as malformed" in text
-
-
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
     from labkit.routing.practice import failed_conditions, with_penalties
 
