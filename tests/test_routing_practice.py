@@ -209,18 +209,6 @@ def test_typed_out_reads_only_the_last_assignment_of_the_variable():
     assert not typed_out("OTHER = {'a': 'both'}", "PREDICTED")
 
 
-def test_the_debrief_says_where_each_reply_stopped_and_the_malformed_rate():
-    from labkit.routing.findings import where_replies_stop
-
-    text = where_replies_stop(INPUTS, RIGHT)
-    assert "Plain `json.loads` refused 1 (cut short) itself." in text
-    assert "`loads_strict` refused 1 more, which plain `json.loads` would have read quietly" in text
-    assert "*two routes* as `{'id': 't4', 'route': 'billing'}`" in text  # the last of the two routes
-    assert "The reply contract refused 2 that parse (rewritten id, route in a list)" in text
-    assert "Well-formed: 2 (unknown route, keys reordered)" in text
-    assert "4 of 6 would count as malformed" in text
-
-
 def test_failed_conditions_names_each_condition_a_candidate_fails(shipped):
     from labkit.routing.practice import failed_conditions, with_penalties
 
@@ -264,6 +252,9 @@ def test_release_predictions_computed_by_the_gate_are_refused_though_right(shipp
     computed = "PREDICTED = {name: failed_conditions(compare(*trial)) for name, trial in trials.items()}"
     with pytest.raises(AssertionError, match="type PREDICTED out"):
         check_release_predictions(right, trials, suite_sha256=sha, source=computed)
+    wrong = {"same": True, "outage": {3}}  # a computed wrong answer learns nothing about its rightness
+    with pytest.raises(AssertionError, match="type PREDICTED out"):
+        check_release_predictions(wrong, trials, suite_sha256=sha, source=computed)
 
 
 def test_protected_predictions_computed_by_the_gate_are_refused_though_right(shipped):
@@ -310,4 +301,8 @@ def test_protect_answers_accept_any_regressed_id_and_none_only_when_nothing_regr
     with pytest.raises(AssertionError, match="type PROTECT out"):
         check_protect_answers(
             {"two broken": "t3", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
+        )
+    with pytest.raises(AssertionError, match="type PROTECT out"):  # checked before rightness: no oracle
+        check_protect_answers(
+            {"two broken": "t7", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
         )

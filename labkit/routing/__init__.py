@@ -14,7 +14,6 @@
   captured runs.
 - `labkit.routing.practice`: the exercises' what-if runs and suites (`with_routes`, `with_penalties`), and
   `check_smallest_repair`.
-- `labkit.routing.findings`: the notebook's findings in words, each figure taken from the gate's own numbers.
 
 Importing this package imports nothing heavy.
 """

@@ -67,9 +67,9 @@ def check_release_predictions(
     predictions (`labkit.course.shortcuts.cell_that_set` of ``variable``): they must be typed out,
     not computed by running the gate.
     """
+    _refuse_computed(source, variable)  # first, so a computed answer never learns whether it was right
     protected = {name: (suite, base, run, ()) for name, (suite, base, run) in trials.items()}
     _check_verdicts(predicted, protected, suite_sha256, "hint: apply the three conditions; what does a tie do?")
-    _refuse_computed(source, variable)
 
 
 def check_protected_predictions(
@@ -87,8 +87,8 @@ def check_protected_predictions(
     `NotImplementedError` while a prediction is ``None``, and `AssertionError` saying only how
     many are wrong; ``source`` as there.
     """
-    _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
     _refuse_computed(source, variable)
+    _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
 
 
 def check_protect_answers(
@@ -103,6 +103,9 @@ def check_protect_answers(
     """
     if any(answer is Ellipsis for answer in answers.values()) or set(answers) != set(trials):
         raise NotImplementedError("hint: which ticket did the baseline route right and the candidate wrong?")
+    assert typed_out(source, variable), (  # first, so a computed answer never learns whether it was right
+        f"type {variable} out (an id such as 't3', or None): computed answers diagnose nothing"
+    )
     wrong = []
     for name, (suite, base, run) in trials.items():
         report = compare(suite, suite_sha256, base, run)
@@ -117,9 +120,6 @@ def check_protect_answers(
         if not right:
             wrong.append(name)
     assert not wrong, f"{len(wrong)} of your {len(trials)} answers are wrong: compare each ticket in both runs"
-    assert typed_out(source, variable), (
-        f"type {variable} out (an id such as 't3', or None): computed answers diagnose nothing"
-    )
 
 
 def _refuse_computed(source: str, variable: str) -> None:
