@@ -23,7 +23,10 @@ def _replies(rows):
 def test_the_reply_failures_count_each_cause_from_the_captured_replies(captured):
     report, results = captured
     rows = _replies(findings.reply_failures(results, load_run(runs.RUN_CAPTURED), report))
-    assert list(rows.values()) == [1, 24, 24, 10, 4, 3, 5, 5, 10, 9]
+    assert list(rows.values()) == [1, 24, 24, 10, 4, 3, 5, 5, 4, 4, 10, 9]
+    # the notebook's sentence: every unparsed reply held a control character, and 4 of the 5 were also cut off
+    assert rows["  of those, holding a raw control character"] == rows["unparsed replies, router or agent"] == 5
+    assert rows["  of those, cut off at max_tokens=64 (finish_reason length)"] == rows["  of those, both"] == 4
     assert rows["agent replies cut off at max_tokens=64"] == 1
     assert rows["router replies that did not parse"] == 4 and rows["  of those, cut off at max_tokens=64"] == 3
     assert rows['most frequent refused call: filter_by_intent with {"answer": "10"}'] == 10

@@ -31,7 +31,8 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
     ``max_tokens``; agent replies that parsed but failed the tool's schema, and how many
     of those hold an ``answer`` where the tool needs an ``intent`` or ``rows``; router
     replies with a wrong route in valid JSON; router replies that did not parse, and
-    how many were cut off; unparsed replies holding a raw control character; then the
+    how many were cut off; of all unparsed replies, how many hold a raw control
+    character, how many were cut off, and how many both; then the
     two most frequent refused calls. It does not split the blame between the model,
     the cap, the grammar and the schema: the run does not measure that.
     """
@@ -45,6 +46,13 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
     labels, matrix = report["routing"]["labels"], report["routing"]["matrix"]
     routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
     cap = f"max_tokens={SETTINGS['max_tokens']}"
+
+    def control(reply: dict[str, Any]) -> bool:
+        return bool(reply["strict JSON parser"].startswith("Invalid control character"))
+
+    def cut_off(reply: dict[str, Any]) -> bool:
+        return bool(reply["finish_reason"] == "length")
+
     rows = [
         (
             f"agent replies cut off at {cap}",
@@ -65,10 +73,9 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
             sum(r["step"] == "route" and r["finish_reason"] == "length" for r in unparsed),
         ),
         ("unparsed replies, router or agent", len(unparsed)),
-        (
-            "  of those, holding a raw control character",
-            sum(r["strict JSON parser"].startswith("Invalid control character") for r in unparsed),
-        ),
+        ("  of those, holding a raw control character", sum(map(control, unparsed))),
+        (f"  of those, cut off at {cap} (finish_reason length)", sum(map(cut_off, unparsed))),
+        ("  of those, both", sum(control(r) and cut_off(r) for r in unparsed)),
     ]
     rows += [(f"most frequent refused call: {tool} with {args}", n) for (tool, args), n in refused.most_common(2)]
     return [{"what the replies show": what, "replies": n} for what, n in rows]
