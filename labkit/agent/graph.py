@@ -289,8 +289,9 @@ class SupportAgent:
         """Compile the graph: the allowed nodes, and edges whose every possible target is named.
 
         Each node is the method ``<name>_node``; the three conditional edges are the
-        functions `after_route`, `after_agent` and `after_tools`. A checkpointer, if
-        given, would save the state after every node; the agent here runs without one
+        functions `after_route`, `after_agent` and `after_tools`. A checkpointer
+        (LangGraph's saver of a run's state, so a later call can resume it) would save
+        the state after every node; the agent here runs without one
         (durable sessions are a separate, smaller graph in `labkit.agent.sessions`).
         """
         from langgraph.graph import END, START, StateGraph
