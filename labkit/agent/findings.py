@@ -166,3 +166,37 @@ def captured_replies(
             }
         )
     return rows
+
+
+class ReadingFalse(LabkitError, AssertionError):
+    """A claim lesson 04's reading of the evaluation makes does not hold on the results."""
+
+
+def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult], report: dict[str, Any]) -> None:
+    """Raise `ReadingFalse` unless each claim of lesson 04's reading of the two columns holds on these results.
+
+    ``captured`` and ``authored`` are the two runs' results, ``report`` the captured
+    run's `labkit.agent.evaluation.evaluation_report`. The claims: every captured ✓ is a
+    refusal or a case that fixes no answer; no captured proposal was a valid tool call
+    and no data tool ran; every captured case that ended ``ok`` but wrong was routed
+    ``profile``; p95 lies between the two slowest cases (numpy's interpolated 95th
+    percentile of n values does when n <= 21); the authored run's one refused argument is ``c10``'s.
+    """
+    correct = [r for r in captured if ev.outcome_correct(r)]
+    wrong_ok = {r.route for r in captured if r.status == "ok" and r not in correct}
+    refused = [
+        r.case.id for r in authored for e in (r.state or {}).get("events", []) if e["kind"] == "arguments_invalid"
+    ]
+    claims = {
+        "a captured pass is a refusal or fixes no answer": all(
+            r.status == "refused" or r.case.expected_final is None for r in correct
+        ),
+        "no valid captured tool call, no data tool run": report["tools"]["valid_arguments"] == 0
+        and report["safety"]["tool_calls"] == 0,
+        "every captured ok-but-wrong case was routed profile": wrong_ok == {"profile"},
+        "p95 lies between the two slowest cases": (report["operations"] or {}).get("cases", 0) <= 21,
+        "the authored run's one refused argument is c10's": refused == ["c10"],
+    }
+    false = [claim for claim, holds in claims.items() if not holds]
+    if false:
+        raise ReadingFalse(f"the notebook's reading says what these results do not: {'; '.join(false)}")
