@@ -112,9 +112,7 @@ def test_the_missing_arguments_check_passes_counting_required_fields_the_refused
     right = _missing_of(required_only=True)
     assert dict(right(captured_results)) == {"filter_by_intent.intent": 15, "count_rows.rows": 9}
     assert (
-        check_missing_arguments(
-            right, captured_results, authored_results, prediction="filter_by_intent.intent"
-        ).splitlines()[0]
+        check_missing_arguments(right, captured_results, authored_results, prediction="filter_by_intent.intent")
         == "ex:missing-arguments passed"
     )
 
@@ -152,6 +150,7 @@ def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typ
         (None, 'PREDICTION = None  # your prediction: "<tool>.<field>"', "set it to"),  # the stub
         ("filter_by_intent.limit", 'PREDICTION = "filter_by_intent.limit"', "not a required field"),
         ("intent", 'PREDICTION = "intent"', "not a required field"),
+        ("count_rows.rows", 'PREDICTION = "count_rows.rows"', "the prediction was wrong"),  # a wrong value
         (  # the shortcut: the count computed, then read off as the prediction
             "filter_by_intent.intent",
             "def missing_arguments(results): ...\n"
@@ -172,51 +171,20 @@ def test_the_missing_arguments_check_grades_the_prediction(
         )
 
 
-def test_the_missing_arguments_check_passes_a_wrong_guess_and_shows_it_beside_the_count(
-    captured_results, authored_results
-):
-    """Predict first: an honest wrong guess is not failed, it is printed beside the right answer."""
-    from labkit.agent.exercises import check_missing_arguments
-
-    result = check_missing_arguments(
-        _missing_of(required_only=True),
-        captured_results,
-        authored_results,
-        prediction="count_rows.rows",
-        source='PREDICTION = "count_rows.rows"',
-    )
-    passed, guess, meaning = result.splitlines()
-    assert passed == "ex:missing-arguments passed"
-    assert guess == (
-        "you predicted count_rows.rows; the refused captured calls lacked: filter_by_intent.intent 15, count_rows.rows 9"
-    )
-    assert meaning.startswith("your guess differs")
-
-
-def test_the_missing_arguments_check_still_fails_a_wrong_build_whatever_the_guess(captured_results, authored_results):
-    from labkit.agent.exercises import check_missing_arguments
-
-    with pytest.raises(AssertionError, match="captured run"):
-        check_missing_arguments(
-            _missing_of(required_only=False), captured_results, authored_results, prediction="count_rows.rows"
-        )
-
-
 def test_the_missing_arguments_check_passes_the_right_prediction_typed_out(captured_results, authored_results):
     from labkit.agent.exercises import check_missing_arguments
 
     typed = 'PREDICTION = "count_rows.rows"\nPREDICTION = "filter_by_intent.intent"  # changed my mind\n'
-    assert check_missing_arguments(
-        _missing_of(required_only=True),
-        captured_results,
-        authored_results,
-        prediction="filter_by_intent.intent",
-        source=typed,
-    ).splitlines()[1:] == [
-        "you predicted filter_by_intent.intent; the refused captured calls lacked: "
-        "filter_by_intent.intent 15, count_rows.rows 9",
-        "your guess matches the count",
-    ]
+    assert (
+        check_missing_arguments(
+            _missing_of(required_only=True),
+            captured_results,
+            authored_results,
+            prediction="filter_by_intent.intent",
+            source=typed,
+        )
+        == "ex:missing-arguments passed"
+    )
 
 
 def _backed(pick):

@@ -132,10 +132,9 @@ def check_missing_arguments(
     with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
     (an optional field given is not missing); a valid filter (nothing refused).
     A key counted zero times may be left out. ``prediction`` (the learner's
-    ``PREDICTION``) must be a required ``"<tool>.<field>"`` typed out as a string:
-    ``source`` is the cell that set it (`labkit.course.shortcuts.cell_that_set`), and a
-    value computed there predicts nothing. A wrong guess is not failed: the result
-    prints it beside the field the refused captured calls lacked most often.
+    ``PREDICTION``) must be the ``"<tool>.<field>"`` the refused captured calls lacked
+    most often, typed out as a string: ``source`` is the cell that set it
+    (`labkit.course.shortcuts.cell_that_set`), and a value computed there predicts nothing.
     """
     from labkit.agent.graph import ScriptedModel
     from labkit.agent.runs import make_requests
@@ -156,11 +155,12 @@ def check_missing_arguments(
             f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
             "a field the tool's argument class requires (not the fields they hold, not optional ones)"
         )
-    return "ex:missing-arguments passed\n" + _grade_prediction(prediction, source, _missing_arguments(captured))
+    _grade_prediction(prediction, source, _missing_arguments(captured))
+    return "ex:missing-arguments passed"
 
 
-def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> str:
-    """Refuse a missing, malformed or computed prediction; return it beside the field the refused calls lacked most."""
+def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> None:
+    """Refuse a missing, malformed, computed or wrong prediction of the field the refused calls lacked most often."""
     required = sorted(f"{tool}.{name}" for tool, names in _required_fields().items() for name in names)
     assert isinstance(prediction, str), (
         f"PREDICTION is {prediction!r}: set it to the '<tool>.<field>' you expect, one of {', '.join(required)}"
@@ -172,15 +172,10 @@ def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> 
         "type PREDICTION out as a string such as 'count_rows.rows': a value computed from the count predicts nothing"
     )
     most = max(missing.values(), default=0)
-    lacked = ", ".join(f"{key} {n}" for key, n in sorted(missing.items(), key=lambda kv: -kv[1]))
-    if missing.get(prediction, 0) == most:
-        meaning = "your guess matches the count"
-    else:
-        meaning = (
-            "your guess differs: the model did not fail where you expected; see which tool it proposed first "
-            "and what it put in arguments (the captured replies below)"
-        )
-    return f"you predicted {prediction}; the refused captured calls lacked: {lacked}\n{meaning}"
+    assert missing.get(prediction, 0) == most, (
+        f"PREDICTION {prediction!r} is not the field the refused captured calls lacked most often: the prediction "
+        "was wrong; print your missing_arguments count and ask which tool the model proposed first"
+    )
 
 
 def _typed_string(source: str, variable: str) -> bool:
