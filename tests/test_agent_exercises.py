@@ -279,3 +279,23 @@ def test_the_backed_count_check_refuses_reading_every_observation_as_a_dict():
 
     with pytest.raises(AssertionError, match="crashed with AttributeError"):
         check_backed_count(get_on_every_observation)
+
+
+def test_exercise_1s_reference_rule_accepts_both_counts_the_finalize_gap_shows():
+    """Notebook 04 says Exercise 1's rule accepts both gap rows: each count is its log's latest, and it checks
+    neither intent nor dataset version; only check_count_result refuses them."""
+    from labkit.agent.dataset import APPROVED_SCOPE
+    from labkit.agent.graph import gap_counts
+    from labkit.agent.identity import authorize
+    from labkit.agent.validator import format_answer
+
+    rule = _backed(lambda counts, calls: counts[-1])  # the rule check_backed_count passes
+    counts, _, _ = gap_counts(authorize("analyst-ana", "gap", APPROVED_SCOPE))
+    for counted in counts.values():
+        calls = [
+            {"step": "route", "observation": "structured"},
+            {"step": "filter_by_intent", "observation": {"row_ref": "rows-0123456789abcdef", "preview_rows": 5}},
+            {"step": "count_rows", "observation": counted},
+        ]
+        answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
+        assert rule(answer, calls).intent == counted["intent"]

@@ -23,7 +23,10 @@ def _replies(rows):
 def test_the_reply_failures_count_each_cause_from_the_captured_replies(captured):
     report, results = captured
     rows = _replies(findings.reply_failures(results, load_run(runs.RUN_CAPTURED), report))
-    assert list(rows.values()) == [1, 24, 24, 10, 4, 3, 5, 5, 10, 9]
+    assert list(rows.values()) == [1, 24, 24, 10, 4, 3, 5, 5, 4, 4, 10, 9]
+    # the notebook's sentence: every unparsed reply held a control character, and 4 of the 5 were also cut off
+    assert rows["  of those, holding a raw control character"] == rows["unparsed replies, router or agent"] == 5
+    assert rows["  of those, cut off at max_tokens=64 (finish_reason length)"] == rows["  of those, both"] == 4
     assert rows["agent replies cut off at max_tokens=64"] == 1
     assert rows["router replies that did not parse"] == 4 and rows["  of those, cut off at max_tokens=64"] == 3
     assert rows['most frequent refused call: filter_by_intent with {"answer": "10"}'] == 10
@@ -89,3 +92,22 @@ def test_captured_replies_show_each_pick_unchanged_and_refuse_a_missing_one():
     assert rows[2]["finish_reason"] == "length" and "not JSON" in rows[2]["application recorded"]
     with pytest.raises(findings.NoSuchReply):
         findings.captured_replies(results, run, picks=[("c08", "agent")])
+
+
+def test_the_reading_of_the_two_columns_holds_on_the_recorded_runs_and_fails_when_the_runs_are_swapped(captured):
+    report, results = captured
+    authored = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    findings.check_reading(results, authored, report)  # the recorded runs: every claim holds
+    with pytest.raises(findings.ReadingFalse, match="no valid captured tool call") as raised:
+        authored_report = ev.evaluation_report(authored, load_run(runs.RUN_AUTHORED))
+        findings.check_reading(authored, results, authored_report)  # the authored run read as if captured
+    assert "the authored run's one refused argument is c10's" in str(raised.value)
+
+
+def test_the_reading_fails_when_a_captured_case_ends_ok_but_wrong_outside_profile(captured):
+    report, results = captured
+    authored = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    c04 = next(r for r in results if r.case.id == "c04")
+    moved = [runs.CaseResult(r.case, "ok", None, "unstructured", r.state, []) if r is c04 else r for r in results]
+    with pytest.raises(findings.ReadingFalse, match="routed profile"):
+        findings.check_reading(moved, authored, report)

@@ -161,8 +161,18 @@ def test_finalize_passes_a_wrong_intent_and_an_outdated_count_that_the_plain_tra
     from labkit.agent.graph import finalize_gap
 
     rows = finalize_gap(authorize("analyst-ana", "gap", APPROVED_SCOPE))
-    assert [row["last_result counted"].split()[0] for row in rows] == ["track_refund", "get_refund,"]
+    assert [row["last_result counted"].split(",")[0] for row in rows] == ["get_refund", "track_refund"]
     assert all(row["finalize_node"] == "ok" for row in rows), "the gap: finalize checks neither intent nor version"
-    assert all(row["check_count_result"] == "refused (StaleResult)" for row in rows)
-    assert rows[0]["answer proposed"].endswith("track refund requests in approved_support_dataset")
-    assert rows[1]["answer proposed"] == "27 refund requests in approved_support_dataset"
+    # each row has one problem only: the outdated count has the right intent, the wrong intent is current
+    assert [row["check_count_result"] for row in rows] == ["refused: dataset_version", "refused: intent"]
+    assert rows[0]["answer proposed"] == "27 refund requests in approved_support_dataset"
+    assert rows[1]["answer proposed"].endswith("track refund requests in approved_support_dataset")
+
+
+def test_the_gap_counts_are_each_the_latest_in_their_log_so_exercise_1s_rule_accepts_both():
+    from labkit.agent.graph import gap_counts
+
+    counts, request, _ = gap_counts(authorize("analyst-ana", "gap", APPROVED_SCOPE))
+    outdated, wrong_intent = counts.values()
+    assert outdated["intent"] == "get_refund" and outdated["dataset_version"] != request["dataset_version"]
+    assert wrong_intent["intent"] == "track_refund" and wrong_intent["dataset_version"] == request["dataset_version"]

@@ -31,7 +31,8 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
     ``max_tokens``; agent replies that parsed but failed the tool's schema, and how many
     of those hold an ``answer`` where the tool needs an ``intent`` or ``rows``; router
     replies with a wrong route in valid JSON; router replies that did not parse, and
-    how many were cut off; unparsed replies holding a raw control character; then the
+    how many were cut off; of all unparsed replies, how many hold a raw control
+    character, how many were cut off, and how many both; then the
     two most frequent refused calls. It does not split the blame between the model,
     the cap, the grammar and the schema: the run does not measure that.
     """
@@ -45,6 +46,13 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
     labels, matrix = report["routing"]["labels"], report["routing"]["matrix"]
     routes = [i for i, label in enumerate(labels) if label != ev.INVALID]
     cap = f"max_tokens={SETTINGS['max_tokens']}"
+
+    def control(reply: dict[str, Any]) -> bool:
+        return bool(reply["strict JSON parser"].startswith("Invalid control character"))
+
+    def cut_off(reply: dict[str, Any]) -> bool:
+        return bool(reply["finish_reason"] == "length")
+
     rows = [
         (
             f"agent replies cut off at {cap}",
@@ -65,10 +73,9 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
             sum(r["step"] == "route" and r["finish_reason"] == "length" for r in unparsed),
         ),
         ("unparsed replies, router or agent", len(unparsed)),
-        (
-            "  of those, holding a raw control character",
-            sum(r["strict JSON parser"].startswith("Invalid control character") for r in unparsed),
-        ),
+        ("  of those, holding a raw control character", sum(map(control, unparsed))),
+        (f"  of those, cut off at {cap} (finish_reason length)", sum(map(cut_off, unparsed))),
+        ("  of those, both", sum(control(r) and cut_off(r) for r in unparsed)),
     ]
     rows += [(f"most frequent refused call: {tool} with {args}", n) for (tool, args), n in refused.most_common(2)]
     return [{"what the replies show": what, "replies": n} for what, n in rows]
@@ -159,3 +166,37 @@ def captured_replies(
             }
         )
     return rows
+
+
+class ReadingFalse(LabkitError, AssertionError):
+    """A claim lesson 04's reading of the evaluation makes does not hold on the results."""
+
+
+def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult], report: dict[str, Any]) -> None:
+    """Raise `ReadingFalse` unless each claim of lesson 04's reading of the two columns holds on these results.
+
+    ``captured`` and ``authored`` are the two runs' results, ``report`` the captured
+    run's `labkit.agent.evaluation.evaluation_report`. The claims: every captured ✓ is a
+    refusal or a case that fixes no answer; no captured proposal was a valid tool call
+    and no data tool ran; every captured case that ended ``ok`` but wrong was routed
+    ``profile``; p95 lies between the two slowest cases (numpy's interpolated 95th
+    percentile of n values does when n <= 21); the authored run's one refused argument is ``c10``'s.
+    """
+    correct = [r for r in captured if ev.outcome_correct(r)]
+    wrong_ok = {r.route for r in captured if r.status == "ok" and r not in correct}
+    refused = [
+        r.case.id for r in authored for e in (r.state or {}).get("events", []) if e["kind"] == "arguments_invalid"
+    ]
+    claims = {
+        "a captured pass is a refusal or fixes no answer": all(
+            r.status == "refused" or r.case.expected_final is None for r in correct
+        ),
+        "no valid captured tool call, no data tool run": report["tools"]["valid_arguments"] == 0
+        and report["safety"]["tool_calls"] == 0,
+        "every captured ok-but-wrong case was routed profile": wrong_ok == {"profile"},
+        "p95 lies between the two slowest cases": (report["operations"] or {}).get("cases", 0) <= 21,
+        "the authored run's one refused argument is c10's": refused == ["c10"],
+    }
+    false = [claim for claim, holds in claims.items() if not holds]
+    if false:
+        raise ReadingFalse(f"the notebook's reading says what these results do not: {'; '.join(false)}")

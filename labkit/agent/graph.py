@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -288,8 +289,9 @@ class SupportAgent:
         """Compile the graph: the allowed nodes, and edges whose every possible target is named.
 
         Each node is the method ``<name>_node``; the three conditional edges are the
-        functions `after_route`, `after_agent` and `after_tools`. A checkpointer, if
-        given, would save the state after every node; the agent here runs without one
+        functions `after_route`, `after_agent` and `after_tools`. A checkpointer
+        (LangGraph's saver of a run's state, so a later call can resume it) would save
+        the state after every node; the agent here runs without one
         (durable sessions are a separate, smaller graph in `labkit.agent.sessions`).
         """
         from langgraph.graph import END, START, StateGraph
@@ -410,29 +412,40 @@ def same_filter_forever() -> ScriptedModel:
     )
 
 
-def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
-    """Hand `SupportAgent.finalize_node` two counts the plain trace refuses for the refund question; return each verdict.
+def gap_counts(caller: Caller) -> tuple[dict[str, dict[str, Any]], dict[str, str], Callable[..., Any]]:
+    """Return `finalize_gap`'s two counts (by label), the request they answer, and the finalize node they go to.
 
-    Each count comes from the real tools on fresh data, with an answer that repeats it
-    word for word: ``track_refund`` counted (the wrong intent), and ``get_refund`` counted
-    before the data published a new version (outdated). A row gives the finalize node's
-    status and what the plain trace's `check_count_result` says of the same count.
+    ``get_refund`` is counted, the data publishes a new version, then ``track_refund``
+    is counted: each count is the latest in its own log, and each has one problem only.
     """
     from labkit.agent.tools import CountRows, IntentFilter, SupportData
-    from labkit.agent.trace import StaleResult, check_count_result
-    from labkit.agent.validator import format_answer
 
     data = SupportData()
     tools = SupportTools(caller, data)
-    node = SupportAgent(caller, tools, ScriptedModel({})).finalize_node
 
     def count(intent: str) -> dict[str, Any]:
         return tools.count_rows(CountRows(rows=tools.filter_by_intent(IntentFilter(intent=intent))["row_ref"]))
 
-    counts = {"track_refund (the wrong intent)": count("track_refund")}
-    counts["get_refund, then the data refreshed"] = count("get_refund")
+    counts = {"get_refund, before a new version": count("get_refund")}
     data.publish(f"{data.dataset_version}-refreshed")
+    counts["track_refund, current version"] = count("track_refund")
     request = {"caller_scope": caller.caller_scope, "dataset_version": data.dataset_version}
+    return counts, request, SupportAgent(caller, tools, ScriptedModel({})).finalize_node
+
+
+def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
+    """Hand `SupportAgent.finalize_node` two counts the plain trace refuses for the refund question; return each verdict.
+
+    Each count comes from the real tools, with an answer that repeats it word for word,
+    and each has one problem only: ``get_refund`` counted before the data published a
+    new version (outdated, the right intent), and ``track_refund`` counted after it (the
+    current version, the wrong intent). A row gives the finalize node's status and what
+    the plain trace's `check_count_result` says of the same count, naming the field it refused.
+    """
+    from labkit.agent.trace import StaleResult, check_count_result
+    from labkit.agent.validator import format_answer
+
+    counts, request, node = gap_counts(caller)
     rows = []
     for label, counted in counts.items():
         answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
@@ -442,7 +455,12 @@ def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
             check_count_result(counted, request)
             trace = "accepted"
         except StaleResult:
-            trace = "refused (StaleResult)"
+            wrong = [
+                f
+                for f, want in (("dataset_version", request["dataset_version"]), ("intent", "get_refund"))
+                if counted[f] != want
+            ]
+            trace = f"refused: {', '.join(wrong)}"
         rows.append(
             {
                 "last_result counted": label,
