@@ -15,9 +15,8 @@ from labkit.system.repeats import (
     golden_repeat_table,
     make_requests,
     outcomes,
-    repeat_summary,
+    separable_counts,
     status_table,
-    trial_failures,
 )
 from labkit.system.tickets import TICKETS
 from tests.planted import PlantOne
@@ -174,31 +173,14 @@ def test_a_trial_whose_endpoint_has_a_password_records_its_failure_with_the_pass
     assert "hunter2" not in json.dumps(result)
 
 
-def test_the_summary_sets_the_greedy_verdict_beside_the_sampled_rate_and_its_interval(replayed):
-    greedy = {GOLDEN[0].question: False, GOLDEN[1].question: True, GOLDEN[2].question: False}
-    summary = repeat_summary(replayed, greedy)
-    table = golden_repeat_table(replayed)
-    assert list(summary.index) == QUESTIONS
-    for question in QUESTIONS:
-        row = summary.loc[question]
-        assert row["temperature 0, one request"] == ("pass" if greedy[question] else "fail")
-        assert row[f"temperature {TRIALS.temperature:g}, {TRIALS.n} seeds"] == table.loc[question, "trials"]
-        low, high = table.loc[question, "wilson_low"], table.loc[question, "wilson_high"]
-        assert row["95% Wilson interval"] == f"[{low:.2f}, {high:.2f}]"
-    assert summary.loc[GOLDEN[0].question, "ended as"] == "answered 3, invalid_output 2"
-    assert "verdict" not in summary.columns  # 0 of 5 is no "never": its interval reaches 0.43
+def test_separable_counts_lists_exactly_the_pairs_whose_intervals_do_not_overlap():
+    from labkit.trials import wilson
 
-
-def test_the_failed_trials_say_why_each_failed_from_the_check_or_the_golden_rules(replayed):
-    failures = trial_failures(replayed)
-    refund = failures[failures["case"] == GOLDEN[0].question]
-    answered = refund[refund["status"] == "answered"]
-    assert len(answered) == 1 and len(answered.iloc[0]["seeds"].split(", ")) == 3
-    assert answered.iloc[0]["why it failed"] == (
-        f"cites [], expected refund_policy.pdf#p1; text '2 get_refund tickets' is not exactly {GOLDEN[0].text!r}"
-    )
-    every = sum(len(s.split(", ")) for s in failures["seeds"])
-    assert every == sum(not t.passed for t in replayed)
-    assert set(refund[refund["status"] == "invalid_output"]["why it failed"]) <= {
-        t.result.get("reason") for t in replayed if t.case == GOLDEN[0]
-    }
+    assert separable_counts(TRIALS.n) == [(0, 5)]  # at n = 5 only no pass against five
+    for n in (5, 12):
+        pairs = separable_counts(n)
+        for a in range(n + 1):
+            for b in range(a + 1, n + 1):
+                apart = wilson(b, n)[0] > wilson(a, n)[1]
+                assert ((a, b) in pairs) is apart, (n, a, b)
+    assert (1, 5) not in separable_counts(5) and (1, 12) in separable_counts(12)

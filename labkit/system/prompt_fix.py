@@ -8,8 +8,9 @@ Two captured runs test the diagnosis on one runtime (the ``local`` extra's
 server): `RUN_BASELINE` holds the lesson's unchanged requests, `RUN_CAPTURED` the
 same requests sent with `SYSTEM_FIXED`. `settings_table` sets what the lesson's
 first captured run and these two carried side by side, read from their files: between
-the two the system prompt is the only variable, and the first run differs from the
-baseline in its server. On these four requests the fixed prompt passes the count case,
+the two the system prompt is the only variable; of the settings recorded, the first run
+differs from the baseline only in its server. `server_timings` reads how long the server
+spent reading each prompt and writing each reply. On these four requests the fixed prompt passes the count case,
 but with ``get_refund``, the value the old example writes anyway, and the one request
 whose right intent is another (the empty count) still names ``get_refund``: the example
 is not shown to be the cause; the other suspects (the enum's first value,
@@ -115,60 +116,29 @@ def reply_gist(raw: str) -> str:
     return " + ".join(parts)
 
 
-def comparison_table(
-    asked: dict[str, list[tuple[str, str, dict[str, Any]]]], trace_dir: str | Path
-) -> Any:
-    """Return one row per request and prompt: the reply's shape (`reply_gist`), status, golden verdict.
+def server_timings(run_id: str) -> dict[str, dict[str, float]]:
+    """Return, per recorded question, the seconds the server spent reading the prompt and writing.
 
-    Rows are indexed by ``(question, prompt)``, the unchanged prompt first. A request
-    that is no golden case (the empty count) has no verdict: its cell says so. The raw
-    replies stay in the trace files under ``trace_dir``.
+    Read from the ``timings`` that llama.cpp's server (run by xllamacpp) adds to each reply:
+    ``prompt_ms`` (reading the prompt's tokens) and ``predicted_ms`` (generating the reply's),
+    rounded to 0.1 s. A run whose replies carry no ``timings`` is refused: nothing split its time.
     """
-    import pandas as pd
+    from labkit.errors import RecordedRunError
+    from labkit.recording import load_run
 
-    from labkit.system.golden import GOLDEN, passed
-    from labkit.system.runs import reply_table
-    from labkit.system.workflow import read_trace_lines
-
-    cases = {case.question: case for case in GOLDEN}
-    replies = {
-        name: list(
-            reply_table(read_trace_lines(Path(trace_dir) / f"{run_id}.jsonl")[-len(asked[name]) :])[
-                "raw reply"
-            ]
-        )
-        for name, run_id in (("unchanged", RUN_BASELINE), ("fixed", RUN_CAPTURED))
-    }
-    rows = [
-        {
-            "question": question,
-            "prompt": name,
-            "reply": reply_gist(replies[name][n]),
-            "status": result["status"],
-            "golden": (
-                ("pass" if passed(result, cases[question]) else "fail")
-                if question in cases
-                else "not a golden case"
-            ),
-            "raw": replies[name][n],
+    timings: dict[str, dict[str, float]] = {}
+    for binding in load_run(run_id).bindings:
+        recorded = (binding.response or {}).get("timings")
+        if not recorded or binding.question is None:
+            raise RecordedRunError(
+                f"run {run_id!r} recorded no server timings for {binding.question!r}: "
+                "only the xllamacpp runs split a call's time"
+            )
+        timings[binding.question] = {
+            "reading prompt (s)": round(recorded["prompt_ms"] / 1000, 1),
+            "writing reply (s)": round(recorded["predicted_ms"] / 1000, 1),
         }
-        for n in range(len(asked["unchanged"]))
-        for name in ("unchanged", "fixed")
-        for question, _, result in [asked[name][n]]
-    ]
-    table = pd.DataFrame(rows).set_index(["question", "prompt"])
-    table.attrs["raw"] = table.pop("raw").to_dict()  # the replies in full
-    return table
-
-
-def golden_scores(table: Any) -> dict[str, tuple[int, int]]:
-    """Return, per prompt, ``(golden cases passed, golden cases)`` read from `comparison_table`."""
-    scores = {}
-    for name in ("unchanged", "fixed"):
-        golden = table.xs(name, level="prompt")["golden"]
-        scored = golden[golden != "not a golden case"]
-        scores[name] = (int((scored == "pass").sum()), len(scored))
-    return scores
+    return timings
 
 
 def sha12(value: Any) -> str:

@@ -7,8 +7,8 @@ again measures nothing new. The repeats here measure another configuration, the
 zero, each trial with its own ``seed`` (`labkit.trials`), so each trial is its own
 request with its own replay binding. `outcomes` scores each trial with the same
 `passed` as the single run; `golden_repeat_table` gives each case's pass rate with
-its Wilson interval; `repeat_summary` sets them beside the greedy run's verdicts;
-`trial_failures` says why the failed trials failed.
+its Wilson interval (the notebook builds its own tables from the trials on the page);
+`separable_counts` lists the pass counts whose intervals do not overlap.
 """
 
 from __future__ import annotations
@@ -120,54 +120,14 @@ def status_table(trials: list[GoldenTrial]) -> Any:
     return table
 
 
-def repeat_summary(trials: list[GoldenTrial], greedy: dict[str, bool]) -> Any:
-    """Return one row per golden case: the greedy run's verdict beside the sampled trials' record.
+def separable_counts(n: int) -> list[tuple[int, int]]:
+    """Return every pair of pass counts of ``n`` trials whose 95% Wilson intervals do not overlap.
 
-    ``greedy`` maps each question to whether the temperature-0 run passed it. Columns: that
-    verdict; the trials in seed order (✓ pass, ✗ fail); passes of n; the 95% Wilson interval
-    of the sampled pass rate, as ``[low, high]``; the statuses the trials ended with. No word
-    verdict: 0 of 5 is not "never", its interval reaches 0.43.
+    A pair ``(a, b)``, ``a < b``, is listed when ``b`` passes' interval starts above where
+    ``a`` passes' ends: only then do the intervals tell two cases with those counts apart.
     """
-    import pandas as pd
+    from labkit.trials import wilson
 
-    from labkit.tables import interval, text_table
-
-    table, statuses = golden_repeat_table(trials), status_table(trials)
-    sampled = f"temperature {TRIALS.temperature:g}, {TRIALS.n} seeds"
-    rows = [
-        {
-            "case": question,
-            f"temperature {BASE_SETTINGS['temperature']:g}, one request": (
-                "pass" if greedy[question] else "fail"
-            ),
-            sampled: row["trials"],
-            "passed": row["passed"],
-            "95% Wilson interval": interval(row["wilson_low"], row["wilson_high"]),
-            "ended as": ", ".join(f"{s} {n}" for s, n in statuses.loc[question].items() if n),
-        }
-        for question, row in table.iterrows()
+    return [
+        (a, b) for a in range(n) for b in range(a + 1, n + 1) if wilson(b, n)[0] > wilson(a, n)[1]
     ]
-    return text_table(pd.DataFrame(rows).set_index("case"))
-
-
-def trial_failures(trials: list[GoldenTrial]) -> Any:
-    """Return why the failed trials failed: one row per case, status and reason, with their seeds.
-
-    The reason is the check's own (a reply that broke the contract), else every golden
-    rule the result broke (`labkit.system.golden.unmet`).
-    """
-    import pandas as pd
-
-    from labkit.system.golden import unmet
-    from labkit.tables import text_table
-
-    seeds: dict[tuple[str, str, str], list[int]] = {}
-    for t in trials:
-        if not t.passed:
-            why = t.result.get("reason") or "; ".join(unmet(t.result, t.case))
-            seeds.setdefault((t.case.question, t.result["status"], why), []).append(t.seed)
-    rows = [
-        {"case": q, "status": status, "why it failed": why, "seeds": ", ".join(map(str, found))}
-        for (q, status, why), found in seeds.items()
-    ]
-    return text_table(pd.DataFrame(rows, columns=["case", "status", "why it failed", "seeds"]))
