@@ -208,7 +208,7 @@ def test_the_loader_refuses_exactly_the_loader_kinds_and_the_grader_every_other(
     assert list(table.columns) == ["refused by", "says", "what to do"]
     for name, row in table.iterrows():
         assert row["refused by"] == ("InvalidJSON" if name in LOADER_KINDS else "RouteGradeError"), name
-        assert ";" not in row["says"], name
+        assert ";" not in row["says"] or not row["what to do"], name
     assert table.loc["zero weight", "says"] == "suite penalty for sales is 0"
 
 
@@ -226,6 +226,21 @@ def test_the_refusal_table_keeps_the_whole_message_in_says_and_what_to_do(tmp_pa
     assert (table["what to do"] != "").sum() >= len(table) // 2  # most refusals say what to do
     one = refusals.iloc[:1].assign(message="no semicolon here")
     assert refusal_table(one).iloc[0]["what to do"] == ""
+
+
+def test_a_tail_that_only_says_what_the_loader_did_stays_in_says_not_what_to_do(tmp_path):
+    from labkit.routing.suite import refusal_table
+
+    table = refusal_table(grade_bad_inputs(tmp_path / "bad"))
+    assert table.loc["over 1 MB", "what to do"] == ""
+    assert table.loc["over 1 MB", "says"].endswith("byte limit; refusing to read it")
+    for name, row in table.iterrows():
+        assert not row["what to do"].lower().startswith("refusing"), name
+    two = grade_bad_inputs(tmp_path / "again").iloc[:2]
+    two = two.assign(message=["a.json: too big; Refusing to read it", "b.json: too big; shrink the file"])
+    split = refusal_table(two)
+    assert list(split["what to do"]) == ["", "shrink the file"]
+    assert list(split["says"]) == ["a.json: too big; Refusing to read it", "b.json: too big"]
 
 
 def test_every_refusal_names_its_problem_before_saying_what_to_do(tmp_path):

@@ -370,14 +370,23 @@ REFUSAL_SAYS = {
 }
 
 
+#: First words of a message's tail that report what the loader did rather than tell the reader what to do.
+NOT_ADVICE = ("refusing",)
+
+
 def refusal_table(refusals: pd.DataFrame) -> pd.DataFrame:
     """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and its message in two parts.
 
-    ``says`` is the message up to its first semicolon (what is wrong); ``what to do`` is the rest,
-    stripped ("" when the message has no semicolon). Rejoined with "; ", they give the whole message.
+    ``says`` is the message up to its first semicolon (what is wrong); ``what to do`` is the rest, stripped,
+    when it tells the reader what to do. A tail that starts with a `NOT_ADVICE` word ("refusing to read it")
+    stays in ``says``, as does a message with no semicolon, and ``what to do`` is "". Rejoined with "; ",
+    they give the whole message.
     """
     parts = refusals["message"].str.partition(";")
-    return refusals[["refused by"]].assign(says=parts[0], **{"what to do": parts[2].str.strip()})
+    tails = parts[2].str.strip()
+    advice = parts[1].eq(";") & ~tails.str.lower().str.startswith(NOT_ADVICE)
+    says = parts[0].where(advice, refusals["message"])
+    return refusals[["refused by"]].assign(says=says, **{"what to do": tails.where(advice, "")})
 
 
 def main(argv: list[str] | None = None) -> int:
