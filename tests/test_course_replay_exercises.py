@@ -99,9 +99,9 @@ def test_the_debrief_names_where_each_unequal_refused_rewrite_was_refused_and_wh
 def test_each_run_edit_is_refused_at_load_by_its_own_check(run, tmp_path):
     reasons = load_refusals(run.run_id, tmp_path)
     assert list(reasons) == list(RUN_EDITS)
-    assert "field 'response' was edited after recording" in reasons["a reply's text edited"]
-    assert "field 'content_sha256'" in reasons["the run's recorded time edited"]
-    assert "a captured run must name the model" in reasons["origin flipped to captured"]
+    assert "field 'response' was edited after recording" in reasons["a reply's text edited"]["as edited"]
+    assert "field 'content_sha256'" in reasons["the run's recorded time edited"]["as edited"]
+    assert "a captured run must name the model" in reasons["origin flipped to captured"]["as edited"]
     unedited = load_run(write_edited_run(run.run_id, tmp_path / "unedited", lambda data: None))
     assert unedited.bindings == run.bindings
 
@@ -301,3 +301,69 @@ def test_without_word_drops_one_whole_word_and_refuses_a_word_the_message_lacks(
     assert message["content"] == "Answer only from the passages; only cite them."  # the original is left alone
     with pytest.raises(MessageEditError, match="'passage' is not a word of this message"):
         without_word(message, "passage")  # inside "passages", not a word of its own
+
+
+def test_a_resealed_edit_is_refused_by_load_run_only_for_a_rule_and_always_by_the_signature(run, tmp_path):
+    from labkit.course.replay_exercises import REFUSAL_STAGES, refusal_table
+    from labkit.recording import run_path
+    from labkit.signing import check_signature, read_allowed_signers
+
+    reasons = load_refusals(run.run_id, tmp_path)
+    assert all(list(stages) == list(REFUSAL_STAGES) for stages in reasons.values())
+    # resealed, the two edits that only a hash caught now load; the origin flip is still refused by its rule
+    assert reasons["a reply's text edited"]["hashes recomputed"] == "loaded"
+    assert reasons["the run's recorded time edited"]["hashes recomputed"] == "loaded"
+    flipped = reasons["origin flipped to captured"]["hashes recomputed"]
+    assert "a captured run must name the model" in flipped and "content_sha256" not in flipped
+    # the recorded signature verifies over the recorded file, and over none of the forged copies
+    recorded = run_path(run.run_id)
+    allowed = read_allowed_signers(recorded.parent.parent)
+    assert check_signature(recorded, allowed=allowed).status == "signed"
+    assert all(stages["signature"].startswith("invalid: ") for stages in reasons.values())
+    table = refusal_table(reasons)
+    assert table.count("hashes recomputed  loaded") == 2
+    assert max(len(line) for line in table.splitlines()) <= 96
+
+
+def test_reseal_recomputes_every_hash_so_a_resealed_unedited_run_loads_with_its_own_hashes(run, tmp_path):
+    from labkit.course.replay_exercises import reseal
+
+    def broken_then_resealed(data):
+        data["content_sha256"] = "0" * 64
+        data["bindings"][0]["key"] = "0" * 64
+        data["bindings"][0]["response_sha256"] = "0" * 64
+        reseal(data)
+
+    resealed = load_run(write_edited_run(run.run_id, tmp_path, broken_then_resealed))
+    assert resealed.content_sha256 == run.content_sha256
+    assert [b.key for b in resealed.bindings] == [b.key for b in run.bindings]
+
+
+def test_the_notebook_helpers_name_both_questions_and_the_passages_the_app_sends(run, tmp_path, monkeypatch):
+    from labkit.course.replay_exercises import (
+        LABEL,
+        error_text,
+        passage_sources,
+        passages_sent,
+        refused_fields,
+        work_folder,
+    )
+    from labkit.rag.trace import QUESTIONS, K, load_docs_index, prompt, trace_request
+    from labkit.replay import BoundReplay, replay_refusal
+
+    assert set(LABEL) == set(QUESTIONS.values())
+    monkeypatch.setenv("LABKIT_SCRATCH", str(tmp_path))
+    assert work_folder() == tmp_path / "03_bound_replay" and work_folder().is_dir()
+    assert error_text(ValueError(f"see {tmp_path}/x.json")) == "see scratch/x.json"
+    index, replay = load_docs_index(), BoundReplay.from_run(run)
+    question = QUESTIONS["answered"]
+    selected = passages_sent(index, question)
+    traced = trace_request(question, index, replay)
+    assert len(selected) == K and passage_sources(traced) == [d.metadata["id"] for d in selected]
+    assert replay_refusal(replay, question, prompt(question, selected)) is None  # what the app sent replays
+    assert refused_fields(None) == []
+    changed = prompt(question + " ", selected)
+    assert "question" in refused_fields(replay_refusal(replay, question + " ", changed))
+    unsaved = trace_request("How do I read a TOML file?", index, replay)
+    with pytest.raises(AssertionError, match="selected no passages"):
+        passage_sources(unsaved)

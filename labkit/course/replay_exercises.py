@@ -17,7 +17,7 @@ from typing import Any
 
 from labkit.canonical import request_json
 from labkit.course.shortcuts import calls_to
-from labkit.recording import RecordedRun
+from labkit.recording import CHAT_PATH, RecordedRun
 from labkit.replay import (
     BindingStore,
     ReplayRequestMismatch,
@@ -26,6 +26,51 @@ from labkit.replay import (
     request_diff,
     text_diff,
 )
+
+#: Short names of lesson 02a's two questions, for the notebook's printed lines.
+LABEL = {
+    "How do I parse an ISO 8601 timestamp that ends in Z?": "ISO timestamp",
+    "How many days does this service keep backups?": "backups",
+}
+
+
+def work_folder() -> Path:
+    """Return (and create) ``scratch/03_bound_replay``, the only folder lesson 03 writes to."""
+    from labkit.paths import scratch_dir
+
+    folder = scratch_dir() / "03_bound_replay"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def error_text(error: BaseException) -> str:
+    """Return an error's message with this machine's folders written as ``scratch/`` and repository paths."""
+    from labkit.paths import portable_text
+
+    return portable_text(str(error))
+
+
+def passages_sent(index: Any, question: str) -> list[Any]:
+    """Return the `K` passages lesson 02a's search selects for ``question``, best first, as the app sends them."""
+    from labkit.rag.trace import K
+
+    return [doc for doc, _score in index.store.similarity_search_with_score(question, k=K)]
+
+
+def passage_sources(traced: Any) -> list[str]:
+    """Return the source id of each passage a traced request sent, in order (its ``context_selected`` event)."""
+    selected = traced.trace.first("context_selected")
+    if selected is None:
+        raise AssertionError("this trace selected no passages: it stopped before context_selected")
+    return list(selected.data["source_ids"])
+
+
+def refused_fields(refusal: ReplayRequestMismatch | None) -> list[str]:
+    """Return the paths a refusal's diff names, those inside the user message without its ``messages[1].content.``."""
+    if refusal is None:
+        return []
+    return [d.path.removeprefix("messages[1].content.") for d in refusal.diff]
+
 
 #: What exercise 1 asks about each rewrite: is it ``==`` to the recorded request, and does replay refuse it.
 REWRITE_EFFECTS = ("equal", "refused")
@@ -280,33 +325,92 @@ def check_changed_fields(changed_fields: Callable[[Any, Any], list[str]], run: R
     client.chat.completions.create(**copy.deepcopy(recorded))  # the unchanged request is still bound
 
 
-#: Three edits of a run file, each refused at load by another check (`load_refusals` makes them).
+#: Three edits of a run file (`load_refusals` makes each, then reseals it as a forger would).
 RUN_EDITS = ("a reply's text edited", "the run's recorded time edited", "origin flipped to captured")
+#: What `load_refusals` reports per edit: `load_run` on the edit, on the edit resealed, and verify's signature check.
+REFUSAL_STAGES = ("as edited", "hashes recomputed", "signature")
 
 
-def load_refusals(run_id: str, folder: Path) -> dict[str, str]:
-    """Write a copy of the run file under ``folder`` for each of `RUN_EDITS` and return why `load_run` refuses it."""
+def reseal(data: dict[str, Any]) -> None:
+    """Recompute, in place, every hash a run file holds over its own content, as a forger would.
+
+    Each binding's ``key`` and ``response_sha256``, then ``content_sha256``. After
+    this, only a rule about the content (such as the captured check) or the
+    signature, which needs the signer's private key, can refuse the edited run.
+    """
+    from labkit.recording import binding_key, response_sha256, run_content_sha256
+
+    for binding in data["bindings"]:
+        query = [tuple(pair) for pair in binding.get("query", [])]
+        binding["key"] = binding_key(binding["request"], path=binding.get("path", CHAT_PATH), query=query)
+        binding["response_sha256"] = response_sha256(binding["response"])
+    data["content_sha256"] = run_content_sha256(data)
+
+
+def load_refusals(run_id: str, folder: Path) -> dict[str, dict[str, str]]:
+    """Make each of `RUN_EDITS` to a copy of the run file under ``folder``; say what refuses it at each of `REFUSAL_STAGES`.
+
+    "as edited": why `load_run` refuses the edited copy; "hashes recomputed": why
+    it refuses the copy after `reseal`, or "loaded"; "signature": what `labkit
+    verify`'s signature check says of the resealed copy beside the run's recorded
+    signature. (verify also compares the manifest's file hash, but a forger can
+    rewrite that too: the signature needs the signer's private key.)
+    """
     from labkit.errors import RecordedRunError
-    from labkit.recording import load_run, refusal_reason, write_edited_run
+    from labkit.recording import load_run, refusal_reason, run_path, write_edited_run
+    from labkit.signing import check_signature, read_allowed_signers, signature_problem
 
     def reply_edited(data: dict[str, Any]) -> None:
         message = data["bindings"][0]["response"]["choices"][0]["message"]
         message["content"] = message["content"].replace("3.11", "3.12")
+
+    def resealed(edit: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], None]:
+        def edit_then_reseal(data: dict[str, Any]) -> None:
+            edit(data)
+            reseal(data)
+
+        return edit_then_reseal
+
+    def refused(path: Path) -> str:
+        try:
+            load_run(path)
+        except RecordedRunError as error:
+            return refusal_reason(error)
+        return "loaded"
 
     edits: list[Callable[[dict[str, Any]], Any]] = [
         reply_edited,
         lambda data: data.update(created_at="2026-12-01T00:00:00Z"),
         lambda data: data.update(origin="captured"),
     ]
+    recorded = run_path(run_id)
+    allowed = read_allowed_signers(recorded.parent.parent)
     reasons = {}
     for number, (name, edit) in enumerate(zip(RUN_EDITS, edits, strict=True), start=1):
-        try:
-            load_run(write_edited_run(run_id, folder / f"edit-{number}", edit))
-        except RecordedRunError as error:
-            reasons[name] = refusal_reason(error)
-        else:
+        forged = write_edited_run(run_id, folder / f"resealed-{number}", resealed(edit))
+        forged.with_name(f"{forged.name}.sig").write_bytes(recorded.with_name(f"{recorded.name}.sig").read_bytes())
+        origin = json.loads(forged.read_text(encoding="utf-8"))["origin"]
+        signature = check_signature(forged, allowed=allowed)
+        problem = signature_problem(run_id, origin, signature)
+        reasons[name] = {
+            "as edited": refused(write_edited_run(run_id, folder / f"edit-{number}", edit)),
+            "hashes recomputed": refused(forged),
+            "signature": f"{signature.status}: {signature.reason}" if problem else f"accepted ({signature.status})",
+        }
+        if reasons[name]["as edited"] == "loaded":
             raise AssertionError(f"{name}: the edited run was loaded")
     return reasons
+
+
+def refusal_table(reasons: dict[str, dict[str, str]], width: int = 96) -> str:
+    """Return `load_refusals`'s answers as lines: each edit, then each stage's verdict cut to ``width``."""
+    lines = []
+    for edit, stages in reasons.items():
+        lines.append(f"{edit}:")
+        for stage, reason in stages.items():
+            text = f"  {stage:18} {reason}"
+            lines.append(text if len(text) <= width else text[: width - 1] + "…")
+    return "\n".join(lines)
 
 
 #: What exercise 3 asks about each change: which identifiers move, and what refuses.
