@@ -320,6 +320,69 @@ def versus(experiment: Experiment, baseline: Experiment) -> str:
     )
 
 
+def chance_hits(questions: list[FilingQuestion], index: FilingsIndex, k: int, *, own_filing: bool) -> float:
+    """Return the expected page hits of a retriever that picks ``k`` chunks at random, summed over the questions.
+
+    For each answerable question, the pool is every chunk of the index (``own_filing=False``, what FAISS searches)
+    or only the chunks of the question's filing (``own_filing=True``). With N chunks in the pool, M of them on a
+    labelled page, a random pick of k misses them all with probability C(N-M, k)/C(N, k) (hypergeometric), so
+    it hits with 1 minus that; the sum over questions is the expected number of hits. Computed exactly, no draw.
+    """
+    from math import comb
+
+    from labkit.rag.index import citation_id
+
+    expected = 0.0
+    for q in questions:
+        if not q.answerable:
+            continue
+        pool = [c for c in index.chunks if not own_filing or c.metadata["doc_name"] == q.doc_name]
+        labelled = sum(citation_id(c.metadata) in q.evidence_pages for c in pool)
+        picked = min(k, len(pool))
+        expected += 1 - comb(len(pool) - labelled, picked) / comb(len(pool), picked) if pool else 0.0
+    return expected
+
+
+def versus_exact(counts: tuple[int, int], rate: float) -> str:
+    """Compare a measured rate (hits, n) with an exact ``rate``: ``tie`` inside its 95% Wilson interval, else
+    ``higher`` (the exact rate lies below the interval) or ``lower`` (above it)."""
+    from labkit.rag.metrics import wilson_interval
+
+    low, high = wilson_interval(*counts)
+    return "higher" if rate < low else "lower" if rate > high else "tie"
+
+
+def chance_table(experiments: list[Experiment], questions: list[FilingQuestion], index: FilingsIndex) -> Any:
+    """Return, per k (chunk 800, rerank on), FAISS's page hits with their 95% interval beside a random pick's.
+
+    ``random, any filing`` and ``random, own filing`` are `chance_hits` over the whole index and over the
+    question's own filing; each ``vs`` column is `versus_exact`: the chance rate is an expected value, not a
+    sample, so only FAISS's rate has an interval.
+    """
+    import pandas as pd
+
+    from labkit.rag.metrics import wilson_interval
+    from labkit.tables import interval
+
+    rows = []
+    for e in experiments:
+        s = e.settings
+        if s["chunk_size"] != index.descriptor.chunk_size or not s["rerank"]:
+            continue
+        hits, n = sum(e.hits.values()), len(e.hits)
+        row: dict[str, Any] = {
+            "k": s["k"],
+            "FAISS + rerank": f"{hits}/{n}",
+            "ci95": interval(*wilson_interval(hits, n)),
+        }
+        for label, own in (("any filing", False), ("own filing", True)):
+            chance = chance_hits(questions, index, s["k"], own_filing=own)
+            row[f"random, {label}"] = f"{chance:.1f}/{n}"
+            row[f"FAISS vs {label}"] = versus_exact((hits, n), chance / n)
+        rows.append(row)
+    return text_table(pd.DataFrame(rows).set_index("k").sort_index())
+
+
 def _one_variable_choice(experiments: list[Experiment], k: int, chunk_size: int) -> list[tuple[str, Experiment]]:
     """The baseline and each experiment that changes one setting from it, with the setting's name."""
 
