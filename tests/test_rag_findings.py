@@ -200,17 +200,21 @@ def test_exercise_b_table_counts_each_stage_and_says_when_the_search_lost_the_ev
     from labkit.rag.lesson import STAGE_FIXES, STAGES, stage_table
 
     ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
-    stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
+    stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["006"]: "ranked below k"}
+    stages |= {ids["028"]: "ranked below k"}  # the rerank ranks 006's page 10th, 028's 9th
     stages |= {ids["017"]: "evidence sent", ids["004"]: "sent without the evidence"}
     stages |= {ids["018"]: "sent without the evidence"}  # its evidence's chunk on page 20 is a candidate
     table = stage_table(stages, index, questions)
     assert list(table.index) == list(STAGES)  # every stage, even one no question reached, in pipeline order
-    assert table["questions"].tolist() == [1, 2, 1, 0, 2]
+    assert table["questions"].tolist() == [1, 2, 2, 0, 2]
     assert table.loc["sent without the evidence", "ids"] == "004, 018"
     assert table.loc["dropped by the rerank", "ids"] == "-"
     assert table.loc["sent without the evidence", "evidence chunk a candidate"] == "1 of 2"  # 004's was not
     assert table.loc["not a candidate", "evidence chunk a candidate"] == "-"
-    assert table["what could fix it"].tolist() == list(STAGE_FIXES)
+    fixes = table["what could fix it"].tolist()
+    assert fixes[:2] + fixes[3:] == list(STAGE_FIXES[:2] + STAGE_FIXES[3:])
+    # the k that would send them is the highest rank, not any larger k (k=8 would send neither)
+    assert fixes[2] == "k up to 10 (the rerank ranks their pages 9, 10), or a rerank that ranks them higher"
     assert "no rerank" in table.loc["not a candidate", "what could fix it"]
 
 

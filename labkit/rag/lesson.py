@@ -576,7 +576,7 @@ STAGES = ("evidence sent", "sent without the evidence", "ranked below k", "dropp
 STAGE_FIXES = (
     "-",
     "other chunking, or a search that finds the evidence's chunk",
-    "a larger k, or a rerank that ranks it higher",
+    "k up to {top} (the rerank ranks their pages {ranks}), or a rerank that ranks them higher",
     "a rerank that keeps it",
     "a better first search: no rerank of these candidates can",
 )
@@ -588,7 +588,8 @@ def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[Fil
 
     For ``sent without the evidence``, column ``evidence chunk a candidate`` says for how many of its questions the
     chunk holding the evidence text was among the 12 candidates (`figure_chunk_candidate`): when it was not, the
-    search lost it, whatever the chunking sent.
+    search lost it, whatever the chunking sent. For ``ranked below k``, the fix names the k that would send every
+    such page: the highest of their ranks in the rerank's order (`rerank_rank`).
     """
     import pandas as pd
 
@@ -603,10 +604,30 @@ def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[Fil
                 "questions": len(ids),
                 "ids": ", ".join(qid[-3:] for qid in ids) or "-",
                 "evidence chunk a candidate": f"{searched} of {len(ids)}" if stage == STAGES[1] else "-",
-                "what could fix it": fix,
+                "what could fix it": _fix(stage, fix, [rerank_rank(index, by_id[qid]) for qid in ids]),
             }
         )
     return text_table(pd.DataFrame(rows).set_index("stage"))
+
+
+def rerank_rank(index: FilingsIndex, question: FilingQuestion) -> int | None:
+    """Return the rank (1 = first) of the question's first labelled page in the rerank's order of all candidates,
+    or None when the rerank keeps no labelled page."""
+    from labkit.rag.answer import FilingsRAG
+
+    _, kept = FilingsRAG(index, model=None).retrieve(question.question, k=CANDIDATES)
+    pages = set(question.evidence_pages)
+    return next((rank for rank, s in enumerate(kept, 1) if s["citation_id"] in pages), None)
+
+
+def _fix(stage: str, fix: str, ranks: list[int | None]) -> str:
+    """A stage's fix; for ``ranked below k``, with the ranks its questions' pages hold (or the bare advice)."""
+    known = sorted(r for r in ranks if r is not None)
+    if stage != STAGES[2]:
+        return fix
+    if not known:
+        return "a larger k, or a rerank that ranks them higher"
+    return fix.format(top=known[-1], ranks=", ".join(map(str, known)))
 
 
 class DroppingRerank:
