@@ -966,6 +966,21 @@ def chunk_lengths(index: FilingsIndex) -> str:
     )
 
 
+def short_share(index: FilingsIndex, run: Any) -> tuple[int, int, int, int]:
+    """Return (short chunks, chunks) in the index and (short passages, passages) sent on the run's RAG path.
+
+    Short is under `SHORT_PASSAGE` characters; a chunk sent for several questions counts once per question.
+    """
+    sent = [p["chunk_text"] for r in run.rag.values() if r for p in r["retrieved"]]
+    lengths = [len(c.page_content) for c in index.chunks]
+    return (
+        sum(n < SHORT_PASSAGE for n in lengths),
+        len(lengths),
+        sum(len(t) < SHORT_PASSAGE for t in sent),
+        len(sent),
+    )
+
+
 def versus_counts(a: tuple[int, int], b: tuple[int, int]) -> str:
     """Say how rate ``a`` (hits, n) compares with rate ``b``: ``tie`` inside the 95% interval, else ``higher``/``lower``."""
     from labkit.rag.metrics import rate_verdicts
