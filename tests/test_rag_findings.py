@@ -200,17 +200,21 @@ def test_exercise_b_table_counts_each_stage_and_says_when_the_search_lost_the_ev
     from labkit.rag.lesson import STAGE_FIXES, STAGES, stage_table
 
     ids = {q.financebench_id[-3:]: q.financebench_id for q in questions}
-    stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["003"]: "ranked below k"}
+    stages = {ids["001"]: "not a candidate", ids["002"]: "not a candidate", ids["006"]: "ranked below k"}
+    stages |= {ids["028"]: "ranked below k"}  # the rerank ranks 006's page 10th, 028's 9th
     stages |= {ids["017"]: "evidence sent", ids["004"]: "sent without the evidence"}
     stages |= {ids["018"]: "sent without the evidence"}  # its evidence's chunk on page 20 is a candidate
     table = stage_table(stages, index, questions)
     assert list(table.index) == list(STAGES)  # every stage, even one no question reached, in pipeline order
-    assert table["questions"].tolist() == [1, 2, 1, 0, 2]
+    assert table["questions"].tolist() == [1, 2, 2, 0, 2]
     assert table.loc["sent without the evidence", "ids"] == "004, 018"
     assert table.loc["dropped by the rerank", "ids"] == "-"
     assert table.loc["sent without the evidence", "evidence chunk a candidate"] == "1 of 2"  # 004's was not
     assert table.loc["not a candidate", "evidence chunk a candidate"] == "-"
-    assert table["what could fix it"].tolist() == list(STAGE_FIXES)
+    fixes = table["what could fix it"].tolist()
+    assert fixes[:2] + fixes[3:] == list(STAGE_FIXES[:2] + STAGE_FIXES[3:])
+    # the k that would send them is the highest rank, not any larger k (k=8 would send neither)
+    assert fixes[2] == "k up to 10 (the rerank ranks their pages 9, 10), or a rerank that ranks them higher"
     assert "no rerank" in table.loc["not a candidate", "what could fix it"]
 
 
@@ -322,3 +326,33 @@ def test_candidate_recall_is_the_share_with_a_labelled_page_among_the_candidates
         if q.answerable
     )
     assert 0 < hits < n
+
+
+def test_short_share_counts_short_chunks_in_the_index_and_among_the_passages_sent_apart():
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import short_share
+
+    index = SimpleNamespace(chunks=[SimpleNamespace(page_content=t) for t in ("x" * 700, "y" * 199, "z" * 200)])
+    sent = {"q1": {"retrieved": [{"chunk_text": "y" * 199}, {"chunk_text": "x" * 700}]}, "q2": None}
+    sent["q3"] = {"retrieved": [{"chunk_text": "y" * 199}]}  # the same short chunk again counts again
+    assert short_share(index, SimpleNamespace(rag=sent)) == (1, 3, 2, 3)
+
+
+def test_the_retrieval_reading_splits_mrr_by_rank_and_names_the_hits_recall_counts_short(questions, index):
+    from labkit.rag.findings import retrieval_reading
+    from labkit.rag.lesson import short_share
+    from labkit.rag.metrics import retrieval_scores
+
+    run = _authored(questions, index)
+    text = retrieval_reading(questions, run, index).data
+    scores = [retrieval_scores(q, run.retrieval[q.financebench_id]) for q in questions if q.answerable]
+    first = sum(s["reciprocal_rank"] == 1 for s in scores)
+    assert f"{first} have a labelled page first" in text
+    # the MRR split adds up to the mean the summary prints
+    mrr = sum(s["reciprocal_rank"] for s in scores) / len(scores)
+    assert 0 < first / len(scores) <= mrr
+    short, chunks, short_sent, sent = short_share(index, run)
+    assert f"{short / chunks:.0%} of the index's chunks" in text and f"{short_sent / sent:.0%} of the passages" in text
+    assert short / chunks < short_sent / sent  # the sentence says "but": sent passages are shorter more often
+    assert "A hypothesis, not tested here" in text

@@ -516,3 +516,62 @@ def test_exercise_b_prediction_must_be_a_count_and_is_graded_against_the_evidenc
             reach_prediction(unmade, stages, 3)
     assert reach_prediction(2, stages, 3).endswith("2 reached the model with their evidence text: right.")
     assert reach_prediction(0, stages, 3).endswith("with their evidence text (off by 2).")
+
+
+def test_chance_hits_equal_a_brute_force_average_over_every_pick_of_k_chunks():
+    from itertools import combinations
+    from types import SimpleNamespace
+
+    from labkit.rag.lesson import chance_hits
+    from labkit.rag.questions import adapt
+
+    def question(n, doc, pages):
+        evidence = [{"evidence_text": "1", "evidence_page_num": p - 1} for p in pages]
+        return adapt(
+            {
+                "financebench_id": f"labkit_filings_{n}",
+                "company": "Acme Industrial Tools, Inc.",
+                "doc_name": doc,
+                "question_type": "metrics-generated",
+                "question": n,
+                "answer": "1",
+                "justification": None,
+                "evidence": evidence,
+            }
+        )
+
+    def chunk(doc, page):
+        return SimpleNamespace(page_content="x", metadata={"doc_name": doc, "source_page": page})
+
+    # page 2 of A has two chunks; B's chunks are never labelled for A's questions
+    chunks = [chunk("A", 1), chunk("A", 2), chunk("A", 2), chunk("A", 3), chunk("B", 2), chunk("B", 4)]
+    index = SimpleNamespace(chunks=chunks)
+    asked = [question("901", "A", [2]), question("902", "A", [1, 3]), question("903", "B", [4])]
+
+    def brute(k, own):
+        total = 0.0
+        for q in asked:
+            pool = [c for c in chunks if not own or c.metadata["doc_name"] == q.doc_name]
+            picks = list(combinations(pool, min(k, len(pool))))
+            hit = [
+                any(f"{c.metadata['doc_name']}#p{c.metadata['source_page']}" in q.evidence_pages for c in p)
+                for p in picks
+            ]
+            total += sum(hit) / len(picks)
+        return total
+
+    for k in (1, 2, 3, 5):
+        for own in (False, True):
+            assert chance_hits(asked, index, k, own_filing=own) == pytest.approx(brute(k, own))
+    # the pool matters: over the whole index a pick is diluted by B's chunks
+    assert chance_hits(asked, index, 1, own_filing=False) == pytest.approx(4 / 6 + 1 / 6)
+    assert chance_hits(asked, index, 1, own_filing=True) == pytest.approx(2 / 4 + 2 / 4 + 1 / 2)
+
+
+def test_versus_exact_calls_an_exact_rate_inside_the_interval_a_tie_and_names_the_side_outside_it():
+    from labkit.rag.lesson import versus_exact
+
+    assert versus_exact((6, 26), 1.4 / 26) == "higher"  # below [0.11, 0.42]
+    assert versus_exact((6, 26), 7.2 / 26) == "tie"
+    assert versus_exact((6, 26), 0.5) == "lower"
+    assert versus_exact((6, 26), 0.11) == "tie"  # the interval's own end is inside it

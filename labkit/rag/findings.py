@@ -92,15 +92,9 @@ def graded_examples(questions: list[FilingQuestion], run: Any, *, origin: str = 
             f" {answerable} answerable questions."
         )
     refused = table[table.rag == "refused"]
-    from labkit.rag.lesson import FOOTER_ONLY, SHORT_PASSAGE
-
-    texts = [p["chunk_text"] for r in run.rag.values() if r for p in r["retrieved"]]
-    footers = sum(bool(FOOTER_ONLY.fullmatch(t)) for t in texts)
     lines.append(
         f"- `rag` refused {len(refused)} answerable questions; the labelled page was sent for"
-        f" {int(refused['page_hit@5'].fillna(False).astype(bool).sum())} of them. Of the {len(texts)} passages"
-        f" sent, {sum(len(t) < SHORT_PASSAGE for t in texts)} are under {SHORT_PASSAGE} characters and {footers}"
-        " are only a page footer."
+        f" {int(refused['page_hit@5'].fillna(False).astype(bool).sum())} of them."
     )
     return _markdown("\n".join(lines))
 
@@ -288,4 +282,37 @@ def partial_reading(questions: list[FilingQuestion], runs: Mapping[str, Any]) ->
         f" two figures or more can be met in part: {len(multi)} of the {answerable} answerable references"
         f" ({ids}). Their {sum(outcomes.values())} trials in these runs were: {seen or 'none'}."
         + ("" if outcomes["partial"] else " None states one figure without the other, hence the 0.")
+    )
+
+
+def retrieval_reading(questions: list[FilingQuestion], run: Any, index: Any) -> Any:
+    """Say what the RAG row's evidence recall@5 and MRR mean on this run, and how short passages are spread.
+
+    Evidence recall falls below the page-hit rate for the hits that sent only some of their labelled pages; MRR
+    averages 1/rank over every answerable question, so it is split into the questions whose labelled page the
+    rerank ranks first, those it ranks lower and those with none (each a 0). The short-passage line compares the
+    share of chunks under `SHORT_PASSAGE` characters in the index with their share of the passages sent
+    (`lesson.short_share`), and offers BM25's length normalisation as a hypothesis only.
+    """
+    from labkit.rag.lesson import SHORT_PASSAGE, short_share
+    from labkit.rag.metrics import retrieval_scores
+
+    scores = {
+        q.financebench_id[-3:]: retrieval_scores(q, run.retrieval[q.financebench_id]) for q in questions if q.answerable
+    }
+    hits = [qid for qid, s in scores.items() if s["page_hit"]]
+    some = [qid for qid in hits if scores[qid]["evidence_recall"] < 1]
+    first = [qid for qid, s in scores.items() if s["reciprocal_rank"] == 1]
+    lower = {qid: round(1 / s["reciprocal_rank"]) for qid, s in scores.items() if 0 < s["reciprocal_rank"] < 1}
+    n = len(scores)
+    short, chunks, short_sent, sent = short_share(index, run)
+    return _markdown(
+        f"**Evidence recall@5** is below page-hit@5's rate because {len(some)} of the {len(hits)} hits sent only"
+        f" some of their labelled pages ({', '.join(some) or 'none'}). **MRR** averages 1/rank over all {n}"
+        f" answerable questions: {len(first)} have a labelled page first in the rerank's order"
+        f" ({', '.join(first) or 'none'}), {len(lower)} have one lower (ranks"
+        f" {', '.join(str(r) for r in sorted(lower.values())) or 'none'}), and the other {n - len(first) - len(lower)}"
+        f" have none and count 0. **Short passages**: {short / chunks:.0%} of the index's chunks are under"
+        f" {SHORT_PASSAGE} characters, but {short_sent / sent:.0%} of the passages sent. A hypothesis, not tested"
+        " here: BM25 scores long passages less (its length normalisation), so the rerank may favour fragments."
     )

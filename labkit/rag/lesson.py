@@ -320,6 +320,69 @@ def versus(experiment: Experiment, baseline: Experiment) -> str:
     )
 
 
+def chance_hits(questions: list[FilingQuestion], index: FilingsIndex, k: int, *, own_filing: bool) -> float:
+    """Return the expected page hits of a retriever that picks ``k`` chunks at random, summed over the questions.
+
+    For each answerable question, the pool is every chunk of the index (``own_filing=False``, what FAISS searches)
+    or only the chunks of the question's filing (``own_filing=True``). With N chunks in the pool, M of them on a
+    labelled page, a random pick of k misses them all with probability C(N-M, k)/C(N, k) (hypergeometric), so
+    it hits with 1 minus that; the sum over questions is the expected number of hits. Computed exactly, no draw.
+    """
+    from math import comb
+
+    from labkit.rag.index import citation_id
+
+    expected = 0.0
+    for q in questions:
+        if not q.answerable:
+            continue
+        pool = [c for c in index.chunks if not own_filing or c.metadata["doc_name"] == q.doc_name]
+        labelled = sum(citation_id(c.metadata) in q.evidence_pages for c in pool)
+        picked = min(k, len(pool))
+        expected += 1 - comb(len(pool) - labelled, picked) / comb(len(pool), picked) if pool else 0.0
+    return expected
+
+
+def versus_exact(counts: tuple[int, int], rate: float) -> str:
+    """Compare a measured rate (hits, n) with an exact ``rate``: ``tie`` inside its 95% Wilson interval, else
+    ``higher`` (the exact rate lies below the interval) or ``lower`` (above it)."""
+    from labkit.rag.metrics import wilson_interval
+
+    low, high = wilson_interval(*counts)
+    return "higher" if rate < low else "lower" if rate > high else "tie"
+
+
+def chance_table(experiments: list[Experiment], questions: list[FilingQuestion], index: FilingsIndex) -> Any:
+    """Return, per k (chunk 800, rerank on), FAISS's page hits with their 95% interval beside a random pick's.
+
+    ``random, any filing`` and ``random, own filing`` are `chance_hits` over the whole index and over the
+    question's own filing; each ``vs`` column is `versus_exact`: the chance rate is an expected value, not a
+    sample, so only FAISS's rate has an interval.
+    """
+    import pandas as pd
+
+    from labkit.rag.metrics import wilson_interval
+    from labkit.tables import interval
+
+    rows = []
+    for e in experiments:
+        s = e.settings
+        if s["chunk_size"] != index.descriptor.chunk_size or not s["rerank"]:
+            continue
+        hits, n = sum(e.hits.values()), len(e.hits)
+        row: dict[str, Any] = {
+            "k": s["k"],
+            "FAISS + rerank": f"{hits}/{n}",
+            "ci95": interval(*wilson_interval(hits, n)),
+        }
+        for label, own in (("any filing", False), ("own filing", True)):
+            chance = chance_hits(questions, index, s["k"], own_filing=own)
+            row[f"random, {label}"] = f"{chance:.1f}/{n}"
+            row[f"FAISS vs {label}"] = versus_exact((hits, n), chance / n)
+        rows.append(row)
+    return text_table(pd.DataFrame(rows).set_index("k").sort_index())
+
+
 def _one_variable_choice(experiments: list[Experiment], k: int, chunk_size: int) -> list[tuple[str, Experiment]]:
     """The baseline and each experiment that changes one setting from it, with the setting's name."""
 
@@ -513,7 +576,7 @@ STAGES = ("evidence sent", "sent without the evidence", "ranked below k", "dropp
 STAGE_FIXES = (
     "-",
     "other chunking, or a search that finds the evidence's chunk",
-    "a larger k, or a rerank that ranks it higher",
+    "k up to {top} (the rerank ranks their pages {ranks}), or a rerank that ranks them higher",
     "a rerank that keeps it",
     "a better first search: no rerank of these candidates can",
 )
@@ -525,7 +588,8 @@ def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[Fil
 
     For ``sent without the evidence``, column ``evidence chunk a candidate`` says for how many of its questions the
     chunk holding the evidence text was among the 12 candidates (`figure_chunk_candidate`): when it was not, the
-    search lost it, whatever the chunking sent.
+    search lost it, whatever the chunking sent. For ``ranked below k``, the fix names the k that would send every
+    such page: the highest of their ranks in the rerank's order (`rerank_rank`).
     """
     import pandas as pd
 
@@ -540,10 +604,30 @@ def stage_table(stages: dict[str, str], index: FilingsIndex, questions: list[Fil
                 "questions": len(ids),
                 "ids": ", ".join(qid[-3:] for qid in ids) or "-",
                 "evidence chunk a candidate": f"{searched} of {len(ids)}" if stage == STAGES[1] else "-",
-                "what could fix it": fix,
+                "what could fix it": _fix(stage, fix, [rerank_rank(index, by_id[qid]) for qid in ids]),
             }
         )
     return text_table(pd.DataFrame(rows).set_index("stage"))
+
+
+def rerank_rank(index: FilingsIndex, question: FilingQuestion) -> int | None:
+    """Return the rank (1 = first) of the question's first labelled page in the rerank's order of all candidates,
+    or None when the rerank keeps no labelled page."""
+    from labkit.rag.answer import FilingsRAG
+
+    _, kept = FilingsRAG(index, model=None).retrieve(question.question, k=CANDIDATES)
+    pages = set(question.evidence_pages)
+    return next((rank for rank, s in enumerate(kept, 1) if s["citation_id"] in pages), None)
+
+
+def _fix(stage: str, fix: str, ranks: list[int | None]) -> str:
+    """A stage's fix; for ``ranked below k``, with the ranks its questions' pages hold (or the bare advice)."""
+    known = sorted(r for r in ranks if r is not None)
+    if stage != STAGES[2]:
+        return fix
+    if not known:
+        return "a larger k, or a rerank that ranks them higher"
+    return fix.format(top=known[-1], ranks=", ".join(map(str, known)))
 
 
 class DroppingRerank:
@@ -879,6 +963,21 @@ def chunk_lengths(index: FilingsIndex) -> str:
         f"{len(lengths)} chunks over {len(pages)} pages; median length {median(lengths):.0f} characters,"
         f" shortest {min(lengths)}; {sum(n < SHORT_PASSAGE for n in lengths)} chunks under {SHORT_PASSAGE}"
         f" characters, {footers} of them only a page footer"
+    )
+
+
+def short_share(index: FilingsIndex, run: Any) -> tuple[int, int, int, int]:
+    """Return (short chunks, chunks) in the index and (short passages, passages) sent on the run's RAG path.
+
+    Short is under `SHORT_PASSAGE` characters; a chunk sent for several questions counts once per question.
+    """
+    sent = [p["chunk_text"] for r in run.rag.values() if r for p in r["retrieved"]]
+    lengths = [len(c.page_content) for c in index.chunks]
+    return (
+        sum(n < SHORT_PASSAGE for n in lengths),
+        len(lengths),
+        sum(len(t) < SHORT_PASSAGE for t in sent),
+        len(sent),
     )
 
 
