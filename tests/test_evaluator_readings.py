@@ -138,18 +138,6 @@ def test_arrangement_reading_explains_the_zero_ends_by_the_items_whose_labels_ch
         readings.arrangement_reading(logged[0], same)
 
 
-def test_waiting_reading_tells_equal_counts_apart_by_what_they_wait_for(runs):
-    authored, captured, _ = runs
-    text = readings.waiting_reading(authored, captured)
-    assert "each of the 16 held products waits for human review on each of the 3 judged criteria" in text
-    assert "6 wait only for `tone`" in text and "other 10 were never sent to the judge" in text
-    assert "In all, 14 of the 24 authored descriptions were never judged" in text
-    assert "byte for byte the authored descriptions" in text
-    assert "Neither recorded run releases a description." in text
-    with pytest.raises(ReadingOutdated, match="every held captured product"):
-        readings.waiting_reading(authored, authored)
-
-
 def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(runs):
     _, captured, _ = runs
     text = readings.materials_debrief({"p06": ["fabric"]}, captured)
@@ -248,30 +236,6 @@ def test_raters_reading_names_the_criteria_where_the_raters_miss_the_rule_from_t
     assert readings.raters_reading(agreeing) == ""
     missing = _with_agreement(authored, "completeness", "human-human", kappa=0.4)
     assert "`completeness` (kappa 0.40" in readings.raters_reading(missing)
-
-
-def test_review_reading_refuses_a_review_that_decides_nothing(runs, monkeypatch):
-    from labkit.evaluator.report import EvaluationReport
-
-    authored, captured, _ = runs
-    monkeypatch.setattr(EvaluationReport, "with_human_review", lambda self: self)
-    with pytest.raises(ReadingOutdated, match="releases some and blocks others"):
-        readings.review_reading(authored, captured)
-
-
-def test_review_reading_says_what_the_rule_decides_once_people_label_and_refuses_a_run_that_does_not_move(runs):
-    authored, captured, _ = runs
-    text = readings.review_reading(authored, captured)
-    assert "releases 4 descriptions (p02, p15, p17, p22)" in text and "blocks 3 more (p04, p09, p19)" in text
-    assert "9 still wait" in text and "(authored, like every label here)" in text
-    assert "its 16 stay held" in text
-    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
-        readings.review_reading(captured, captured)
-    routed = {**authored.routing, "tone": authored.routing["tone"].model_copy(update={"scorer": "judge"})}
-    with pytest.raises(ReadingOutdated, match="holds only tone for people"):
-        readings.review_reading(dataclasses.replace(authored, routing=routed), captured)
-    with pytest.raises(ReadingOutdated, match="no captured text is labeled"):
-        readings.review_reading(authored, authored)
 
 
 def test_shelf_reading_says_the_reviewed_shelf_is_released_with_its_false_material(runs):

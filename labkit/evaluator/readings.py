@@ -13,7 +13,6 @@ from typing import Any
 
 from labkit.errors import ReadingOutdated
 from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
-from labkit.evaluator.catalog import NARRATIVE_PRODUCTS
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
 from labkit.evaluator.report import EvaluationReport
@@ -338,61 +337,6 @@ def shelf_reading(authored: EvaluationReport) -> str:
         "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it: the rule gave "
         "that criterion to the judge. Agreement is not correctness. A material check against the facts, or a "
         "person, must cover what the judge misses."
-    )
-
-
-def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
-    """Say what the held products of each run wait for: the same counts can hide different waits."""
-    mine = authored.waiting_for()
-    theirs = captured.waiting_for()
-    tone_only = mine.get(("tone:human_review",), 0)
-    not_judged = sum(n for key, n in mine.items() if any(k.endswith(":not_judged") for k in key))
-    never = sum(any(c.scorer == "not_judged" for c in r.criteria) for r in authored.records.values())
-    all_three = theirs.get(tuple(sorted(f"{c.id}:human_review" for c in captured.inputs.rubric.judged())), 0)
-    _require(all_three == sum(theirs.values()), "every held captured product waits for people on each criterion")
-    _require(tone_only + not_judged == sum(mine.values()), "an authored product waits for tone or a judge label")
-    texts = authored.runs.generation.by_product()
-    held = authored.inputs.labels.held_out
-    _require(
-        all(authored.inputs.labeled_texts[p] == texts[p].text for p in held),
-        "the authored held-out texts are the authored descriptions",
-    )
-    released = [r for report in (authored, captured) for r in report.records.values() if r.release == "release"]
-    _require(not released, "neither run releases a description")
-    return (
-        f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
-        f"for human review on each of the {len(captured.inputs.rubric.judged())} judged criteria. In the authored run {tone_only} wait only for `tone`. The "
-        f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
-        f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
-        "judge only the held-out products' labeled texts and the generated text of "
-        f"{', '.join(NARRATIVE_PRODUCTS)}. The authored judge's held-out texts are byte for byte the authored "
-        "descriptions, so its labels count for those products. Neither recorded run releases a description."
-    )
-
-
-def review_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
-    """Say what the release rule decides once people have given the labels it waits for (in memory, authored raters)."""
-    _require(authored.scored_by("human_review") == ["tone"], "the authored run holds only tone for people")
-    before, after = authored.records, authored.with_human_review().records
-    released = [p for p, r in after.items() if r.release == "release"]
-    blocked = [p for p, r in after.items() if r.release == "blocked" and before[p].release != "blocked"]
-    on_tone = all(c.passed is False for p in blocked for c in after[p].criteria if c.criterion == "tone")
-    _require(bool(released) and bool(blocked) and on_tone, "the review releases some and blocks others on tone")
-    waits = authored.with_human_review().waiting_for()
-    still = sum(waits.values())
-    _require(all(all(k.endswith(":not_judged") for k in key) for key in waits), "what still waits is not_judged")
-    unmoved = captured.with_human_review().records
-    labeled = set(captured.inputs.labels.description_sha256.values())
-    _require(not any(r.description_sha256 in labeled for r in captured.records.values()), "no captured text is labeled")
-    _require(all(unmoved[p] == r for p, r in captured.records.items()), "the captured run does not move")
-    return (
-        "**Human review, done in memory.** `with_human_review` gives each criterion held for review the adjudicated "
-        "label of the course's raters (authored, like every label here), wherever the description is the very text "
-        f"they labeled; nothing is recorded. In the authored run the rule then releases {len(released)} "
-        f"descriptions ({', '.join(released)}) and blocks {len(blocked)} more ({', '.join(blocked)}) on the "
-        f"people's `tone` fail. {still} still wait, for judge labels never asked for (`not_judged`), which a review "
-        "of `tone` does not give. The captured run does not move: none of its descriptions is a text the raters "
-        f"labeled, so its {sum(r.release == 'awaiting_human_review' for r in unmoved.values())} stay held."
     )
 
 
