@@ -37,14 +37,6 @@ def _with_agreement(report, criterion, arrangement, **changes):
     return dataclasses.replace(report, agreements=rows)
 
 
-def test_kappa_by_hand_works_the_formula_from_the_cross_table_and_matches_the_table(runs):
-    authored, _, _ = runs
-    text = readings.kappa_by_hand(authored, "tone")
-    assert "$p_o$ = 0.70 and $p_e$ = 0.62" in text and "= 0.21." in text
-    with pytest.raises(ReadingOutdated, match="cross-table"):
-        readings.kappa_by_hand(_with_agreement(authored, "tone", "per_criterion", kappa=0.5), "tone")
-
-
 def test_influence_reading_names_the_item_tones_kappa_hangs_on_and_refuses_another(runs):
     authored, _, _ = runs
     people = authored.inputs.labels.column(authored.inputs.labels.held_out, "tone")
@@ -54,26 +46,6 @@ def test_influence_reading_names_the_item_tones_kappa_hangs_on_and_refuses_anoth
     assert "both say `fail`" in text and "from 0.21 to -0.17" in text and "rarer label `fail`" in text
     with pytest.raises(ReadingOutdated, match="moves tone's kappa most"):
         readings.influence_reading(authored, "tone", (index + 1) % len(people))
-
-
-def test_what_the_items_show_states_the_step_the_interval_and_the_base_rate(runs):
-    authored, _, _ = runs
-    text = readings.what_the_items_show(authored)
-    tone = authored.agreement_for("tone", "per_criterion")
-    assert f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}]" in text
-    assert "moves percent agreement by 10 points" in text and "agree on 80% of tone's items" in text
-    assert "compared only with rater B" in text and "and the intervals overlap" not in text
-
-
-def test_what_the_items_show_counts_the_draws_dropped_from_format_lengths_kappa_interval(runs):
-    authored, _, _ = runs
-    code = authored.agreement_for("format_length", "programmatic")
-    assert code.kappa_undefined > 0
-    text = readings.what_the_items_show(authored)
-    kept = 2000 - code.kappa_undefined
-    assert f"comes from {kept} of the 2000 draws: the other {code.kappa_undefined} drew one label only" in text
-    fewer = _with_agreement(authored, "format_length", "programmatic", kappa_undefined=5)
-    assert "comes from 1995 of the 2000 draws: the other 5" in readings.what_the_items_show(fewer)
 
 
 def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failure(runs):
@@ -104,17 +76,6 @@ def test_captured_first_look_names_the_highest_kappa_the_rule_reads_not_the_bund
     with pytest.raises(ReadingOutdated, match="below min_kappa"):
         readings.captured_first_look(lenient)
     assert "control characters (invisible ones, such as a line break)" in text
-
-
-def test_bar_reading_names_the_criteria_where_a_constant_judge_meets_the_agreement_bar(runs):
-    authored, _, _ = runs
-    text = readings.bar_reading(authored).split("**The 80% bar")[1]
-    assert "On `completeness` and `tone` the base rate is 80% or more" in text
-    assert "`factual_accuracy`" not in text
-    low = _with_agreement(authored, "tone", "per_criterion", base_rate=0.5)
-    low = _with_agreement(low, "completeness", "per_criterion", base_rate=0.5)
-    with pytest.raises(ReadingOutdated, match="constant judge"):
-        readings.bar_reading(low)
 
 
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):
@@ -169,14 +130,6 @@ def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):
         readings.log_reading([*logged[:2], qualified, logged[3]])
 
 
-def test_what_the_items_show_refuses_a_judge_below_the_raters_on_completeness(runs):
-    authored, _, _ = runs
-    assert "does not show a judge better than its raters" in readings.what_the_items_show(authored)
-    lower = _with_agreement(authored, "completeness", "per_criterion", kappa=0.5)
-    with pytest.raises(ReadingOutdated, match="above the raters"):
-        readings.what_the_items_show(lower)
-
-
 def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_shelf(runs):
     authored, _, _ = runs
     text = readings.shelf_reading(authored)
@@ -187,31 +140,10 @@ def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_sh
         readings.shelf_reading(released)
 
 
-def test_sampled_reading_says_what_five_seeds_cannot_show(runs):
-    from labkit.boundary import connect
-    from labkit.evaluator import repeats
-
-    _, captured, _ = runs
-    adapter = connect(repeats.RUN_CAPTURED, lesson="01", settings=repeats.SETTINGS)
-    trials = repeats.make_requests(adapter, inputs=captured.inputs)
-    table = repeats.stability_table(trials, captured.inputs.labels, greedy=repeats.greedy_verdicts(captured))
-    text = readings.sampled_reading(trials, table, captured)
-    assert "varies across seeds for 2 of the 3 criteria (`factual_accuracy` and `tone`)" in text
-    assert "3 of 5 agreeing gives [0.23, 0.88]" in text and "other 9 held-out items" in text
-
-
 def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
     authored, _, _ = runs
     text = readings.shelf_reading(authored)
     assert "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it" in text
-
-
-def test_bar_reading_calls_the_authored_judges_success_authored_and_names_where_it_qualifies(runs):
-    authored, captured, _ = runs
-    text = readings.bar_reading(authored)
-    assert text.startswith("**An authored success.** The judge that meets the rule on `factual_accuracy` and")
-    assert "not that a model judge can earn one" in text
-    assert "An authored success" not in readings.bar_reading(captured)  # the real judge qualifies nowhere
 
 
 def test_captured_first_look_says_what_the_real_judges_failure_teaches(runs):
@@ -224,18 +156,6 @@ def test_captured_first_look_says_what_the_real_judges_failure_teaches(runs):
 def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):
     authored, _, _ = runs
     assert "The authored judge still met the agreement rule" in readings.shelf_reading(authored)
-
-
-def test_raters_reading_names_the_criteria_where_the_raters_miss_the_rule_from_their_row(runs):
-    authored, _, _ = runs
-    text = readings.raters_reading(authored)
-    assert "`tone` (kappa 0.52, agreement 80%)" in text and "needs kappa 0.60 and agreement 80%" in text
-    assert "`completeness`" not in text and "`factual_accuracy`" not in text
-    assert text in readings.bar_reading(authored)
-    agreeing = _with_agreement(authored, "tone", "human-human", kappa=0.9, percent_agreement=0.95)
-    assert readings.raters_reading(agreeing) == ""
-    missing = _with_agreement(authored, "completeness", "human-human", kappa=0.4)
-    assert "`completeness` (kappa 0.40" in readings.raters_reading(missing)
 
 
 def test_shelf_reading_says_the_reviewed_shelf_is_released_with_its_false_material(runs):

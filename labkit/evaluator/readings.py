@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.errors import ReadingOutdated
-from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
 from labkit.evaluator.report import EvaluationReport
@@ -32,23 +31,6 @@ def _shown(text: str) -> str:
     _require(shown is not None, "this reply holds a description")
     assert shown is not None
     return shown.description
-
-
-def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
-    """Work kappa out from the judge-by-people cross-table of ``criterion`` (per-criterion judge, held-out items)."""
-    counts = report.label_table(criterion)
-    n = int(counts.loc["all", "all"])
-    shared = [x for x in counts.index if x != "all" and x in counts.columns]
-    p_o = sum(int(counts.loc[x, x]) for x in shared) / n
-    p_e = sum(int(counts.loc[x, "all"]) / n * int(counts.loc["all", x]) / n for x in shared)
-    row = report.agreement_for(criterion, "per_criterion")
-    assert row is not None and row.kappa is not None
-    _require(abs((p_o - p_e) / (1 - p_e) - row.kappa) < 1e-9, "the cross-table gives the table's kappa")
-    return (
-        f"On these {n} items $p_o$ = {p_o:.2f} and $p_e$ = {p_e:.2f}, so kappa = ({p_o:.2f} - {p_e:.2f}) / "
-        f"(1 - {p_e:.2f}) = {row.kappa:.2f}. The judge agrees on {p_o:.0%} of the items, where chance alone, "
-        f"with these label frequencies, would give {p_e:.0%}."
-    )
 
 
 def influence_reading(report: EvaluationReport, criterion: str, index: int) -> str:
@@ -78,84 +60,6 @@ def influence_reading(report: EvaluationReport, criterion: str, index: int) -> s
         else "One item of ten moves the figure this far."
     )
     return f"**{product}** ({kind}): without it, `{criterion}`'s kappa goes from {full:.2f} to {without:.2f}. {lesson}"
-
-
-def what_the_items_show(report: EvaluationReport) -> str:
-    """Say what the agreement table can and cannot show on its few held-out items."""
-    tone = report.agreement_for("tone", "per_criterion")
-    assert tone and tone.kappa is not None
-    judge_c = report.agreement_for("completeness", "per_criterion")
-    people_c = report.agreement_for("completeness", "human-human")
-    assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
-    _require(judge_c.kappa > people_c.kappa, "the judge's completeness kappa is above the raters'")
-    code = report.agreement_for("format_length", "programmatic")
-    assert code and code.kappa is not None
-    return (
-        f"**What {tone.items} items can show.** One disagreement moves percent agreement by "
-        f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
-        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}], so these items cannot separate a judge "
-        f"near chance from one near agreement. A judge that always said `{tone.base_rate_label}` would agree on "
-        f"{tone.base_rate:.0%} of tone's items with a kappa of 0. "
-        f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
-        f"{people_c.kappa:.2f}, but the two compare different pairs: the judge is compared with the adjudicated "
-        "label, settled from both raters, while rater A is compared only with rater B. So this does not show a "
-        "judge better than its raters.\n\n"
-        f"`format_length`'s kappa interval [{code.kappa_low:.2f}, {code.kappa_high:.2f}] comes from "
-        f"{BOOTSTRAP_RESAMPLES - code.kappa_undefined} of the {BOOTSTRAP_RESAMPLES} draws: the other "
-        f"{code.kappa_undefined} drew one label only, so kappa was undefined there and they were dropped."
-    )
-
-
-def bar_reading(report: EvaluationReport) -> str:
-    """Say on which criteria a judge giving one label throughout already reaches the percent-agreement bar."""
-    rule = report.inputs.rubric.agreement_rule
-    rows = [report.agreement_for(c.id, rule.arrangement) for c in report.inputs.rubric.judged()]
-    met = [a for a in rows if a is not None and a.base_rate >= rule.min_percent_agreement]
-    _require(bool(met), "a constant judge reaches the percent-agreement bar on some criterion")
-    names = " and ".join(f"`{a.criterion}`" for a in met)
-    qualified = [c for c, routed in report.routing.items() if routed.scorer == "judge"]
-    authored = ""
-    if report.origin == "authored" and qualified:
-        authored = (
-            f"**An authored success.** The judge that meets the rule on "
-            f"{' and '.join(f'`{c}`' for c in qualified)} is the course's: the course wrote its labels, the "
-            "raters' and the adjudicated ones. These rows show how the rule routes a criterion, not that a model "
-            "judge can earn one. §7 runs a real model's judge through the same rule.\n\n"
-        )
-    return (
-        authored
-        + (
-            f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
-            f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
-            f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
-        )
-        + raters_reading(report)
-    )
-
-
-def raters_reading(report: EvaluationReport) -> str:
-    """Say on which judged criteria the two raters miss the agreement rule against each other, from their row."""
-    rule = report.inputs.rubric.agreement_rule
-    rows = [report.agreement_for(c.id, "human-human") for c in report.inputs.rubric.judged()]
-    missed = [
-        a
-        for a in rows
-        if a is not None
-        and (a.kappa is None or a.kappa < rule.min_kappa or a.percent_agreement < rule.min_percent_agreement)
-    ]
-    if not missed:
-        return ""
-    said = ", ".join(
-        f"`{a.criterion}` (kappa {'undefined' if a.kappa is None else f'{a.kappa:.2f}'}, "
-        f"agreement {a.percent_agreement:.0%})"
-        for a in missed
-    )
-    return (
-        f"\n\n**The raters miss the rule too.** Rater A against rater B: {said}, where the rule needs kappa "
-        f"{rule.min_kappa:.2f} and agreement {rule.min_percent_agreement:.0%}. The reference a judge is measured against "
-        "is itself uncertain there: before asking what a judge needs to qualify (exercise 2), sharpen the anchors "
-        "until people agree."
-    )
 
 
 def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
@@ -219,29 +123,6 @@ def captured_first_look(captured: EvaluationReport) -> str:
         "authored, so the lesson never shows a model earning a criterion. With a judge like this one, people "
         "score every judged criterion, and a stronger judge is measured against their labels, on held-out items, "
         "before it scores any."
-    )
-
-
-def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport) -> str:
-    """Say what the sampled judge's seeds show on one description, and what they cannot show."""
-    from labkit.evaluator import repeats
-    from labkit.trials import wilson
-
-    n = repeats.TRIALS.n
-    varying = repeats.varies_across_seeds(trials)
-    refused = sum(t.verdict == repeats.REJECTED for t in trials)
-    agreeing = int(stability.loc[varying[0], "agree with adjudicated"].split("/")[0]) if varying else n
-    low, high = wilson(agreeing, n)
-    names = " and ".join(f"`{c}`" for _, c in varying) or "none"
-    return (
-        f"At temperature {repeats.TRIALS.temperature:g} the verdict varies across seeds for {len(varying)} of the "
-        f"{len(stability)} criteria ({names}); {refused} of the {len(trials)} sampled replies were refused. "
-        f"**What {n} seeds can show:** that on this one description the sampled judge gives more than one verdict. "
-        f"**What they cannot show:** how good it is ({agreeing} of {n} agreeing gives [{low:.2f}, {high:.2f}], "
-        "which cannot separate a judge that usually agrees from one that usually does not), how often it varies "
-        f"on the other {len(report.inputs.labels.held_out) - len(repeats.PRODUCTS)} held-out items, or anything "
-        "about the temperature-0 judge the rule was applied to. To deploy a sampled judge, measure that "
-        "configuration's agreement on every held-out item."
     )
 
 
