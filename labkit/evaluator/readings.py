@@ -72,7 +72,7 @@ def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> 
 
 
 def captured_first_look(captured: EvaluationReport) -> str:
-    """Say that the real model's judge passes both lantern texts the numeric check fails, and why replies were refused.
+    """Say that the real model's judge passes both lantern texts the numeric check fails, quoting what it wrote.
 
     The judge prompt asks for an explanation that quotes the description, so a quote is
     no failure: the failure is a verdict that does not follow from what the quote says.
@@ -93,14 +93,6 @@ def captured_first_look(captured: EvaluationReport) -> str:
     copying = [e for e in explanations if any(x in e for x in sentences)]
     copied_sentences = {x for e in copying for x in sentences if x in e}
     _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
-    refused = [c.rejected for c in calls if c.rejected]
-    _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
-    rule = captured.inputs.rubric.agreement_rule
-    routed = [a.kappa for a in captured.agreements if a.arrangement == rule.arrangement and a.kappa is not None]
-    highest = max(routed)
-    _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
-    _require(highest < rule.min_kappa, "the highest kappa the rule reads is below min_kappa")
-    items = len(captured.inputs.labels.held_out)
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
         "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
@@ -110,19 +102,7 @@ def captured_first_look(captured: EvaluationReport) -> str:
         f"sentence, *{copied_sentences.pop()}* The failure is that the verdict does not follow from the "
         "quote. Table C's first explanation, in full:\n\n"
         f"> {quoted}\n\n"
-        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text.\n\n"
-        "**Refused replies.** The recording server held each reply to the schema's shape with a *grammar*: "
-        "rules, built from the schema, on which characters may come next. It still let raw control characters "
-        f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
-        f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
-        f"is {highest:.2f}: no better than chance on {items} items. It is below the rule's `min_kappa` of "
-        f"{rule.min_kappa:.2f}, so every judged criterion goes to human review.\n\n"
-        "**What this failure teaches.** This is the lesson's only real judge, and the rule kept it from scoring "
-        "anything because it agreed with people no better than chance, not because it passed false numbers: a "
-        "judge that qualifies can still pass one (the bookshelf p15, §9). The judge that qualified in §5 was "
-        "authored, so the lesson never shows a model earning a criterion. With a judge like this one, people "
-        "score every judged criterion, and a stronger judge is measured against their labels, on held-out items, "
-        "before it scores any."
+        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text."
     )
 
 
