@@ -187,17 +187,16 @@ def shelf_reading(authored: EvaluationReport) -> str:
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
-        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it: a "
-        "material is not a number with a unit. The authored judge passes it too. The course wrote that verdict to "
-        f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
-        f"adjudicated label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items), against raters the "
-        "course also wrote: the case is built to show what the rule lets through. The rule measures "
-        "agreement with the raters, not truth, and it tolerates a miss. p15 was held only because `tone` waited for "
-        "human review; the review above passes its tone, and the shelf is released with a false material claim. "
-        "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it: the rule gave "
-        "that criterion to the judge. Agreement is not correctness. A material check against the facts, or a "
-        "person, must cover what the judge misses."
+        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
+        "material is not a number with a unit), and so does the authored judge, a verdict the course wrote to show "
+        f"this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it; the adjudicated "
+        f"label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule measures "
+        "agreement with the raters, not truth, and tolerates a miss. p15 waited only for `tone`; the review above "
+        "passes its tone, so the shelf is released with a false material claim. The raters' `fail` on its factual "
+        "accuracy is in the labels file, but nothing reads it: the rule gave that criterion to the judge. "
+        "Agreement is not correctness: a material check against the facts, or a person, must cover what the judge "
+        "misses."
     )
 
 
