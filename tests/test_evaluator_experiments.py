@@ -145,3 +145,20 @@ def test_the_judge_model_experiment_is_decided_by_the_rule_and_has_no_comparison
     assert judge.outcome == "failed"  # the rule routes no criterion to the captured judge
     assert not comparisons_table(logged)["experiment"].str.startswith("judge-model").any()
     assert len(log.read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_comparisons_table_shows_every_logged_float_to_two_decimals_and_counts_as_they_are():
+    from labkit.evaluator.experiments import Experiment, comparison, comparisons_table
+
+    logged = Experiment.model_construct(
+        id="x",
+        result={
+            "comparisons": [
+                comparison("kappa, tone", -0.22, -0.316, -0.5, 0.1),
+                comparison("passes", "1/2", "2/2", 0.0, 0.5),
+            ]
+        },
+    )
+    table = comparisons_table([logged])
+    assert table["baseline"].tolist() == ["-0.22", "1/2"]
+    assert table["changed_to"].tolist() == ["-0.32", "2/2"]

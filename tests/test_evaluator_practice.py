@@ -142,3 +142,25 @@ def test_grade_prediction_of_a_dict_wants_its_shape_typed_out_and_equal(monkeypa
     monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: computed)
     with pytest.raises(AssertionError, match="do not compute it"):
         grade_prediction("FLAGS", {"p06": ["fabric"], "p01": []}, truth)
+
+
+def test_fix_cases_hold_pairs_where_kappa_alone_meets_the_rule_with_fewer_fixes_than_both_thresholds():
+    """An answer that tests kappa only, skipping the percent-agreement floor, is refused by some case."""
+    from itertools import combinations
+
+    from labkit.evaluator.calibration import fewest_fixes
+    from labkit.evaluator.rubric import load_rubric
+
+    rule = load_rubric().agreement_rule
+
+    def kappa_only(people, judge):
+        wrong = [i for i, (p, j) in enumerate(zip(people, judge, strict=True)) if p != j]
+        for size in range(len(wrong) + 1):
+            for fixed in combinations(wrong, size):
+                k = kappa(people, [people[i] if i in fixed else x for i, x in enumerate(judge)])
+                if k is not None and k >= rule.min_kappa:
+                    return size
+        return None
+
+    cases = fix_cases((["pass", "fail", "pass"], ["pass", "pass", "pass"]))
+    assert any(kappa_only(p, j) != fewest_fixes(p, j, rule) for p, j in cases)

@@ -159,3 +159,24 @@ def test_cost_ceiling_table_says_whether_the_cost_check_could_fail_on_each_run()
     tight = rubric.model_copy(update={"limits": rubric.limits.model_copy(update={"max_cost_usd": 0.00011})})
     strict = dataclasses.replace(authored, inputs=dataclasses.replace(authored.inputs, rubric=tight))
     assert table(strict).loc["a", "cost check"] == "can fail"
+
+
+def test_record_table_shows_the_judges_explanation_only_where_the_judge_decides_the_label():
+    table = evaluate_run("01-evaluator-authored").record_table("p07").set_index("criterion")
+    assert table.loc["completeness", "scorer"] == "judge"
+    assert table.loc["completeness", "judge's explanation"] != "-"
+    # tone waits for people and factual_accuracy is failed by the numeric check: the judge replied on both
+    assert table.loc["tone", "scorer"] == "human_review"
+    assert table.loc[["tone", "factual_accuracy", "format_length"], "judge's explanation"].eq("-").all()
+
+
+def test_review_table_accounts_for_every_product_whose_release_the_review_changes():
+    report = evaluate_run("01-evaluator-authored")
+    table = report.review_table()
+    after = report.with_human_review().records
+    moved = sorted(p for p, r in report.records.items() if after[p].release != r.release)
+    assert sorted(table["product"]) == moved and len(moved) == 7
+    row = table.set_index("product").loc["p09"]  # waits on tone and a criterion never judged; people fail tone
+    assert row["waited on"] == "factual_accuracy: not_judged, completeness: not_judged, tone: human_review"
+    assert (row["review gave"], row["before"], row["after"]) == ("tone: fail", "awaiting_human_review", "blocked")
+    assert evaluate_run("01-evaluator-smollm2").review_table().empty  # no captured text is one the raters labeled

@@ -129,6 +129,8 @@ def experiments_table(experiments: list[Experiment]) -> Any:
 def comparisons_table(experiments: list[Experiment]) -> Any:
     """Return one row per measure compared in each experiment: both values, the difference's interval, the verdict.
 
+    Every float is shown to 2 decimals, as the intervals are; the log keeps 3.
+
     Only experiments decided by these intervals have rows; the judge-model experiment is decided by the
     agreement rule (see `judge_model_experiment`), so it has none.
     """
@@ -136,11 +138,16 @@ def comparisons_table(experiments: list[Experiment]) -> Any:
 
     columns = ["experiment", "measure", "baseline", "changed_to", "difference_95", "verdict"]
     rows = [
-        {"experiment": e.id, **{k: c[k] for k in columns[1:]}}
+        {"experiment": e.id, **{k: _two_decimals(c[k]) for k in columns[1:]}}
         for e in experiments
         for c in e.result.get("comparisons", [])
     ]
     return text_table(pd.DataFrame(rows, columns=columns))
+
+
+def _two_decimals(value: Any) -> Any:
+    """Return a logged float at the tables' one precision (2 decimals); a count such as ``23/24`` as it is."""
+    return f"{value:.2f}" if isinstance(value, float) else value
 
 
 # --- comparing two sides: a difference inside the noise is a tie ------------------------------------

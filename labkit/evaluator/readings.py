@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.errors import ReadingOutdated
-from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES
-from labkit.evaluator.catalog import NARRATIVE_PRODUCTS
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
 from labkit.evaluator.report import EvaluationReport
@@ -33,23 +31,6 @@ def _shown(text: str) -> str:
     _require(shown is not None, "this reply holds a description")
     assert shown is not None
     return shown.description
-
-
-def kappa_by_hand(report: EvaluationReport, criterion: str = "tone") -> str:
-    """Work kappa out from the judge-by-people cross-table of ``criterion`` (per-criterion judge, held-out items)."""
-    counts = report.label_table(criterion)
-    n = int(counts.loc["all", "all"])
-    shared = [x for x in counts.index if x != "all" and x in counts.columns]
-    p_o = sum(int(counts.loc[x, x]) for x in shared) / n
-    p_e = sum(int(counts.loc[x, "all"]) / n * int(counts.loc["all", x]) / n for x in shared)
-    row = report.agreement_for(criterion, "per_criterion")
-    assert row is not None and row.kappa is not None
-    _require(abs((p_o - p_e) / (1 - p_e) - row.kappa) < 1e-9, "the cross-table gives the table's kappa")
-    return (
-        f"On these {n} items $p_o$ = {p_o:.2f} and $p_e$ = {p_e:.2f}, so kappa = ({p_o:.2f} - {p_e:.2f}) / "
-        f"(1 - {p_e:.2f}) = {row.kappa:.2f}. The judge agrees on {p_o:.0%} of the items, where chance alone, "
-        f"with these label frequencies, would give {p_e:.0%}."
-    )
 
 
 def influence_reading(report: EvaluationReport, criterion: str, index: int) -> str:
@@ -81,84 +62,6 @@ def influence_reading(report: EvaluationReport, criterion: str, index: int) -> s
     return f"**{product}** ({kind}): without it, `{criterion}`'s kappa goes from {full:.2f} to {without:.2f}. {lesson}"
 
 
-def what_the_items_show(report: EvaluationReport) -> str:
-    """Say what the agreement table can and cannot show on its few held-out items."""
-    tone = report.agreement_for("tone", "per_criterion")
-    assert tone and tone.kappa is not None
-    judge_c = report.agreement_for("completeness", "per_criterion")
-    people_c = report.agreement_for("completeness", "human-human")
-    assert judge_c and people_c and judge_c.kappa is not None and people_c.kappa is not None
-    _require(judge_c.kappa > people_c.kappa, "the judge's completeness kappa is above the raters'")
-    code = report.agreement_for("format_length", "programmatic")
-    assert code and code.kappa is not None
-    return (
-        f"**What {tone.items} items can show.** One disagreement moves percent agreement by "
-        f"{100 / tone.items:.0f} points. The intervals are wide: `tone`'s kappa is "
-        f"{tone.kappa:.2f} [{tone.kappa_low:.2f}, {tone.kappa_high:.2f}], so these items cannot separate a judge "
-        f"near chance from one near agreement. A judge that always said `{tone.base_rate_label}` would agree on "
-        f"{tone.base_rate:.0%} of tone's items with a kappa of 0. "
-        f"The authored judge's `completeness` kappa of {judge_c.kappa:.2f} is above the raters' "
-        f"{people_c.kappa:.2f}, but the two compare different pairs: the judge is compared with the adjudicated "
-        "label, settled from both raters, while rater A is compared only with rater B. So this does not show a "
-        "judge better than its raters.\n\n"
-        f"`format_length`'s kappa interval [{code.kappa_low:.2f}, {code.kappa_high:.2f}] comes from "
-        f"{BOOTSTRAP_RESAMPLES - code.kappa_undefined} of the {BOOTSTRAP_RESAMPLES} draws: the other "
-        f"{code.kappa_undefined} drew one label only, so kappa was undefined there and they were dropped."
-    )
-
-
-def bar_reading(report: EvaluationReport) -> str:
-    """Say on which criteria a judge giving one label throughout already reaches the percent-agreement bar."""
-    rule = report.inputs.rubric.agreement_rule
-    rows = [report.agreement_for(c.id, rule.arrangement) for c in report.inputs.rubric.judged()]
-    met = [a for a in rows if a is not None and a.base_rate >= rule.min_percent_agreement]
-    _require(bool(met), "a constant judge reaches the percent-agreement bar on some criterion")
-    names = " and ".join(f"`{a.criterion}`" for a in met)
-    qualified = [c for c, routed in report.routing.items() if routed.scorer == "judge"]
-    authored = ""
-    if report.origin == "authored" and qualified:
-        authored = (
-            f"**An authored success.** The judge that meets the rule on "
-            f"{' and '.join(f'`{c}`' for c in qualified)} is the course's: the course wrote its labels, the "
-            "raters' and the adjudicated ones. These rows show how the rule routes a criterion, not that a model "
-            "judge can earn one. §7 runs a real model's judge through the same rule.\n\n"
-        )
-    return (
-        authored
-        + (
-            f"**The {rule.min_percent_agreement:.0%} bar does little here.** On {names} the base rate is "
-            f"{min(a.base_rate for a in met):.0%} or more: a judge that always gives the common label reaches "
-            f"`min_percent_agreement` there. On those criteria only kappa tells a judge from a constant."
-        )
-        + raters_reading(report)
-    )
-
-
-def raters_reading(report: EvaluationReport) -> str:
-    """Say on which judged criteria the two raters miss the agreement rule against each other, from their row."""
-    rule = report.inputs.rubric.agreement_rule
-    rows = [report.agreement_for(c.id, "human-human") for c in report.inputs.rubric.judged()]
-    missed = [
-        a
-        for a in rows
-        if a is not None
-        and (a.kappa is None or a.kappa < rule.min_kappa or a.percent_agreement < rule.min_percent_agreement)
-    ]
-    if not missed:
-        return ""
-    said = ", ".join(
-        f"`{a.criterion}` (kappa {'undefined' if a.kappa is None else f'{a.kappa:.2f}'}, "
-        f"agreement {a.percent_agreement:.0%})"
-        for a in missed
-    )
-    return (
-        f"\n\n**The raters miss the rule too.** Rater A against rater B: {said}, where the rule needs kappa "
-        f"{rule.min_kappa:.2f} and agreement {rule.min_percent_agreement:.0%}. The reference a judge is measured against "
-        "is itself uncertain there: before asking what a judge needs to qualify (exercise 2), sharpen the anchors "
-        "until people agree."
-    )
-
-
 def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
     """Return a run's per-criterion judge calls on one product's description from ``source`` (labeled or generated)."""
     return [
@@ -169,7 +72,7 @@ def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> 
 
 
 def captured_first_look(captured: EvaluationReport) -> str:
-    """Say that the real model's judge passes both lantern texts the numeric check fails, and why replies were refused.
+    """Say that the real model's judge passes both lantern texts the numeric check fails, quoting what it wrote.
 
     The judge prompt asks for an explanation that quotes the description, so a quote is
     no failure: the failure is a verdict that does not follow from what the quote says.
@@ -190,14 +93,6 @@ def captured_first_look(captured: EvaluationReport) -> str:
     copying = [e for e in explanations if any(x in e for x in sentences)]
     copied_sentences = {x for e in copying for x in sentences if x in e}
     _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
-    refused = [c.rejected for c in calls if c.rejected]
-    _require(bool(refused) and all("control character" in r for r in refused), "refusals are control characters")
-    rule = captured.inputs.rubric.agreement_rule
-    routed = [a.kappa for a in captured.agreements if a.arrangement == rule.arrangement and a.kappa is not None]
-    highest = max(routed)
-    _require(highest < 0.05 and captured.scored_by("judge") == [], "the captured judge is near or below chance")
-    _require(highest < rule.min_kappa, "the highest kappa the rule reads is below min_kappa")
-    items = len(captured.inputs.labels.held_out)
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
         "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
@@ -207,42 +102,7 @@ def captured_first_look(captured: EvaluationReport) -> str:
         f"sentence, *{copied_sentences.pop()}* The failure is that the verdict does not follow from the "
         "quote. Table C's first explanation, in full:\n\n"
         f"> {quoted}\n\n"
-        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text.\n\n"
-        "**Refused replies.** The recording server held each reply to the schema's shape with a *grammar*: "
-        "rules, built from the schema, on which characters may come next. It still let raw control characters "
-        f"(invisible ones, such as a line break) into strings, which JSON forbids. So {len(refused)} of the model's {len(calls)} judge replies were "
-        f"refused. Each counts as a disagreement. The highest `{rule.arrangement}` kappa, the one the rule reads, "
-        f"is {highest:.2f}: no better than chance on {items} items. It is below the rule's `min_kappa` of "
-        f"{rule.min_kappa:.2f}, so every judged criterion goes to human review.\n\n"
-        "**What this failure teaches.** This is the lesson's only real judge, and the rule kept it from scoring "
-        "anything because it agreed with people no better than chance, not because it passed false numbers: a "
-        "judge that qualifies can still pass one (the bookshelf p15, §9). The judge that qualified in §5 was "
-        "authored, so the lesson never shows a model earning a criterion. With a judge like this one, people "
-        "score every judged criterion, and a stronger judge is measured against their labels, on held-out items, "
-        "before it scores any."
-    )
-
-
-def sampled_reading(trials: list[Any], stability: Any, report: EvaluationReport) -> str:
-    """Say what the sampled judge's seeds show on one description, and what they cannot show."""
-    from labkit.evaluator import repeats
-    from labkit.trials import wilson
-
-    n = repeats.TRIALS.n
-    varying = repeats.varies_across_seeds(trials)
-    refused = sum(t.verdict == repeats.REJECTED for t in trials)
-    agreeing = int(stability.loc[varying[0], "agree with adjudicated"].split("/")[0]) if varying else n
-    low, high = wilson(agreeing, n)
-    names = " and ".join(f"`{c}`" for _, c in varying) or "none"
-    return (
-        f"At temperature {repeats.TRIALS.temperature:g} the verdict varies across seeds for {len(varying)} of the "
-        f"{len(stability)} criteria ({names}); {refused} of the {len(trials)} sampled replies were refused. "
-        f"**What {n} seeds can show:** that on this one description the sampled judge gives more than one verdict. "
-        f"**What they cannot show:** how good it is ({agreeing} of {n} agreeing gives [{low:.2f}, {high:.2f}], "
-        "which cannot separate a judge that usually agrees from one that usually does not), how often it varies "
-        f"on the other {len(report.inputs.labels.held_out) - len(repeats.PRODUCTS)} held-out items, or anything "
-        "about the temperature-0 judge the rule was applied to. To deploy a sampled judge, measure that "
-        "configuration's agreement on every held-out item."
+        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text."
     )
 
 
@@ -327,72 +187,16 @@ def shelf_reading(authored: EvaluationReport) -> str:
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
-        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it: a "
-        "material is not a number with a unit. The authored judge passes it too. The course wrote that verdict to "
-        f"show this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the "
-        f"adjudicated label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items), against raters the "
-        "course also wrote: the case is built to show what the rule lets through. The rule measures "
-        "agreement with the raters, not truth, and it tolerates a miss. p15 was held only because `tone` waited for "
-        "human review; the review above passes its tone, and the shelf is released with a false material claim. "
-        "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it: the rule gave "
-        "that criterion to the judge. Agreement is not correctness. A material check against the facts, or a "
-        "person, must cover what the judge misses."
-    )
-
-
-def waiting_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
-    """Say what the held products of each run wait for: the same counts can hide different waits."""
-    mine = authored.waiting_for()
-    theirs = captured.waiting_for()
-    tone_only = mine.get(("tone:human_review",), 0)
-    not_judged = sum(n for key, n in mine.items() if any(k.endswith(":not_judged") for k in key))
-    never = sum(any(c.scorer == "not_judged" for c in r.criteria) for r in authored.records.values())
-    all_three = theirs.get(tuple(sorted(f"{c.id}:human_review" for c in captured.inputs.rubric.judged())), 0)
-    _require(all_three == sum(theirs.values()), "every held captured product waits for people on each criterion")
-    _require(tone_only + not_judged == sum(mine.values()), "an authored product waits for tone or a judge label")
-    texts = authored.runs.generation.by_product()
-    held = authored.inputs.labels.held_out
-    _require(
-        all(authored.inputs.labeled_texts[p] == texts[p].text for p in held),
-        "the authored held-out texts are the authored descriptions",
-    )
-    released = [r for report in (authored, captured) for r in report.records.values() if r.release == "release"]
-    _require(not released, "neither run releases a description")
-    return (
-        f"The counts match, the waits do not. In the captured run each of the {all_three} held products waits "
-        f"for human review on each of the {len(captured.inputs.rubric.judged())} judged criteria. In the authored run {tone_only} wait only for `tone`. The "
-        f"other {not_judged} were never sent to the judge (`not_judged`), so no judge label exists for them. "
-        f"In all, {never} of the {len(authored.records)} authored descriptions were never judged: the runs "
-        "judge only the held-out products' labeled texts and the generated text of "
-        f"{', '.join(NARRATIVE_PRODUCTS)}. The authored judge's held-out texts are byte for byte the authored "
-        "descriptions, so its labels count for those products. Neither recorded run releases a description."
-    )
-
-
-def review_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
-    """Say what the release rule decides once people have given the labels it waits for (in memory, authored raters)."""
-    _require(authored.scored_by("human_review") == ["tone"], "the authored run holds only tone for people")
-    before, after = authored.records, authored.with_human_review().records
-    released = [p for p, r in after.items() if r.release == "release"]
-    blocked = [p for p, r in after.items() if r.release == "blocked" and before[p].release != "blocked"]
-    on_tone = all(c.passed is False for p in blocked for c in after[p].criteria if c.criterion == "tone")
-    _require(bool(released) and bool(blocked) and on_tone, "the review releases some and blocks others on tone")
-    waits = authored.with_human_review().waiting_for()
-    still = sum(waits.values())
-    _require(all(all(k.endswith(":not_judged") for k in key) for key in waits), "what still waits is not_judged")
-    unmoved = captured.with_human_review().records
-    labeled = set(captured.inputs.labels.description_sha256.values())
-    _require(not any(r.description_sha256 in labeled for r in captured.records.values()), "no captured text is labeled")
-    _require(all(unmoved[p] == r for p, r in captured.records.items()), "the captured run does not move")
-    return (
-        "**Human review, done in memory.** `with_human_review` gives each criterion held for review the adjudicated "
-        "label of the course's raters (authored, like every label here), wherever the description is the very text "
-        f"they labeled; nothing is recorded. In the authored run the rule then releases {len(released)} "
-        f"descriptions ({', '.join(released)}) and blocks {len(blocked)} more ({', '.join(blocked)}) on the "
-        f"people's `tone` fail. {still} still wait, for judge labels never asked for (`not_judged`), which a review "
-        "of `tone` does not give. The captured run does not move: none of its descriptions is a text the raters "
-        f"labeled, so its {sum(r.release == 'awaiting_human_review' for r in unmoved.values())} stay held."
+        f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
+        "material is not a number with a unit), and so does the authored judge, a verdict the course wrote to show "
+        f"this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it; the adjudicated "
+        f"label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule measures "
+        "agreement with the raters, not truth, and tolerates a miss. p15 waited only for `tone`; the review above "
+        "passes its tone, so the shelf is released with a false material claim. The raters' `fail` on its factual "
+        "accuracy is in the labels file, but nothing reads it: the rule gave that criterion to the judge. "
+        "Agreement is not correctness: a material check against the facts, or a person, must cover what the judge "
+        "misses."
     )
 
 

@@ -104,6 +104,35 @@ class EvaluationReport:
             records[pid] = record.model_copy(update={"criteria": results, "release": release_decision(results)})
         return dataclasses.replace(self, records=records)
 
+    def review_table(self) -> Any:
+        """Return every product whose release `with_human_review` changes: what it waited on, what people gave.
+
+        ``waited on`` lists each criterion that held the release (``name: scorer``);
+        ``review gave`` the labels people gave, in the same order; the last two columns are
+        the release before and after. A product whose release does not change has no row.
+        """
+        import pandas as pd
+
+        after = self.with_human_review().records
+        rows = []
+        for pid, before in self.records.items():
+            if after[pid].release == before.release:
+                continue
+            now = {c.criterion: c for c in after[pid].criteria}
+            held = [c for c in before.criteria if c.passed is None]
+            rows.append(
+                {
+                    "product": pid,
+                    "waited on": ", ".join(f"{c.criterion}: {c.scorer}" for c in held),
+                    "review gave": ", ".join(
+                        f"{c.criterion}: {now[c.criterion].label}" for c in held if now[c.criterion].scorer == "human"
+                    ),
+                    "before": before.release,
+                    "after": after[pid].release,
+                }
+            )
+        return text_table(pd.DataFrame(rows, columns=["product", "waited on", "review gave", "before", "after"]))
+
     def scored_by(self, scorer: str) -> list[str]:
         """Return the criteria the agreement rule routes to ``scorer`` (judge, human_review or programmatic)."""
         return [criterion for criterion, routed in self.routing.items() if routed.scorer == scorer]
@@ -288,7 +317,11 @@ class EvaluationReport:
         return text_table(pd.DataFrame([c.model_dump() for c in self.checks[product_id].claims], columns=columns))
 
     def record_table(self, product_id: str) -> Any:
-        """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence."""
+        """Return one record's criteria: label, scorer, the judge's explanation and the programmatic evidence.
+
+        The judge's explanation is shown only where the judge decides the label (scorer ``judge``):
+        elsewhere the judge's reply, if any, counts for nothing, so it is not shown beside the label.
+        """
         import pandas as pd
 
         rows = [
@@ -296,7 +329,7 @@ class EvaluationReport:
                 "criterion": r.criterion,
                 "label": r.label or "-",
                 "scorer": r.scorer,
-                "explanation": r.explanation or "-",
+                "judge's explanation": (r.explanation or "-") if r.scorer == "judge" else "-",
                 "evidence": "; ".join(r.evidence) or "-",
             }
             for r in self.records[product_id].criteria
