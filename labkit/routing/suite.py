@@ -342,7 +342,7 @@ def grade_bad_inputs(folder: str | Path) -> pd.DataFrame:
 #: The bad inputs the strict loader refuses (`InvalidJSON`); the grader refuses every other kind (`RouteGradeError`).
 LOADER_KINDS = ("repeated key", "NaN weight", "overflowing weight", "over 1 MB")
 
-#: Words each kind's refusal must say before its first semicolon: the problem, named (what to do follows it).
+#: Words each kind's refusal must say in `says`, before any advice: the problem, named (what to do follows it).
 REFUSAL_SAYS = {
     "repeated key": "repeated JSON key 'label'",
     "NaN weight": "NaN is not allowed",
