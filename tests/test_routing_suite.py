@@ -218,8 +218,11 @@ def test_the_refusal_table_keeps_the_whole_message_in_says_and_what_to_do(tmp_pa
     refusals = grade_bad_inputs(tmp_path / "bad")
     table = refusal_table(refusals)
     for name, row in table.iterrows():
-        rejoined = row["says"] + (f"; {row['what to do']}" if row["what to do"] else "")
-        assert rejoined == refusals.loc[name, "message"], name
+        message = refusals.loc[name, "message"]
+        rejoined = (
+            {row["says"] + sep + row["what to do"] for sep in ("; ", ": ")} if row["what to do"] else {row["says"]}
+        )
+        assert message in rejoined, name
         assert row["what to do"] == row["what to do"].strip(), name
     assert table.loc["duplicate case id", "what to do"] == "give every case its own id"
     assert table.loc["blank label", "what to do"] == ""  # a message with no semicolon
@@ -241,6 +244,30 @@ def test_a_tail_that_only_says_what_the_loader_did_stays_in_says_not_what_to_do(
     split = refusal_table(two)
     assert list(split["what to do"]) == ["", "shrink the file"]
     assert list(split["says"]) == ["a.json: too big; Refusing to read it", "b.json: too big"]
+
+
+def test_the_loader_refusals_split_at_their_last_colon_only_before_an_imperative_verb(tmp_path):
+    from labkit.routing.suite import refusal_table, split_advice
+
+    table = refusal_table(grade_bad_inputs(tmp_path / "bad"))
+    expected = {
+        "repeated key": ("repeated-key.json: repeated JSON key 'label'", "keep exactly one value for it"),
+        "NaN weight": ("NaN-weight.json: non-finite number NaN is not allowed", "use a finite number or null"),
+        "overflowing weight": ("overflowing-weight.json: number 1e999 overflows to infinity", "use a smaller number"),
+        "over 1 MB": (
+            "over-1-MB.json: 1,000,714 bytes is over the 1,000,000-byte limit; refusing to read it",
+            "",
+        ),
+    }
+    for name, (says, advice) in expected.items():
+        assert (table.loc[name, "says"], table.loc[name, "what to do"]) == (says, advice), name
+    assert split_advice("a.json: bad: Use b") == ("a.json: bad", "Use b")  # the last colon, any case
+    assert split_advice("a.json: key: keep one: use two") == ("a.json: key: keep one", "use two")
+    assert split_advice("a.json: users: 3") == ("a.json: users: 3", "")  # no verb: no advice
+    assert split_advice("a.json: bad: user error") == ("a.json: bad: user error", "")  # a whole word only
+    assert split_advice("a.json: bad: keep") == ("a.json: bad", "keep")  # a verb alone is advice too
+    assert split_advice("no colon at all") == ("no colon at all", "")
+    assert split_advice("x: y; z: use w") == ("x: y", "z: use w")  # a semicolon comes first
 
 
 def test_every_refusal_names_its_problem_before_saying_what_to_do(tmp_path):

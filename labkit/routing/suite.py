@@ -342,7 +342,7 @@ def grade_bad_inputs(folder: str | Path) -> pd.DataFrame:
 #: The bad inputs the strict loader refuses (`InvalidJSON`); the grader refuses every other kind (`RouteGradeError`).
 LOADER_KINDS = ("repeated key", "NaN weight", "overflowing weight", "over 1 MB")
 
-#: Words each kind's refusal must say before its first semicolon: the problem, named (what to do follows it).
+#: Words each kind's refusal must say in `says`, before any advice: the problem, named (what to do follows it).
 REFUSAL_SAYS = {
     "repeated key": "repeated JSON key 'label'",
     "NaN weight": "NaN is not allowed",
@@ -373,20 +373,38 @@ REFUSAL_SAYS = {
 #: First words of a message's tail that report what the loader did rather than tell the reader what to do.
 NOT_ADVICE = ("refusing",)
 
+#: Imperative verbs that open advice after a message's last ": " (a message with no "; " to split at).
+ADVICE_VERBS = ("keep", "use", "remove", "give", "grade", "re-run", "save", "check", "pass", "restore")
+
+
+def split_advice(message: str) -> tuple[str, str]:
+    """Split a refusal message into what is wrong and what to do (``""`` when it gives no advice).
+
+    The split is at the first "; " unless the tail starts with a `NOT_ADVICE` word; with no "; ", it is
+    at the last ": " when the tail's first word is one of `ADVICE_VERBS`. Any other tail stays in the
+    first part, so the two parts, rejoined with the separator split at, give the whole message.
+    """
+    head, semicolon, tail = message.partition("; ")
+    if semicolon:
+        if tail.lower().startswith(NOT_ADVICE):
+            return message, ""
+        return head, tail
+    head, colon, tail = message.rpartition(": ")
+    first_word = tail.split(" ", 1)[0].lower()
+    if colon and first_word in ADVICE_VERBS:
+        return head, tail
+    return message, ""
+
 
 def refusal_table(refusals: pd.DataFrame) -> pd.DataFrame:
     """Shorten `grade_bad_inputs`'s table to one row per kind: the error that refused it and its message in two parts.
 
-    ``says`` is the message up to its first semicolon (what is wrong); ``what to do`` is the rest, stripped,
-    when it tells the reader what to do. A tail that starts with a `NOT_ADVICE` word ("refusing to read it")
-    stays in ``says``, as does a message with no semicolon, and ``what to do`` is "". Rejoined with "; ",
-    they give the whole message.
+    ``says`` is what is wrong and ``what to do`` the advice, split by `split_advice`.
     """
-    parts = refusals["message"].str.partition(";")
-    tails = parts[2].str.strip()
-    advice = parts[1].eq(";") & ~tails.str.lower().str.startswith(NOT_ADVICE)
-    says = parts[0].where(advice, refusals["message"])
-    return refusals[["refused by"]].assign(says=says, **{"what to do": tails.where(advice, "")})
+    parts = [split_advice(message) for message in refusals["message"]]
+    says = [head for head, _ in parts]
+    advice = [tail for _, tail in parts]
+    return refusals[["refused by"]].assign(says=says, **{"what to do": advice})
 
 
 def main(argv: list[str] | None = None) -> int:
