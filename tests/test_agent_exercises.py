@@ -6,10 +6,10 @@ import pytest
 
 from labkit.agent.exercises import check_stale_recount
 from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused
-from labkit.agent.validator import format_answer
+from labkit.agent.validator import format_answer, verify_final
 
 
-def _recount(refilter_on):
+def _recount(refilter_on, *, check=True):
     def count_with_refilter(tools, intent):
         for attempt in (1, 2):
             row_ref = tools.filter_by_intent(IntentFilter(intent=intent, limit=3))["row_ref"]
@@ -19,7 +19,8 @@ def _recount(refilter_on):
             except RowRefRefused as exc:
                 if exc.reason not in refilter_on or attempt == 2:
                     raise
-        return format_answer(counted["count"], intent, counted["caller_scope"])
+        text = format_answer(counted["count"], intent, counted["caller_scope"])
+        return verify_final(text, result=counted, expected_intent=intent).answer if check else text
 
     return count_with_refilter
 
@@ -39,6 +40,19 @@ def test_the_stale_recount_check_passes_a_retry_after_a_stale_reference_only():
 def test_the_stale_recount_check_refuses_a_retry_on_the_wrong_refusals(refilter_on, message):
     with pytest.raises(AssertionError, match=message):
         check_stale_recount(_recount(refilter_on))
+
+
+def test_the_stale_recount_check_refuses_an_answer_formatted_but_never_checked():
+    with pytest.raises(AssertionError, match="never checked"):
+        check_stale_recount(_recount({"stale"}, check=False))
+
+
+def test_the_stale_recount_check_refuses_the_stub():
+    def stub(tools, intent):
+        raise NotImplementedError
+
+    with pytest.raises(NotImplementedError):
+        check_stale_recount(stub)
 
 
 def test_the_stale_recount_check_refuses_the_plain_path_without_a_retry():

@@ -111,3 +111,22 @@ def test_the_reading_fails_when_a_captured_case_ends_ok_but_wrong_outside_profil
     moved = [runs.CaseResult(r.case, "ok", None, "unstructured", r.state, []) if r is c04 else r for r in results]
     with pytest.raises(findings.ReadingFalse, match="routed profile"):
         findings.check_reading(moved, authored, report)
+
+
+def test_the_reading_fails_when_c07_corrects_a_stored_value_or_the_router_declined_a_case(captured):
+    report, results = captured
+    authored = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    c07 = next(r for r in results if r.case.id == "c07")
+    events = [
+        {**e, "change": {**e["change"], "supersedes": 5}} if e["kind"] == "profile_updated" else e
+        for e in c07.state["events"]
+    ]
+    corrected = [
+        runs.CaseResult(r.case, r.status, r.final, r.route, {**r.state, "events": events}, r.audit) if r is c07 else r
+        for r in results
+    ]
+    with pytest.raises(findings.ReadingFalse, match="c07 passed with nothing to correct"):
+        findings.check_reading(corrected, authored, report)
+    declined = {**report, "safety": {**report["safety"], "declines": 1}}
+    with pytest.raises(findings.ReadingFalse, match="declined no case"):
+        findings.check_reading(results, authored, declined)

@@ -43,12 +43,14 @@ def _expect_refusal(count_with_refilter: Callable[..., Any], tools: SupportTools
 
 
 def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str]) -> str:
-    """Check exercise 3's ``count_with_refilter(tools, intent)`` on five arranged datasets.
+    """Check exercise 3's ``count_with_refilter(tools, intent)`` on six arranged datasets.
 
     A refresh right after the first filter must lead to exactly one more filter and
     count; calm data to no retry; data that changes after every filter to one
     retry, then the stale refusal; a foreign or forged reference to its refusal,
-    with no second filter.
+    with no second filter; a filter that hands back another intent's set to the
+    final check's ``wrong_intent`` rejection, so an answer formatted but never
+    checked fails.
     """
     refreshed = _analyst("exercise-3a")
     refresh_after_first_filter(refreshed)
@@ -90,6 +92,19 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     forging = _analyst("exercise-3e")
     forging.filter_by_intent = lambda args: {"row_ref": "rows-0123456789abcdef", "preview": []}  # type: ignore[method-assign]  # a forged reference
     _expect_refusal(count_with_refilter, forging, "forged")
+
+    misfiled = _analyst("exercise-3f")
+    filter_asked = misfiled.filter_by_intent
+    misfiled.filter_by_intent = lambda args: filter_asked(  # type: ignore[method-assign]  # another intent's set
+        IntentFilter(intent="track_refund", limit=args.limit)
+    )
+    try:
+        count_with_refilter(misfiled, "get_refund")
+    except AnswerRejected as exc:
+        assert exc.reason == "wrong_intent", f"a count of another intent was rejected as {exc.reason!r}"
+    else:
+        raise AssertionError("a count of another intent came back as the answer: it was never checked")
+    assert _audit(misfiled) == [("filter_by_intent", "ok"), ("count_rows", "ok")], "no retry on a checked count"
     return "ex:stale-recount passed"
 
 

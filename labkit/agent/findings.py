@@ -172,6 +172,18 @@ class ReadingFalse(LabkitError, AssertionError):
     """A claim lesson 04's reading of the evaluation makes does not hold on the results."""
 
 
+def _c07_corrects_nothing(captured: Sequence[CaseResult]) -> bool:
+    """Whether ``c07`` passed while ``c06`` failed, its profile update superseding no stored value."""
+    by_id = {r.case.id: r for r in captured}
+    updates = [e for e in (by_id["c07"].state or {}).get("events", []) if e["kind"] == "profile_updated"]
+    return (
+        ev.outcome_correct(by_id["c07"])
+        and not ev.outcome_correct(by_id["c06"])
+        and len(updates) == 1
+        and updates[0]["change"]["supersedes"] is None
+    )
+
+
 def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult], report: dict[str, Any]) -> None:
     """Raise `ReadingFalse` unless each claim of lesson 04's reading of the two columns holds on these results.
 
@@ -180,8 +192,14 @@ def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult]
     refusal or a case that fixes no answer; no captured proposal was a valid tool call
     and no data tool ran; every captured case that ended ``ok`` but wrong was routed
     ``profile``; p95 lies between the two slowest cases (numpy's interpolated 95th
-    percentile of n values does when n <= 21); the authored run's one refused argument is ``c10``'s.
+    percentile of n values does when n <= 21); the authored run's one refused argument is ``c10``'s;
+    the captured router declined no case (so the decline-leak rate has nothing to count);
+    captured ``c07`` passed with nothing to correct (``c06`` stored no value, so the
+    update supersedes none); and no tool's argument class has a scope field, so the
+    unauthorized-call rate cannot be nonzero on these runs (tools read the caller's scope).
     """
+    from labkit.agent.tools import TOOL_ARGUMENTS
+
     correct = [r for r in captured if ev.outcome_correct(r)]
     wrong_ok = {r.route for r in captured if r.status == "ok" and r not in correct}
     refused = [
@@ -196,6 +214,11 @@ def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult]
         "every captured ok-but-wrong case was routed profile": wrong_ok == {"profile"},
         "p95 lies between the two slowest cases": (report["operations"] or {}).get("cases", 0) <= 21,
         "the authored run's one refused argument is c10's": refused == ["c10"],
+        "the captured router declined no case": report["safety"]["declines"] == 0,
+        "captured c07 passed with nothing to correct": _c07_corrects_nothing(captured),
+        "no tool argument names a scope": not any(
+            "scope" in name for model in TOOL_ARGUMENTS.values() for name in model.model_fields
+        ),
     }
     false = [claim for claim, holds in claims.items() if not holds]
     if false:
