@@ -1,5 +1,6 @@
 import copy
 import json
+import shutil
 
 import pytest
 
@@ -323,6 +324,39 @@ def test_a_resealed_edit_is_refused_by_load_run_only_for_a_rule_and_always_by_th
     table = refusal_table(reasons)
     assert table.count("hashes recomputed  loaded") == 2
     assert max(len(line) for line in table.splitlines()) <= 96
+
+
+def test_the_refusal_table_prints_every_reason_whole_within_its_width(run, tmp_path):
+    from labkit.course.replay_exercises import refusal_table
+
+    reasons = load_refusals(run.run_id, tmp_path)
+    table = refusal_table(reasons)
+    assert max(len(line) for line in table.splitlines()) <= 96
+    flat = " ".join(line.strip() for line in table.splitlines())
+    for stages in reasons.values():
+        for stage, reason in stages.items():
+            assert f"{stage} {reason}" in " ".join(flat.split())  # whole, not cut at the width
+    assert any(len(reason) > 96 for stages in reasons.values() for reason in stages.values())  # some wrap
+
+
+def test_the_untouched_run_signature_is_valid_and_a_resealed_copy_in_its_place_is_not(run, tmp_path, monkeypatch):
+    import labkit.recording
+    from labkit.course.replay_exercises import untouched_signature
+    from labkit.recording import run_path
+
+    assert untouched_signature(run.run_id).startswith("valid: signed by labkit-course (SHA256:")
+    load_refusals(run.run_id, tmp_path)  # writes resealed copies, each beside the recorded signature
+    forged = next(tmp_path.glob("resealed-1/**/run.json"))
+    recorded = run_path(run.run_id)
+    placed = tmp_path / "runs" / recorded.parent.name / recorded.name
+    placed.parent.mkdir(parents=True)
+    shutil.copy(recorded.parent.parent / "allowed_signers", tmp_path / "runs")
+    shutil.copy(recorded.with_name("run.json.sig"), placed.with_name("run.json.sig"))
+    placed.write_bytes(recorded.read_bytes())
+    monkeypatch.setattr(labkit.recording, "run_path", lambda run_id: placed)
+    assert untouched_signature(run.run_id).startswith("valid: ")
+    placed.write_bytes(forged.read_bytes())
+    assert untouched_signature(run.run_id).startswith("invalid: ")
 
 
 def test_reseal_recomputes_every_hash_so_a_resealed_unedited_run_loads_with_its_own_hashes(run, tmp_path):

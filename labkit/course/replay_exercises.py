@@ -403,14 +403,29 @@ def load_refusals(run_id: str, folder: Path) -> dict[str, dict[str, str]]:
 
 
 def refusal_table(reasons: dict[str, dict[str, str]], width: int = 96) -> str:
-    """Return `load_refusals`'s answers as lines: each edit, then each stage's verdict cut to ``width``."""
+    """Return `load_refusals`'s answers as lines: each edit, then each stage's verdict, wrapped whole at ``width``."""
+    import textwrap
+
     lines = []
     for edit, stages in reasons.items():
         lines.append(f"{edit}:")
         for stage, reason in stages.items():
-            text = f"  {stage:18} {reason}"
-            lines.append(text if len(text) <= width else text[: width - 1] + "…")
+            first = f"  {stage:18} "
+            lines += textwrap.wrap(
+                reason, width, initial_indent=first, subsequent_indent=" " * len(first), break_on_hyphens=False
+            )
     return "\n".join(lines)
+
+
+def untouched_signature(run_id: str) -> str:
+    """Return what `labkit verify`'s signature check says of the recorded, unedited run file."""
+    from labkit.recording import run_path
+    from labkit.signing import check_signature, read_allowed_signers
+
+    recorded = run_path(run_id)
+    signature = check_signature(recorded, allowed=read_allowed_signers(recorded.parent.parent))
+    verdict = "valid" if signature.status == "signed" else signature.status
+    return f"{verdict}: {signature.describe()}"
 
 
 #: What exercise 3 asks about each change: which identifiers move, and what refuses.
