@@ -95,10 +95,26 @@ LISTING = QUOTING.replace(
 )
 
 
-def test_the_figure_check_passes_a_right_solution_whose_reason_lists_the_cited_figures(tmp_path):
-    """A reason such as "['45'] not in [2026, 11, 30]" names the cited figures too: that is no error."""
+def test_the_figure_check_fails_a_reason_that_lists_the_cited_figures_the_answer_states(tmp_path):
+    """A reason such as "['45'] not in [2026, 11, 30]" for "Within 30 days, or 45 for gifts." names 30,
+    a figure the answer states and page 1 supports: the reason must name only the unsupported ones."""
     assert LISTING != QUOTING and "not in" in LISTING
-    assert "ex:figure-support passed" in _figure_check_output(LISTING)
+    with pytest.raises(Exception, match="name only the unsupported ones"):
+        _figure_check_output(LISTING)
+
+
+#: The shortcut a reader found: the reason names every figure of the answer, supported ones included.
+ANSWER_FIGURES = QUOTING.replace(
+    """f"{result['text']!r}: {missing} unstated\"""",
+    """f"check {number.findall(result['text'])}\"""",
+)
+
+
+def test_the_figure_check_fails_a_reason_that_names_every_figure_of_the_answer(tmp_path):
+    """Flagging the right answers but naming all of the answer's figures must not pass."""
+    assert ANSWER_FIGURES != QUOTING and "findall(result['text'])" in ANSWER_FIGURES
+    with pytest.raises(Exception, match="name only the unsupported ones"):
+        _figure_check_output(ANSWER_FIGURES)
 
 
 PAGE_NAMING = QUOTING.replace(

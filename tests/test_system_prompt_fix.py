@@ -108,3 +108,26 @@ def test_sha12_hashes_a_text_as_it_is_and_anything_else_as_sorted_json():
     assert prompt_fix.sha12("abc") == hashlib.sha256(b"abc").hexdigest()[:12]
     assert prompt_fix.sha12({"b": 1, "a": 2}) == prompt_fix.sha12({"a": 2, "b": 1})
     assert prompt_fix.sha12({"a": 1}) != prompt_fix.sha12({"a": 2})
+
+
+def test_golden_scores_count_each_prompts_passed_golden_cases_and_skip_the_empty_count():
+    from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
+
+    ok = {"status": "answered", "text": "2 get_refund tickets", "observation": {"count": 2}}
+    replayed = {
+        "a": [(GOLDEN[1].question, "team-a", ok), (EMPTY_COUNT_QUESTION, "team-b", ok)],
+        "b": [(GOLDEN[0].question, "team-a", ok)],
+    }
+    assert prompt_fix.golden_scores(replayed) == {"a": 1, "b": 0}
+
+
+def test_the_recorded_prompt_test_scores_and_intents(tmp_path):
+    from labkit.system.golden import EMPTY_COUNT_QUESTION, GOLDEN
+
+    assert prompt_fix.golden_scores(prompt_fix.replay_both(trace_dir=tmp_path)) == {
+        "unchanged": 0,
+        "fixed": 1,
+    }
+    named = prompt_fix.intents_named(tmp_path / f"{prompt_fix.RUN_CAPTURED}.jsonl")
+    assert named[GOLDEN[1].question] == "get_refund" and named[EMPTY_COUNT_QUESTION] == "get_refund"
+    assert named[GOLDEN[2].question] is None  # a reply without tool_args names no intent

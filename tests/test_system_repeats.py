@@ -184,3 +184,31 @@ def test_separable_counts_lists_exactly_the_pairs_whose_intervals_do_not_overlap
                 apart = wilson(b, n)[0] > wilson(a, n)[1]
                 assert ((a, b) in pairs) is apart, (n, a, b)
     assert (1, 5) not in separable_counts(5) and (1, 12) in separable_counts(12)
+
+
+def test_trial_summary_counts_each_cases_passes_interval_and_statuses_from_the_trials(replayed):
+    from labkit.system.repeats import trial_summary
+    from labkit.tables import interval
+    from labkit.trials import wilson
+
+    greedy = {q: i == 1 for i, q in enumerate(QUESTIONS)}
+    table = trial_summary(replayed, greedy)
+    assert list(table.index) == QUESTIONS
+    for question, passes in outcomes(replayed).items():
+        row = table.loc[question]
+        assert row["passes"] == f"{sum(passes)}/{TRIALS.n}"
+        assert row["95% Wilson interval"] == interval(*wilson(sum(passes), TRIALS.n))
+        assert row["temperature 0"] == ("pass" if greedy[question] else "fail")
+        ended = [t.result["status"] for t in replayed if t.case.question == question]
+        counted = {s: int(c) for s, c in (part.rsplit(" ", 1) for part in row["statuses"].split(", "))}
+        assert counted == {s: ended.count(s) for s in set(ended)}
+
+
+def test_invalid_json_names_only_the_trials_refused_as_invalid_json(replayed):
+    from labkit.system.repeats import invalid_json
+
+    named = invalid_json(replayed)
+    assert named, "the captured repeats hold replies that are not valid JSON"
+    for trial in replayed:
+        is_json_refusal = trial.result.get("reason", "").startswith("Invalid JSON")
+        assert (trial.session_id in named) == is_json_refusal

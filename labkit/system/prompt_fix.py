@@ -190,3 +190,32 @@ def json_key(value: Any) -> str:
     import json
 
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def golden_scores(replayed: dict[str, list[tuple[str, str, dict[str, Any]]]]) -> dict[str, int]:
+    """Return, per prompt of `replay_both`'s result, how many golden cases its replies passed."""
+    from labkit.system.golden import GOLDEN, passed
+
+    cases = {case.question: case for case in GOLDEN}
+    return {
+        prompt: sum(passed(result, cases[q]) for q, _, result in asked if q in cases)
+        for prompt, asked in replayed.items()
+    }
+
+
+def intents_named(trace_path: str | Path) -> dict[str, str | None]:
+    """Return, per question of a trace file, the intent its raw reply names (None: none named)."""
+    import json
+
+    from labkit.system.workflow import read_trace_lines
+
+    named: dict[str, str | None] = {}
+    for line in read_trace_lines(trace_path):
+        raw = next(step["raw_reply"] for step in line["trace"] if step["step"] == "generate")
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = None
+        args = reply.get("tool_args") if isinstance(reply, dict) else None
+        named[line["question"]] = args.get("intent") if isinstance(args, dict) else None
+    return named

@@ -131,3 +131,37 @@ def separable_counts(n: int) -> list[tuple[int, int]]:
     return [
         (a, b) for a in range(n) for b in range(a + 1, n + 1) if wilson(b, n)[0] > wilson(a, n)[1]
     ]
+
+
+def trial_summary(trials: list[GoldenTrial], greedy: dict[str, bool]) -> Any:
+    """Return one row per golden case: its temperature-0 result, passes of n, 95% Wilson interval, statuses.
+
+    ``greedy`` maps each question to whether its single temperature-0 request passed.
+    ``statuses`` counts how the case's trials ended, e.g. ``answered 3, invalid_output 2``.
+    """
+    import pandas as pd
+
+    from labkit.tables import interval
+    from labkit.trials import wilson
+
+    rows = []
+    for question, passes in outcomes(trials).items():
+        ended = [t.result["status"] for t in trials if t.case.question == question]
+        k, n = sum(passes), len(passes)
+        rows.append(
+            {
+                "case": question,
+                "temperature 0": "pass" if greedy[question] else "fail",
+                "passes": f"{k}/{n}",
+                "95% Wilson interval": interval(*wilson(k, n)),
+                "statuses": ", ".join(f"{s} {ended.count(s)}" for s in sorted(set(ended))),
+            }
+        )
+    return pd.DataFrame(rows).set_index("case")
+
+
+def invalid_json(trials: list[GoldenTrial]) -> list[str]:
+    """Return the session ids of the trials whose reply `check` refused as invalid JSON."""
+    return [
+        t.session_id for t in trials if str(t.result.get("reason", "")).startswith("Invalid JSON")
+    ]
