@@ -100,7 +100,7 @@ def captured_first_look(captured: EvaluationReport) -> str:
     _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
-        "table A, and the course's 12 hours against 6 h (§3). (Its *rectangular* is in no fact either: a shape, "
+        "table A, and the course's 12 hours against 6 h (§3). (The model's *rectangular* is in no fact either: a shape, "
         "which the numeric check cannot read, like p15's oak in §9.) The model's judge passes `factual_accuracy` on "
         "both (tables B and C). The prompt asks for an explanation that quotes the description. An explanation "
         "counts here as quoting when it holds, word for word with its full stop, one of the description's "
