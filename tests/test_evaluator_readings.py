@@ -57,6 +57,13 @@ def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failu
     assert "available at 5 EUR per litre." in text  # the §3 text's explanation, quoted whole
     assert "**Refused replies.**" not in text  # the notebook says that beside the routing table
     assert "Then it passes the text." in text
+    assert "(The model's *rectangular* is in no fact either: a shape, which the numeric check cannot read" in text
+    lantern = captured.inputs.products["p07"]
+    facts = lantern.facts.model_copy(update={"materials": [*lantern.facts.materials, "rectangular"]})
+    products = {**captured.inputs.products, "p07": lantern.model_copy(update={"facts": facts})}
+    shaped = dataclasses.replace(captured, inputs=dataclasses.replace(captured.inputs, products=products))
+    with pytest.raises(ReadingOutdated, match="rectangular"):
+        readings.captured_first_look(shaped)  # a shape the facts hold is no unsupported claim
 
 
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):

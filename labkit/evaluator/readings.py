@@ -81,6 +81,11 @@ def captured_first_look(captured: EvaluationReport) -> str:
     _require(own.get("p07") == "pass", "the judge passes its own lantern's factual accuracy")
     claims = {(c.text, c.fact, c.status) for c in captured.checks["p07"].claims}
     _require(("110 grams", "340 g", "contradicted") in claims, "the lantern claims 110 grams against 340 g")
+    own_text = _shown(captured.runs.generation.by_product()["p07"].text)
+    facts = str(captured.inputs.products["p07"].facts.for_prompt()).lower()
+    _require(
+        "rectangular" in own_text and "rectangular" not in facts, "it calls the lantern rectangular, unlike its facts"
+    )
     calls = captured.runs.judging.calls
     labeled = [c for c in calls if (c.product_id, c.description_source) == ("p07", "labeled")]
     first = next(c for c in labeled if c.arrangement == "per_criterion" and c.criteria == ["factual_accuracy"])
@@ -95,7 +100,8 @@ def captured_first_look(captured: EvaluationReport) -> str:
     _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
-        "table A, and the course's 12 hours against 6 h (§3). The model's judge passes `factual_accuracy` on "
+        "table A, and the course's 12 hours against 6 h (§3). (The model's *rectangular* is in no fact either: a shape, "
+        "which the numeric check cannot read, like p15's oak in §9.) The model's judge passes `factual_accuracy` on "
         "both (tables B and C). The prompt asks for an explanation that quotes the description. An explanation "
         "counts here as quoting when it holds, word for word with its full stop, one of the description's "
         f"sentences of five words or more: {len(copying)} of the {len(explanations)} in table C do, all the same "
