@@ -500,19 +500,17 @@ def check_and_link(
 
     ``parsed`` says whether the reply was parsed from a model's text (its shape checked) or written by the app;
     `reply_checked` lists only the checks that ran, ``extra_check`` by its name."""
-    checks = ["reply_shape"] if parsed else []  # Reply.model_validate_json ran in ask_model
-    steps: list[tuple[str, list[str], ReplyCheck]] = [
-        ("source_contract", ["source_membership", "status_source_consistency"], check_reply)
-    ]
-    if extra_check is not None:
-        steps.append(("extra_check", [getattr(extra_check, "__name__", "extra_check")], extra_check))
-    for reason, names, check in steps:
-        try:
-            check(reply, selected)
-        except ReplyRejected as exc:
-            trace.emit("reply_rejected", reason=reason, error=str(exc))
-            return TracedRequest(question, key, "reply_rejected", trace, error=str(exc))
-        checks += names
+    checks = ["reply_shape"] if parsed else []  # ask_model parsed the reply; the app's own reply was not parsed
+    try:
+        check_reply(reply, selected)
+        checks += ["source_membership", "status_source_consistency"]
+        if extra_check is not None:
+            extra_check(reply, selected)
+            checks.append(getattr(extra_check, "__name__", "extra_check"))
+    except ReplyRejected as exc:
+        reason = "extra_check" if "status_source_consistency" in checks else "source_contract"  # which one refused
+        trace.emit("reply_rejected", reason=reason, error=str(exc))
+        return TracedRequest(question, key, "reply_rejected", trace, error=str(exc))
     trace.emit("reply_checked", status=reply.status, source_ids=reply.source_ids, checks=checks)
     links = {d.metadata["id"]: d.metadata["url"] for d in selected}
     result = {
