@@ -334,6 +334,7 @@ def value_error(reply, selected):  # wrong: refuses with an error the app does n
         (case_sensitive, "wrong for: upper case"),
         (every_word, "wrong for: only short words shared"),
         (value_error, "raised ValueError"),
+        (cited_words, "called labkit's labkit.course.trace_exercises.cited_words"),
     ],
 )
 def test_cited_words_check_refuses_shortcuts_and_wrong_rules(word_runs, attempt, message):

@@ -342,7 +342,8 @@ def check_cited_words(
     another source's passage, upper case, punctuation around words, only short
     words shared) and the replayed replies of the ``authored``, ``ranking`` and
     ``captured`` runs; each must end as the course's own word check makes it end.
-    A function that refuses by raising anything but `ReplyRejected` is refused.
+    A function that refuses by raising anything but `ReplyRejected`, or calls labkit's `cited_words` or
+    `content_words`, is refused.
     """
     diagnosed = dict(
         zip(
@@ -390,18 +391,27 @@ def check_cited_words(
         "not_in_docs probe": ts([], "Nothing about fromisoformat here.", status="not_in_docs"),
         **diagnosed,
     }
-    for name, make in cases.items():
-        expected = make(cited_words)
-        try:
-            got = make(cited_words_check)
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # a refusal must be a ReplyRejected, which the app records
-            raise AssertionError(
-                f"cited_words_check raised {type(exc).__name__} for: {name}; refuse a reply with ReplyRejected"
-            ) from exc
-        if (got.outcome, got.trace.kinds()) != (expected.outcome, expected.trace.kinds()):
-            raise AssertionError(f"cited_words_check is wrong for: {name}")
+    expected = {name: make(cited_words) for name, make in cases.items()}
+    wrong: str | None = None
+    with calls_to(cited_words, content_words) as called:
+        for name, make in cases.items():
+            try:
+                got = make(cited_words_check)
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # a refusal must be a ReplyRejected, which the app records
+                raise AssertionError(
+                    f"cited_words_check raised {type(exc).__name__} for: {name}; refuse a reply with ReplyRejected"
+                ) from exc
+            if wrong is None and (got.outcome, got.trace.kinds()) != (
+                expected[name].outcome,
+                expected[name].trace.kinds(),
+            ):
+                wrong = name
+    if called:
+        raise AssertionError(f"cited_words_check called labkit's {called[0]}: compare the words yourself")
+    if wrong is not None:
+        raise AssertionError(f"cited_words_check is wrong for: {wrong}")
 
 
 def content_words(text: str) -> set[str]:
