@@ -1,16 +1,29 @@
 """Lesson 02a's exercise checks: each passes a correct answer and refuses a wrong one and a shortcut."""
 
+import re
+
 import pytest
 
 from labkit.boundary import connect
 from labkit.course.trace_exercises import (
     RANK_PREDICTIONS,
+    WORD_CHECK_PREDICTIONS,
     check_cited_rank,
-    check_not_in_docs_cause,
+    check_cited_words,
     check_score_floor,
+    cited_words,
 )
 from labkit.rag.ranking import RUN_AUTHORED as RUN_RANKING
-from labkit.rag.trace import RUN_AUTHORED, RUN_CAPTURED, SETTINGS, load_docs_index, model_step
+from labkit.rag.trace import (
+    QUESTIONS,
+    RUN_AUTHORED,
+    RUN_CAPTURED,
+    SETTINGS,
+    ReplyRejected,
+    load_corpus,
+    load_docs_index,
+    trace_request,
+)
 
 
 @pytest.fixture(scope="module")
@@ -232,135 +245,107 @@ def test_score_floor_check_grades_the_predictions_before_it_calls_floor_band(ind
         check_score_floor(stub, {name: (None, None) for name in RIGHT}, 0.6, index, adapters)
 
 
-def not_in_docs_cause(traced):
-    done = traced.trace.first("request_completed")
-    if done is None or done.data["status"] != "not_in_docs":
-        return None
-    if traced.trace.first("model_skipped") is None:
-        return "model_reply"
-    found = traced.trace.first("retrieval_completed").data["candidates"]
-    return "all_dropped" if found else "no_candidates"
+def cited_words_check(reply, selected):
+    if reply.status != "answered":
+        return
+    words = set(re.findall(r"\w{4,}", reply.answer.lower()))
+    for source in reply.source_ids:
+        texts = [d.page_content.lower() for d in selected if d.metadata["id"] == source]
+        if not any(words & set(re.findall(r"\w{4,}", text)) for text in texts):
+            raise ReplyRejected(f"{source} shares no word with the answer")
 
 
-CAUSES = {
-    "backup question, floor 0.3": "all_dropped",
-    "timestamp question, floor 0.5": None,
-    "timestamp question, captured run": "model_reply",
-}
+OUTCOMES = dict(zip(WORD_CHECK_PREDICTIONS, ("completed", "reply_rejected", "completed"), strict=True))
 
 
-def test_not_in_docs_cause_check_grades_the_predicted_causes_before_the_function(index, authored, captured, capsys):
-    def stub(traced):
-        raise NotImplementedError("hint: which events hold the answer?")
-
-    with pytest.raises(NotImplementedError, match="fill in PREDICTED_CAUSES"):  # the stub's predictions
-        check_not_in_docs_cause(stub, {name: ... for name in CAUSES}, index, authored, captured)
-    refused_was_dropped = {**CAUSES, "timestamp question, floor 0.5": "all_dropped"}
-    with pytest.raises(AssertionError, match=r"^the predictions do not all match"):
-        check_not_in_docs_cause(not_in_docs_cause, refused_was_dropped, index, authored, captured)
-    assert "PREDICTED_CAUSES is right" not in capsys.readouterr().out
-    with pytest.raises(NotImplementedError, match="which events"):  # right predictions, stub function
-        check_not_in_docs_cause(stub, CAUSES, index, authored, captured)
-    assert "PREDICTED_CAUSES is right for all three requests" in capsys.readouterr().out
+@pytest.fixture(scope="module")
+def word_runs(index, authored, captured, adapters):
+    return index, authored, captured, adapters["ranking"]
 
 
-def test_not_in_docs_cause_check_passes_reading_the_events(index, authored, captured):
-    check_not_in_docs_cause(not_in_docs_cause, CAUSES, index, authored, captured)
+def test_cited_words_check_grades_the_predictions_before_the_function(word_runs, capsys):
+    def stub(reply, selected):
+        raise NotImplementedError("hint: which passages may a cited source's words come from?")
+
+    with pytest.raises(NotImplementedError, match="fill in PREDICTED_OUTCOMES"):  # the stub's predictions
+        check_cited_words(stub, {name: ... for name in OUTCOMES}, *word_runs)
+    for wrong in ("reply_rejected", "completed"):  # the contradiction refused; the utf-8 reply accepted
+        guess = dict(zip(WORD_CHECK_PREDICTIONS, (wrong, wrong, "completed"), strict=True))
+        with pytest.raises(AssertionError, match=r"^the predictions do not all match"):
+            check_cited_words(cited_words_check, guess, *word_runs)
+    assert "PREDICTED_OUTCOMES is right" not in capsys.readouterr().out
+    with pytest.raises(NotImplementedError, match="which passages"):  # right predictions, stub function
+        check_cited_words(stub, OUTCOMES, *word_runs)
+    assert "PREDICTED_OUTCOMES is right for all three requests" in capsys.readouterr().out
 
 
-def test_not_in_docs_cause_check_refuses_reading_the_context_instead_of_the_candidates(index, authored, captured):
-    def from_context(traced):
-        cause = not_in_docs_cause(traced)
-        if cause in ("all_dropped", "no_candidates"):
-            return "all_dropped" if traced.trace.first("context_selected").data["chunk_ids"] else "no_candidates"
-        return cause
-
-    with pytest.raises(AssertionError, match="not_in_docs_cause is wrong for"):
-        check_not_in_docs_cause(from_context, CAUSES, index, authored, captured)
+def test_cited_words_check_passes_a_check_per_cited_source_over_the_passages_sent(word_runs):
+    check_cited_words(cited_words_check, OUTCOMES, *word_runs)
 
 
-def test_not_in_docs_cause_check_refuses_calling_model_step(index, authored, captured):
-    def via_model_step(traced):
-        model_step(traced)
-        return not_in_docs_cause(traced)
-
-    with pytest.raises(AssertionError, match=r"called labkit.s labkit\.rag\.trace\.model_step"):
-        check_not_in_docs_cause(via_model_step, CAUSES, index, authored, captured)
-
-
-def _default_floor_findings(index, adapters, authored):
-    """The findings the notebook prints: the three default questions, traced with the app's own rule, at 0.6."""
-    from labkit.course.trace_exercises import score_floor_findings
-    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
-
-    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
-    defaults = {
-        "backup": trace_request(QUESTIONS["not_in_docs"], index, authored),
-        "timestamp": trace_request(QUESTIONS["answered"], index, authored),
-        "ranking": trace_request(RANKING_QUESTION, index, adapters["ranking"]),
-    }
-    text = score_floor_findings(at_floor, defaults, 0.6)
-    return text
+def pooled(reply, selected):  # shortcut: any passage sent, whatever its source
+    words = set(re.findall(r"\w{4,}", reply.answer.lower()))
+    if reply.status == "answered" and not any(
+        words & set(re.findall(r"\w{4,}", d.page_content.lower())) for d in selected
+    ):
+        raise ReplyRejected("no word shared")
 
 
-def test_score_floor_findings_explain_the_floor_from_the_traces(index, adapters, authored):
-    text = _default_floor_findings(index, adapters, authored)
-    assert "The timestamp question: no passage scores 0.6 or more, so the app answers not_in_docs" in text
-    assert "The backup question" not in text  # its not_in_docs is right: nothing to explain
-    assert "keeps only ['path-read-text']. Its recorded reply, given again, cites ['path-write-text']" in text
-    assert "a floor above 0.226712 and at most 0.552792 keeps a passage of every cited source" in text
-    assert (
-        "a floor above 0.480887 in that band drops the timestamp question's rank-2 passage of datetime-fromisoformat"
-        in text
-    )
+def never_refuses(reply, selected):  # shortcut: the checks already ran
+    return None
 
 
-def test_score_floor_findings_band_follows_the_scores(index, adapters, authored):
-    from labkit.course.trace_exercises import score_floor_findings
-    from labkit.rag.trace import QUESTIONS, RANKING_QUESTION, trace_request
-
-    at_floor = check_score_floor(floor_band, RIGHT, 0.6, index, adapters)
-    ranking = trace_request(RANKING_QUESTION, index, adapters["ranking"])
-    backup = trace_request(QUESTIONS["not_in_docs"], index, authored)
-    text = score_floor_findings(at_floor, {"ranking": ranking, "backup": backup}, 0.6)
-    assert "a floor above 0.226712 and at most 0.567713 keeps" in text  # without the timestamp question
-    assert "in that band drops" not in text  # the ranking question cites one passage, scored above the band
+def whole_document(reply, selected):  # wrong: the source's whole summary, not the passages sent
+    docs = {d.metadata["id"]: d.page_content.lower() for d in load_corpus()}
+    words = set(re.findall(r"\w{4,}", reply.answer.lower()))
+    for source in reply.source_ids if reply.status == "answered" else []:
+        if not words & set(re.findall(r"\w{4,}", docs[source])):
+            raise ReplyRejected("no word shared")
 
 
-def test_score_floor_findings_say_which_end_of_the_band_is_in_and_the_traces_agree(index, adapters, authored):
-    from labkit.rag.trace import QUESTIONS, trace_request
-
-    text = _default_floor_findings(index, adapters, authored)
-    assert "a floor of exactly 0.226712 still sends the backup question's best passage" in text
-    assert "a floor of exactly 0.552792 still sends the timestamp question's cited passage" in text
-    for question in (QUESTIONS["not_in_docs"], QUESTIONS["answered"]):  # the rule keeps a score equal to the floor
-        best = index.store.similarity_search_with_score(question, k=1)[0][1]
-        kept = trace_request(question, index, authored, select=lambda r, best=best: [d for d, s in r if s >= best])
-        assert len(kept.trace.first("context_selected").data["chunk_ids"]) == 1
+def case_sensitive(reply, selected):  # wrong: 'PYTHON' is not 'Python'
+    words = set(re.findall(r"\w{4,}", reply.answer))
+    for source in reply.source_ids if reply.status == "answered" else []:
+        if not any(words & set(re.findall(r"\w{4,}", d.page_content)) for d in selected if d.metadata["id"] == source):
+            raise ReplyRejected("no word shared")
 
 
-def test_score_floor_findings_print_ends_that_keep_their_claims_when_read_back(index, adapters, authored):
-    """Each printed number, read back as a float and used as the exercise's floor, does what the line says.
+def every_word(reply, selected):  # wrong: 'it' and 'the' count as shared words
+    words = set(re.findall(r"\w+", reply.answer.lower()))
+    for source in reply.source_ids if reply.status == "answered" else []:
+        texts = [d.page_content.lower() for d in selected if d.metadata["id"] == source]
+        if not any(words & set(re.findall(r"\w+", text)) for text in texts):
+            raise ReplyRejected("no word shared")
 
-    Rounded to 3 decimals the ends would swap: 0.227 drops the backup passage, 0.553 drops the cited one."""
-    import math
-    import re
 
-    from labkit.course.trace_exercises import _at_least
-    from labkit.rag.trace import QUESTIONS, trace_request
+def value_error(reply, selected):  # wrong: refuses with an error the app does not record
+    try:
+        cited_words_check(reply, selected)
+    except ReplyRejected as exc:
+        raise ValueError(str(exc)) from exc
 
-    text = _default_floor_findings(index, adapters, authored)
-    ends = re.search(r"a floor of exactly ([0-9.]+) still sends .* a floor of exactly ([0-9.]+) still sends", text)
-    drops = re.search(r"But a floor above ([0-9.]+) in that band drops", text)
-    assert ends and drops
-    low, high, rank2 = float(ends[1]), float(ends[2]), float(drops[1])
 
-    def kept(question, floor):
-        traced = trace_request(question, index, authored, select=_at_least(floor))
-        return traced.trace.first("context_selected").data["chunk_ids"]
+@pytest.mark.parametrize(
+    ("attempt", "message"),
+    [
+        (pooled, "wrong for: cites zoneinfo, answers with fromisoformat"),
+        (never_refuses, "wrong for: cites zoneinfo, answers with fromisoformat"),
+        (whole_document, "wrong for: ranking question, 'Choose utf-8 explicitly.'"),
+        (case_sensitive, "wrong for: upper case"),
+        (every_word, "wrong for: only short words shared"),
+        (value_error, "raised ValueError"),
+        (cited_words, "called labkit's labkit.course.trace_exercises.cited_words"),
+    ],
+)
+def test_cited_words_check_refuses_shortcuts_and_wrong_rules(word_runs, attempt, message):
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        check_cited_words(attempt, OUTCOMES, *word_runs)
 
-    backup, timestamp = QUESTIONS["not_in_docs"], QUESTIONS["answered"]
-    assert kept(backup, low) and not kept(backup, math.nextafter(low, 1))  # low itself is outside the band
-    assert "datetime-fromisoformat" in str(kept(timestamp, high))  # high itself is inside
-    assert not kept(timestamp, math.nextafter(high, 1))
-    assert len(kept(timestamp, rank2)) == 2 and len(kept(timestamp, math.nextafter(rank2, 1))) == 1
+
+def test_an_extra_check_leaves_replay_bound_to_the_same_request(word_runs):
+    index, authored, captured, _ranking = word_runs
+    for adapter in (authored, captured):  # the check changes nothing sent, so the recorded reply still answers
+        plain = trace_request(QUESTIONS["answered"], index, adapter)
+        checked = trace_request(QUESTIONS["answered"], index, adapter, extra_check=cited_words)
+        assert checked.outcome == plain.outcome == "completed"
+        assert checked.trace.first("reply_checked").data["checks"][-1] == "cited_words"

@@ -19,6 +19,7 @@ from labkit.rag.trace import (
     SETTINGS,
     ContextSelectionError,
     CorpusError,
+    ReplyRejected,
     StaleIndex,
     check_reply,
     chunk_id,
@@ -26,6 +27,7 @@ from labkit.rag.trace import (
     load_corpus,
     load_docs_index,
     model_step,
+    probe,
     prompt,
     request_key,
     split_corpus,
@@ -388,6 +390,35 @@ def test_an_empty_index_is_searched_finds_nothing_and_says_no_documentation_was_
     assert traced.trace.first("model_skipped").data == {"reason": "empty_context"}
     assert traced.result["answer"] == "No documentation was found for this question."
     assert traced.request_key == request_key(ANSWERED, empty.identity) and traced.result["question"] == ANSWERED
+
+
+def test_reply_checked_lists_only_the_checks_that_ran():
+    # The app's own reply on the model_skipped branch was never parsed, so no shape check is listed.
+    skipped = trace_request(ANSWERED, load_docs_index(empty=True), NeverCalled())
+    assert skipped.trace.first("reply_checked").data["checks"] == ["source_membership", "status_source_consistency"]
+    parsed = probe(ANSWERED, load_docs_index(), ["datetime-fromisoformat"])
+    assert parsed.trace.first("reply_checked").data["checks"][0] == "reply_shape"
+
+
+def test_an_extra_check_runs_after_check_reply_and_its_refusal_is_recorded(index):
+    seen = []
+
+    def strict(reply, selected):
+        seen.append((reply.source_ids, [d.metadata["id"] for d in selected]))
+        if "zoneinfo" in reply.source_ids:
+            raise ReplyRejected("strict: zoneinfo refused")
+
+    kept = probe(ANSWERED, index, ["datetime-fromisoformat"], extra_check=strict)
+    assert kept.outcome == "completed"
+    assert kept.trace.first("reply_checked").data["checks"][-1] == "strict"
+    assert seen == [(["datetime-fromisoformat"], ["datetime-fromisoformat", "datetime-fromisoformat", "zoneinfo"])]
+    refused = probe(ANSWERED, index, ["zoneinfo"], extra_check=strict)
+    assert refused.outcome == "reply_rejected" and refused.error == "strict: zoneinfo refused"
+    assert refused.trace.kinds()[-1] == "reply_rejected"
+    assert refused.trace.first("reply_rejected").data["reason"] == "extra_check"
+    assert refused.trace.first("source_links_resolved") is None
+    outside = probe(ANSWERED, index, ["json-dumps"], extra_check=strict)  # check_reply refuses it first
+    assert outside.trace.first("reply_rejected").data["reason"] == "source_contract" and len(seen) == 2
 
 
 def test_an_unrecorded_question_on_an_empty_index_is_refused_like_on_the_full_one():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,11 +19,11 @@ from labkit.rag.trace import (
     QUESTIONS,
     RANKING_QUESTION,
     DocsIndex,
+    Reply,
+    ReplyCheck,
+    ReplyRejected,
     Select,
     TracedRequest,
-    branch_table,
-    load_docs_index,
-    model_step,
     probe,
     trace_request,
 )
@@ -312,82 +313,117 @@ def _kept(traced: TracedRequest) -> list[str]:
     return list(selected.data["chunk_ids"]) if selected else []
 
 
-#: The requests whose cause exercise C asks the learner to predict, before writing the function.
-CAUSE_PREDICTIONS = ("backup question, floor 0.3", "timestamp question, floor 0.5", "timestamp question, captured run")
+#: The requests whose outcome under the learner's word check exercise C asks them to predict.
+WORD_CHECK_PREDICTIONS = (
+    "timestamp question, the probe that contradicts its source",
+    "ranking question, 'Choose utf-8 explicitly.' citing path-write-text",
+    "timestamp question, captured run",
+)
+#: What a request traced with an extra check can end as.
+WORD_CHECK_OUTCOMES = ("completed", "reply_rejected")
+CONTRADICTION = "datetime.fromisoformat() rejects every string ending in Z; strip the Z first."
 
 
-def check_not_in_docs_cause(
-    not_in_docs_cause: Callable[[TracedRequest], str | None],
-    predicted: dict[str, str | None],
+def check_cited_words(
+    cited_words_check: ReplyCheck,
+    predicted: dict[str, str],
     index: DocsIndex,
     authored: Any,
     captured: Any,
+    ranking: Any,
 ) -> None:
-    """Check exercise C: the predicted causes first, then ``not_in_docs_cause(traced)``.
+    """Check exercise C: the predicted outcomes first, then ``cited_words_check(reply, selected)``.
 
-    ``predicted`` maps each name in `CAUSE_PREDICTIONS` to the cause that request
-    ends with, or None; ``...`` is not filled in. The check says only whether all
-    three are right, and prints so before it runs the function. The function's cases include questions the notebook never traced, an empty index, context
-    rules that keep nothing, probes (one in the app's own words), and the
-    ``captured`` run's replies. A function that calls labkit's `model_step` or
-    `branch_table` instead of reading the events is refused.
+    ``predicted`` maps each name in `WORD_CHECK_PREDICTIONS` to the outcome (one of
+    `WORD_CHECK_OUTCOMES`) of that request traced with the learner's check as
+    ``extra_check``; ``...`` is not filled in. The check says only whether all
+    three are right, and prints so before it runs the function. The function's
+    cases are probes (several sources, words only in a passage not sent or in
+    another source's passage, upper case, punctuation around words, only short
+    words shared) and the replayed replies of the ``authored``, ``ranking`` and
+    ``captured`` runs; each must end as the course's own word check makes it end.
+    A function that refuses by raising anything but `ReplyRejected`, or calls labkit's `cited_words` or
+    `content_words`, is refused.
     """
-    from labkit.replay import OrderedReplay
-
     diagnosed = dict(
         zip(
-            CAUSE_PREDICTIONS,
+            WORD_CHECK_PREDICTIONS,
             (
-                trace_request(UNSUPPORTED, index, authored, select=_at_least(0.3)),
-                trace_request(ANSWERED, index, authored, select=_at_least(0.5)),
-                trace_request(ANSWERED, index, captured),
+                lambda c: probe(ANSWERED, index, ["datetime-fromisoformat"], answer=CONTRADICTION, extra_check=c),
+                lambda c: probe(
+                    RANKING_QUESTION, index, ["path-write-text"], answer="Choose utf-8 explicitly.", extra_check=c
+                ),
+                lambda c: trace_request(ANSWERED, index, captured, extra_check=c),
             ),
             strict=True,
         )
     )
     if any(predicted.get(name, ...) is ... for name in diagnosed):
-        raise NotImplementedError("hint: fill in PREDICTED_CAUSES first: one cause, or None, for each request")
-    if any(predicted[name] != _cause(traced) for name, traced in diagnosed.items()):
+        raise NotImplementedError("hint: fill in PREDICTED_OUTCOMES first: 'completed' or 'reply_rejected' for each")
+    if any(predicted[name] != make(cited_words).outcome for name, make in diagnosed.items()):
         raise AssertionError(
-            "the predictions do not all match the traces: for each request, did it end not_in_docs, "
-            "and if so, did search return candidates and was a model asked?"
+            "the predictions do not all match the traces: for each reply, does the word rule apply to it, "
+            "and which passages sent belong to the sources it cites?"
         )
-    print("PREDICTED_CAUSES is right for all three requests; checking not_in_docs_cause next")
-    reworded = ANSWERED.replace("parse", "read")  # has a saved vector; the notebook never traces it
-    nothing = load_docs_index(empty=True)
-    app_words = (trace_request(ANSWERED, nothing, OrderedReplay([])).result or {})["answer"]
-    cases: dict[str, tuple[TracedRequest, str | None]] = {
-        "empty index, backups": (trace_request(UNSUPPORTED, nothing, OrderedReplay([])), "no_candidates"),
-        "empty index, reworded": (trace_request(reworded, nothing, OrderedReplay([])), "no_candidates"),
-        "a rule that keeps nothing": (trace_request(UNSUPPORTED, index, authored, select=lambda r: []), "all_dropped"),
-        "a floor of 0.9, reworded": (
-            trace_request(reworded, index, authored, select=lambda r: [d for d, s in r if s >= 0.9]),
-            "all_dropped",
+    print("PREDICTED_OUTCOMES is right for all three requests; checking cited_words_check next")
+
+    def ts(sources: list[str], answer: str, status: str = "answered") -> Callable[[ReplyCheck], TracedRequest]:
+        return lambda c: probe(ANSWERED, index, sources, status=status, answer=answer, extra_check=c)
+
+    def rk(sources: list[str], answer: str) -> Callable[[ReplyCheck], TracedRequest]:
+        return lambda c: probe(RANKING_QUESTION, index, sources, answer=answer, extra_check=c)
+
+    cases: dict[str, Callable[[ReplyCheck], TracedRequest]] = {
+        "timestamp question, authored run": lambda c: trace_request(ANSWERED, index, authored, extra_check=c),
+        "ranking question, authored run": lambda c: trace_request(RANKING_QUESTION, index, ranking, extra_check=c),
+        "backup question, authored run": lambda c: trace_request(UNSUPPORTED, index, authored, extra_check=c),
+        "backup question, captured run": lambda c: trace_request(UNSUPPORTED, index, captured, extra_check=c),
+        "cites zoneinfo, answers with fromisoformat": ts(["zoneinfo"], "Use fromisoformat."),
+        "cites both sources, only one shares a word": ts(["datetime-fromisoformat", "zoneinfo"], "Use fromisoformat."),
+        "cites write-text with read-text's words": rk(["path-write-text"], "Portable programs need it."),
+        "cites read-text and write-text, both share words": rk(["path-read-text", "path-write-text"], "Pass encoding."),
+        "upper case": ts(["datetime-fromisoformat"], "PYTHON 3.11 ACCEPTS IT."),
+        "punctuation around the word": ts(["datetime-fromisoformat"], "Call fromisoformat(date_string)."),
+        "only short words shared": ts(["zoneinfo"], "It is in the docs."),
+        "backup answered from shutil-copy2": lambda c: probe(
+            UNSUPPORTED, index, ["shutil-copy2"], answer="Backups are kept for 30 days.", extra_check=c
         ),
-        "probe says not_in_docs": (probe(ANSWERED, index, status="not_in_docs"), "model_reply"),
-        "probe in the app's words": (
-            probe(UNSUPPORTED, index, status="not_in_docs", answer=app_words),
-            "model_reply",
-        ),
-        "captured model, timestamp": (trace_request(ANSWERED, index, captured), "model_reply"),
-        "answered": (trace_request(ANSWERED, index, authored), None),
-        "changed question, refused": (trace_request(reworded, index, authored), None),
-        "blank": (trace_request("", index, authored), None),
-        "captured model, backups": (trace_request(UNSUPPORTED, index, captured), None),
+        "not_in_docs probe": ts([], "Nothing about fromisoformat here.", status="not_in_docs"),
+        **diagnosed,
     }
-    with calls_to(model_step, branch_table) as called:
-        wrong = [name for name, (traced, expected) in cases.items() if not_in_docs_cause(traced) != expected]
+    expected = {name: make(cited_words) for name, make in cases.items()}
+    wrong: str | None = None
+    with calls_to(cited_words, content_words) as called:
+        for name, make in cases.items():
+            try:
+                got = make(cited_words_check)
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # a refusal must be a ReplyRejected, which the app records
+                raise AssertionError(
+                    f"cited_words_check raised {type(exc).__name__} for: {name}; refuse a reply with ReplyRejected"
+                ) from exc
+            if wrong is None and (got.outcome, got.trace.kinds()) != (
+                expected[name].outcome,
+                expected[name].trace.kinds(),
+            ):
+                wrong = name
     if called:
-        raise AssertionError(f"not_in_docs_cause called labkit's {called[0]}: read the events yourself")
-    if wrong:
-        raise AssertionError(f"not_in_docs_cause is wrong for: {wrong[0]}")
+        raise AssertionError(f"cited_words_check called labkit's {called[0]}: compare the words yourself")
+    if wrong is not None:
+        raise AssertionError(f"cited_words_check is wrong for: {wrong}")
 
 
-def _cause(traced: TracedRequest) -> str | None:
-    """Why ``traced`` ended ``not_in_docs``, read from its events; None if it did not."""
-    done = traced.trace.first("request_completed")
-    if done is None or done.data["status"] != "not_in_docs":
-        return None
-    if traced.trace.first("model_skipped") is None:
-        return "model_reply"
-    return "all_dropped" if _event_data(traced, "retrieval_completed")["candidates"] else "no_candidates"
+def content_words(text: str) -> set[str]:
+    """The lower-cased runs of 4 or more letters, digits or underscores in ``text``."""
+    return set(re.findall(r"\w{4,}", text.lower()))
+
+
+def cited_words(reply: Reply, selected: list[Any]) -> None:
+    """The course's word check: every source an answered reply cites shares a content word with its answer."""
+    if reply.status != "answered":
+        return
+    words = content_words(reply.answer)
+    for source in reply.source_ids:
+        if not any(words & content_words(d.page_content) for d in selected if d.metadata["id"] == source):
+            raise ReplyRejected(f"the answer shares no content word with the passages of {source} sent")

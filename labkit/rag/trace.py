@@ -264,6 +264,8 @@ Outcome = Literal["completed", "request_rejected", "retrieval_refused", "replay_
 Select = Callable[[list[tuple[Any, float]]], list[Any]]
 #: A change to the assembled messages, made after `prompt` and before the request is sent.
 MessageEdit = Callable[[list[dict[str, str]]], list[dict[str, str]]]
+#: A further reply check, run after `check_reply` passed: raise `ReplyRejected` to refuse the reply.
+ReplyCheck = Callable[[Reply, list[Any]], None]
 
 
 class ContextSelectionError(LabkitError, ValueError):
@@ -313,10 +315,11 @@ def trace_request(
     select: Select | None = None,
     reply_override: str | None = None,
     edit: MessageEdit | None = None,
+    extra_check: ReplyCheck | None = None,
 ) -> TracedRequest:
     """Answer one question through retrieval, context, model and checks, recording each step as an event.
 
-    ``select`` picks the context (default `keep_all`); ``reply_override`` and ``edit`` serve probes and edits."""
+    ``select`` picks the context (default `keep_all`); ``reply_override``, ``edit``, ``extra_check`` serve later steps."""
     trace = Trace()
     if not isinstance(question, str) or not question.strip():
         trace.emit("request_rejected", reason="blank_question", **run_identity(adapter))
@@ -338,12 +341,11 @@ def trace_request(
     if not selected:
         trace.emit("model_skipped", reason="empty_context")
         reply = Reply(status="not_in_docs", answer="No documentation was found for this question.", source_ids=[])
-    else:
-        asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override, edit=edit)
-        if isinstance(asked, TracedRequest):  # the model step stopped the request
-            return asked
-        reply = asked
-    return check_and_link(question, key, reply, selected, trace)
+        return check_and_link(question, key, reply, selected, trace, parsed=False, extra_check=extra_check)
+    asked = ask_model(question, key, selected, adapter, trace, reply_override=reply_override, edit=edit)
+    if isinstance(asked, TracedRequest):  # the model step stopped the request
+        return asked
+    return check_and_link(question, key, asked, selected, trace, parsed=True, extra_check=extra_check)
 
 
 MODEL_STEPS = ("model_skipped", "replay_refused", "model_reply_returned")
@@ -484,19 +486,32 @@ def reply_data(completion: Any, text: str, adapter: Any, *, probe: bool) -> dict
     }
 
 
-def check_and_link(question: str, key: str, reply: Reply, selected: list[Any], trace: Trace) -> TracedRequest:
-    """Check the reply's sources against this request's context, then resolve them to links."""
+def check_and_link(
+    question: str,
+    key: str,
+    reply: Reply,
+    selected: list[Any],
+    trace: Trace,
+    *,
+    parsed: bool,
+    extra_check: ReplyCheck | None = None,
+) -> TracedRequest:
+    """Check the reply's sources against this request's context, then resolve them to links.
+
+    ``parsed`` says whether the reply was parsed from a model's text (its shape checked) or written by the app;
+    `reply_checked` lists only the checks that ran, ``extra_check`` by its name."""
+    checks = ["reply_shape"] if parsed else []  # ask_model parsed the reply; the app's own reply was not parsed
     try:
         check_reply(reply, selected)
+        checks += ["source_membership", "status_source_consistency"]
+        if extra_check is not None:
+            extra_check(reply, selected)
+            checks.append(getattr(extra_check, "__name__", "extra_check"))
     except ReplyRejected as exc:
-        trace.emit("reply_rejected", reason="source_contract", error=str(exc))
+        reason = "extra_check" if "status_source_consistency" in checks else "source_contract"  # which one refused
+        trace.emit("reply_rejected", reason=reason, error=str(exc))
         return TracedRequest(question, key, "reply_rejected", trace, error=str(exc))
-    trace.emit(
-        "reply_checked",
-        status=reply.status,
-        source_ids=reply.source_ids,
-        checks=["reply_shape", "source_membership", "status_source_consistency"],
-    )
+    trace.emit("reply_checked", status=reply.status, source_ids=reply.source_ids, checks=checks)
     links = {d.metadata["id"]: d.metadata["url"] for d in selected}
     result = {
         "question": question,
@@ -642,14 +657,15 @@ def probe(
     status: str = "answered",
     answer: str = "A probe.",
     select: Select | None = None,
+    extra_check: ReplyCheck | None = None,
 ) -> TracedRequest:
     """Trace ``question`` with a reply written here, not by a model: this status, answer and source ids.
 
-    Retrieval, context selection and every check run for real; only the reply is the probe's.
-    No model is asked (`ProbeStandIn`), so a probe works for any ``select``.
+    Retrieval, context selection and every check (with ``extra_check``, if given) run for real; only the
+    reply is the probe's. No model is asked (`ProbeStandIn`), so a probe works for any ``select``.
     """
     reply = json.dumps({"status": status, "answer": answer, "source_ids": list(source_ids)})
-    return trace_request(question, index, ProbeStandIn(), select=select, reply_override=reply)
+    return trace_request(question, index, ProbeStandIn(), select=select, reply_override=reply, extra_check=extra_check)
 
 
 def candidates_table(traced: TracedRequest) -> Any:
