@@ -99,51 +99,6 @@ def test_a_capitalised_material_the_facts_lack_is_a_case_so_a_case_sensitive_mat
     assert any(named_only_capitalised(text, want) for text, _, want in material_cases("solid oak"))
 
 
-def test_grade_prediction_refuses_no_prediction_a_wrong_one_and_one_computed_instead_of_typed(monkeypatch):
-    import pytest
-
-    from labkit.course import shortcuts
-    from labkit.evaluator.practice import grade_prediction, typed_as_literal
-
-    choices = ("agree", "disagree")
-    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: 'GUESS = "agree"  # typed\n')
-    assert typed_as_literal("GUESS")
-    grade_prediction("GUESS", "agree", "agree", choices=choices)
-    with pytest.raises(AssertionError, match="set GUESS to one of 'agree', 'disagree'"):
-        grade_prediction("GUESS", None, "agree", choices=choices)
-    with pytest.raises(AssertionError, match="is not what the check finds: look at it") as wrong:
-        grade_prediction("GUESS", "disagree", "agree", choices=choices, hint="look at it")
-    assert "'agree'" not in str(wrong.value)  # the message does not name the answer
-    computed = 'i = most_influential_item(p, j)\nGUESS = "agree" if p[i] == j[i] else "disagree"\n'
-    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: computed)
-    assert not typed_as_literal("GUESS")
-    with pytest.raises(AssertionError, match="do not compute it"):
-        grade_prediction("GUESS", "agree", "agree", choices=choices)
-    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: 'GUESS: str | None = "agree"\n')
-    assert typed_as_literal("GUESS")
-
-
-def test_grade_prediction_of_a_dict_wants_its_shape_typed_out_and_equal(monkeypatch):
-    import pytest
-
-    from labkit.course import shortcuts
-    from labkit.evaluator.practice import grade_prediction, typed_as_literal
-
-    truth = {"p06": ["fabric"], "p01": []}
-    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: 'FLAGS = {"p06": ["fabric"], "p01": []}\n')
-    assert typed_as_literal("FLAGS")
-    grade_prediction("FLAGS", {"p06": ["fabric"], "p01": []}, truth)
-    for unshaped in (None, {"p06": ["fabric"]}, [["fabric"], []]):
-        with pytest.raises(AssertionError, match="shaped as its comment says"):
-            grade_prediction("FLAGS", unshaped, truth)
-    with pytest.raises(AssertionError, match="is not what the check finds"):
-        grade_prediction("FLAGS", {"p06": [], "p01": []}, truth)
-    computed = 'FLAGS = {p: report.flag_descriptions(find).get(p, []) for p in ("p06", "p01")}\n'
-    monkeypatch.setattr(shortcuts, "cell_that_set", lambda name: computed)
-    with pytest.raises(AssertionError, match="do not compute it"):
-        grade_prediction("FLAGS", {"p06": ["fabric"], "p01": []}, truth)
-
-
 def test_fix_cases_hold_pairs_where_kappa_alone_meets_the_rule_with_fewer_fixes_than_both_thresholds():
     """An answer that tests kappa only, skipping the percent-agreement floor, is refused by some case."""
     from itertools import combinations

@@ -11,7 +11,8 @@ not by the name used). A check then refuses the shortcut in words:
 
 A value the learner types (a constant, not a function) is refused by its cell's source:
 `cell_that_set` returns the latest cell that assigned it, and `typed_as_number` says
-whether that cell gave it a number typed out, not an expression that computes one.
+whether that cell gave it a number typed out, not an expression that computes one;
+`typed_as_literal` says the same of any literal, and `grade_prediction` grades a typed prediction.
 """
 
 from __future__ import annotations
@@ -110,3 +111,46 @@ def _assigns(source: str, variable: str) -> bool:
     except SyntaxError:
         return False
     return any(_node_assigns(node, variable) for node in ast.walk(tree))
+
+
+def typed_as_literal(variable: str) -> bool:
+    """Return whether the latest earlier notebook cell assigning ``variable`` gives it a value typed out.
+
+    A literal (a string, a number, a list or dict of them) passes; an expression that
+    computes the value (from labkit's answer, say) is refused. ``True`` when no earlier cell
+    assigns the name (outside IPython): there is no source to refuse.
+    """
+    source = cell_that_set(variable)
+    if not source:
+        return True
+    values: list[ast.expr | None] = []
+    for node in ast.walk(ast.parse(source)):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == variable for t in targets):
+            values.append(node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None)
+    if not values or values[-1] is None:
+        return False
+    try:
+        ast.literal_eval(values[-1])
+    except ValueError:
+        return False
+    return True
+
+
+def grade_prediction(
+    variable: str, predicted: object, truth: object, *, choices: tuple[str, ...] = (), hint: str = "look again"
+) -> None:
+    """Raise AssertionError unless ``predicted`` is ``truth``, typed out; the messages never name the answer.
+
+    With ``choices`` the prediction must be one of them; without, it must have the
+    answer's shape (the same type, and for a dict the same keys).
+    """
+    if choices:
+        assert predicted in choices, f"set {variable} to one of {', '.join(map(repr, choices))} before the check"
+    else:
+        shape = type(predicted) is type(truth) and (not isinstance(truth, dict) or predicted.keys() == truth.keys())  # type: ignore[attr-defined]
+        assert shape, f"set {variable} to your prediction, shaped as its comment says, before the check"
+    assert typed_as_literal(variable), f"type {variable} out as you predicted it, do not compute it"
+    assert predicted == truth, f"{variable} = {predicted!r} is not what the check finds: {hint}"

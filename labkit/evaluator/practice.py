@@ -2,12 +2,11 @@
 
 Each label list is drawn from a fixed seed, so a check is the same on every run, and the
 cases are never printed in the notebook: a learner tests against the definition,
-not against answers copied from the page. `grade_prediction` grades a typed prediction.
+not against answers copied from the page.
 """
 
 from __future__ import annotations
 
-import ast
 import random
 
 #: The labels the rubric's criteria use; a case draws its own few from these.
@@ -80,48 +79,3 @@ def material_cases(shelf_text: str) -> list[tuple[str, list[str], list[str]]]:
         ("Brass and glass, on a copper base.", ["brass"], ["glass", "copper"]),
         ("Nothing here names a material.", ["cotton"], []),
     ]
-
-
-def typed_as_literal(variable: str) -> bool:
-    """Return whether the latest earlier notebook cell assigning ``variable`` gives it a value typed out.
-
-    A literal (a string, a number, a list or dict of them) passes; an expression that
-    computes the value (from labkit's answer, say) is refused. ``True`` when no earlier cell
-    assigns the name (outside IPython): there is no source to refuse.
-    """
-    from labkit.course.shortcuts import cell_that_set
-
-    source = cell_that_set(variable)
-    if not source:
-        return True
-    values: list[ast.expr | None] = []
-    for node in ast.walk(ast.parse(source)):
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
-        if any(isinstance(t, ast.Name) and t.id == variable for t in targets):
-            values.append(node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None)
-    if not values or values[-1] is None:
-        return False
-    try:
-        ast.literal_eval(values[-1])
-    except ValueError:
-        return False
-    return True
-
-
-def grade_prediction(
-    variable: str, predicted: object, truth: object, *, choices: tuple[str, ...] = (), hint: str = "look again"
-) -> None:
-    """Raise AssertionError unless ``predicted`` is ``truth``, typed out; the messages never name the answer.
-
-    With ``choices`` the prediction must be one of them; without, it must have the
-    answer's shape (the same type, and for a dict the same keys).
-    """
-    if choices:
-        assert predicted in choices, f"set {variable} to one of {', '.join(map(repr, choices))} before the check"
-    else:
-        shape = type(predicted) is type(truth) and (not isinstance(truth, dict) or predicted.keys() == truth.keys())  # type: ignore[attr-defined]
-        assert shape, f"set {variable} to your prediction, shaped as its comment says, before the check"
-    assert typed_as_literal(variable), f"type {variable} out as you predicted it, do not compute it"
-    assert predicted == truth, f"{variable} = {predicted!r} is not what the check finds: {hint}"
