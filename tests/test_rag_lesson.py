@@ -10,6 +10,25 @@ from labkit.rag.metrics import Experiment
 from labkit.rag.questions import QUESTION_MIX, load_questions
 
 
+def _filing_question(n, doc, pages):
+    """A one-line FinanceBench question ``n`` on filing ``doc`` whose evidence is on the one-based ``pages``."""
+    from labkit.rag.questions import adapt
+
+    evidence = [{"evidence_text": "1", "evidence_page_num": p - 1} for p in pages]
+    return adapt(
+        {
+            "financebench_id": f"labkit_filings_{n}",
+            "company": "Acme Industrial Tools, Inc.",
+            "doc_name": doc,
+            "question_type": "metrics-generated",
+            "question": n,
+            "answer": "1",
+            "justification": None,
+            "evidence": evidence,
+        }
+    )
+
+
 def _experiments():
     hits = {1: [True, False, False, False], 3: [True, True, False, False], 5: [True, True, True, False]}
     return [
@@ -297,21 +316,9 @@ def test_the_paired_reading_compares_sets_of_pairs_not_counts():
 
 def test_the_year_twin_count_takes_misses_whose_top_candidate_is_the_same_companys_other_filing():
     from labkit.rag.lesson import year_twin_misses
-    from labkit.rag.questions import adapt
 
     def question(n, doc):
-        return adapt(
-            {
-                "financebench_id": f"labkit_filings_{n}",
-                "company": "Acme Industrial Tools, Inc.",
-                "doc_name": doc,
-                "question_type": "metrics-generated",
-                "question": n,
-                "answer": "1",
-                "justification": None,
-                "evidence": [{"evidence_text": "1", "evidence_page_num": 2}],
-            }
-        )
+        return _filing_question(n, doc, [3])
 
     top = {"901": "ACME_2025_10K#p3", "902": "ACME_2024_10K#p9", "903": "CORVID_2024_10K#p3", "904": "x#p1"}
 
@@ -523,22 +530,8 @@ def test_chance_hits_equal_a_brute_force_average_over_every_pick_of_k_chunks():
     from types import SimpleNamespace
 
     from labkit.rag.lesson import chance_hits
-    from labkit.rag.questions import adapt
 
-    def question(n, doc, pages):
-        evidence = [{"evidence_text": "1", "evidence_page_num": p - 1} for p in pages]
-        return adapt(
-            {
-                "financebench_id": f"labkit_filings_{n}",
-                "company": "Acme Industrial Tools, Inc.",
-                "doc_name": doc,
-                "question_type": "metrics-generated",
-                "question": n,
-                "answer": "1",
-                "justification": None,
-                "evidence": evidence,
-            }
-        )
+    question = _filing_question
 
     def chunk(doc, page):
         return SimpleNamespace(page_content="x", metadata={"doc_name": doc, "source_page": page})

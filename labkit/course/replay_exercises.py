@@ -207,11 +207,9 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
     lines = [f"== yet refused, {len(equal_refused)} of {len(effects)}:"]
     for name in equal_refused:
         lines.append(f"  {name}")
-        if client is not None:
-            try:
-                client.chat.completions.create(**made[name])
-            except ReplayRequestMismatch as refusal:
-                lines += [f"    refusal: {line.strip()}" for line in describe_diff(refusal.diff).splitlines()]
+        refusal = _refusal(client, made.get(name, {}))
+        if refusal is not None:
+            lines += [f"    refusal: {line.strip()}" for line in describe_diff(refusal.diff).splitlines()]
     lines.append(f"not == yet replayed, {len(unequal_replayed)} of {len(effects)}:")
     recorded = request_json(as_sent(run.bindings[0].request)) if run is not None else ""
     for name in unequal_replayed:
@@ -224,11 +222,9 @@ def rewrite_debrief(effects: dict[str, set[str]], run: RecordedRun | None = None
     recorded_body = as_sent(run.bindings[0].request) if run is not None else {}
     for name in unequal_refused:
         lines.append(f"  {name}")
-        if client is not None:
-            try:
-                client.chat.completions.create(**made[name])
-            except ReplayRequestMismatch as refusal:
-                lines.append(f"    refused at: {', '.join(d.path for d in refusal.diff)}")
+        refusal = _refusal(client, made.get(name, {}))
+        if refusal is not None:
+            lines.append(f"    refused at: {', '.join(d.path for d in refusal.diff)}")
             added = {k: v for k, v in as_sent(made[name]).items() if k not in recorded_body}
             lines += [f"    the body the client writes adds {request_json({k: v})[1:-1]}" for k, v in added.items()]
     lines.append("The binding key is read from the body the client writes, not from the dict passed to create.")
@@ -550,3 +546,14 @@ def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun,
         empty=" (set() for none)",
     )
     _refuse_wrong(predicted, hash_effects(run, folder), reread="sections 2 to 5")
+
+
+def _refusal(client: Any, request: dict[str, Any]) -> ReplayRequestMismatch | None:
+    """Send ``request`` through a replay ``client``; return its refusal, or None if it replied (or no client)."""
+    if client is None:
+        return None
+    try:
+        client.chat.completions.create(**request)
+    except ReplayRequestMismatch as refusal:
+        return refusal
+    return None
