@@ -91,6 +91,7 @@ def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(ru
     _, captured, _ = runs
     text = readings.materials_debrief({"p06": ["fabric"]}, captured)
     assert "the facts of p04 name it" in text and "*alumium* is not flagged" in text
+    assert "Its *alumina* goes unflagged too: its facts say *aluminium, linen*" in text
     assert "The fabric is also designed to be breathable" in text and "a false positive" in text
     assert "*waterproof* and *perfect for the beach*" in text
     with pytest.raises(ReadingOutdated, match="only p06's fabric"):

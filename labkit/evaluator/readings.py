@@ -214,6 +214,10 @@ def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> 
     owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
     _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
     _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")
+    p01_facts = inputs.products["p01"].facts.materials
+    _require(
+        "alumina" in text["p01"].text and "alumina" not in p01_facts, "captured p01 names alumina, not in its facts"
+    )
     p06 = _shown(text["p06"].text)
     p01 = _shown(text["p01"].text)
     fabric = next(s for s in p06.split(". ") if "fabric" in s.lower())
@@ -225,6 +229,7 @@ def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> 
         f"Captured p06 says: *{fabric.rstrip('.')}.* It is flagged for *fabric*, a false positive: its facts say "
         f"*{facts}*, which is a fabric. The word is in `MATERIALS` only because the facts of {', '.join(owners)} "
         f"name it. Captured p01 says: *{misspelt.rstrip('.')}.* Its *alumium* is not flagged: a misspelling "
-        f"matches no word on the list. The same p06 text also claims *{unread[0]}* and *{unread[1]}*. "
+        f"matches no word on the list. Its *alumina* goes unflagged too: its facts say *{', '.join(p01_facts)}*, and "
+        f"*alumina* is not on the list. The same p06 text also claims *{unread[0]}* and *{unread[1]}*. "
         "No check of this lesson reads either."
     )
