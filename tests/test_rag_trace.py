@@ -764,12 +764,28 @@ def test_the_context_branch_tells_no_context_the_same_request_and_a_new_one(inde
         rag_trace.context_branch(top_only, none_kept)
 
 
-def test_request_settings_name_the_model_and_settings_and_hide_only_the_schema(adapter):
+def test_request_settings_name_the_model_and_settings_and_the_schema_fields(adapter):
     lines = rag_trace.request_settings(adapter).splitlines()
     assert lines[0] == f"model: {adapter.model}"
     assert lines[1] == "settings: {'temperature': 0, 'seed': 7, 'max_tokens': 160}"
-    assert lines[2] == "response_format: {'type': 'json_object', 'schema': \"(Reply's schema)\"}"
-    assert SETTINGS["response_format"]["schema"] != "(Reply's schema)"  # the request still sends the real schema
+    assert lines[2] == (
+        "response_format: type json_object, schema Reply: status ('answered' or 'not_in_docs'), answer (string), "
+        "source_ids (array of string); all required, no other fields"
+    )
+    assert (
+        SETTINGS["response_format"]["schema"] == rag_trace.Reply.model_json_schema()
+    )  # the request sends the real schema
+
+
+def test_schema_fields_follow_the_schema_they_are_given():
+    schema = {
+        "properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+        "required": ["n"],
+    }
+    assert (
+        rag_trace.schema_fields(schema)
+        == "n (integer), tags (array of 'a' or 'b'); required: ['n'], other fields allowed"
+    )
 
 
 def test_the_captured_run_header_and_finish_lines_come_from_its_file():

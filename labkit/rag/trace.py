@@ -767,12 +767,29 @@ def passage_rank(question: str, index: DocsIndex, words: str) -> tuple[int, floa
     raise CorpusError(f"no passage holds {words!r}: copy the words from a passage of the corpus.")
 
 
+def schema_fields(schema: dict[str, Any]) -> str:
+    """Return a JSON schema's fields in one line: each name and type, an enum's values, which are required."""
+
+    def kind(spec: dict[str, Any]) -> str:
+        if "enum" in spec:
+            return " or ".join(repr(v) for v in spec["enum"])
+        if spec.get("type") == "array":
+            return f"array of {kind(spec.get('items', {}))}"
+        return str(spec.get("type", "any"))
+
+    fields = ", ".join(f"{name} ({kind(spec)})" for name, spec in schema["properties"].items())
+    required = set(schema.get("required", []))
+    extra = "no other fields" if schema.get("additionalProperties") is False else "other fields allowed"
+    needed = "all required" if required == set(schema["properties"]) else f"required: {sorted(required)}"
+    return f"{fields}; {needed}, {extra}"
+
+
 def request_settings(adapter: Any) -> str:
-    """Return the model and settings a request sends besides its messages, the reply schema named, not printed."""
+    """Return the model and settings a request sends besides its messages; the reply schema as its fields."""
     settings = {k: v for k, v in SETTINGS.items() if k != "response_format"}
-    sent: dict[str, Any] = dict(REPLY_FORMAT)
-    response_format = {**sent, "schema": "(Reply's schema)"}
-    return f"model: {adapter.model}\nsettings: {settings}\nresponse_format: {response_format}"
+    sent: dict[str, Any] = dict(REPLY_FORMAT)  # what SETTINGS sends as response_format
+    schema = f"{sent['schema'].get('title', 'schema')}: {schema_fields(sent['schema'])}"
+    return f"model: {adapter.model}\nsettings: {settings}\nresponse_format: type {sent['type']}, schema {schema}"
 
 
 def run_header(run_id: str) -> str:
