@@ -12,6 +12,7 @@ from labkit.course.replay_exercises import (
     check_changed_fields,
     check_hash_predictions,
     check_rewrite_predictions,
+    hash_debrief,
     hash_effects,
     load_refusals,
     rewrite_debrief,
@@ -253,8 +254,17 @@ def test_each_hash_moves_only_for_the_changes_it_covers(run, tmp_path):
     assert hash_effects(run, tmp_path) == WHAT_HAPPENS
 
 
-def test_right_predictions_pass(run, tmp_path):
-    check_hash_predictions(lambda change: set(WHAT_HAPPENS[change]), run, tmp_path)
+def test_right_predictions_pass_and_return_what_happened_for_the_debrief(run, tmp_path):
+    assert check_hash_predictions(lambda change: set(WHAT_HAPPENS[change]), run, tmp_path) == WHAT_HAPPENS
+
+
+def test_the_hash_debrief_names_each_change_and_exactly_what_it_moved(run, tmp_path):
+    lines = hash_debrief(hash_effects(run, tmp_path)).splitlines()
+    assert [line.split(" -> ")[0].rstrip() for line in lines] == list(CHANGES)
+    named = [set(line.split(" -> ")[1].split(", ")) for line in lines]
+    assert named[:4] == [WHAT_HAPPENS[change] for change in CHANGES[:4]]
+    assert lines[4].endswith("-> none of the four")
+    assert lines[3].endswith("-> index id, request_key, load refuses")  # in EFFECTS order
 
 
 def test_a_wrong_prediction_is_counted_but_not_named(run, tmp_path):

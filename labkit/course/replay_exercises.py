@@ -524,13 +524,14 @@ def hash_effects(run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     }
 
 
-def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun, folder: Path) -> None:
+def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun, folder: Path) -> dict[str, set[str]]:
     """Check exercise 3: ``predict(change)`` returns the set of `EFFECTS` each of `CHANGES` has.
 
     The check makes every change (`hash_effects`) and says only how many
     predictions are wrong, never which, so the answer cannot be read off it.
     A ``predict`` that computes the effects with labkit (`hash_effects`,
     `request_key`, `check_fixtures`, `load_run`) instead of predicting them is refused.
+    Once every prediction is right, it returns what happened, for `hash_debrief`.
     """
     from labkit.rag.trace import request_key
     from labkit.recording import check_fixtures, load_run
@@ -545,7 +546,18 @@ def check_hash_predictions(predict: Callable[[str], set[str]], run: RecordedRun,
         source="what sections 2 to 5 show",
         empty=" (set() for none)",
     )
-    _refuse_wrong(predicted, hash_effects(run, folder), reread="sections 2 to 5")
+    happened = hash_effects(run, folder)
+    _refuse_wrong(predicted, happened, reread="sections 2 to 5")
+    return happened
+
+
+def hash_debrief(effects: dict[str, set[str]]) -> str:
+    """Return exercise 3's debrief: one line per change, naming what it moved or refused, in `EFFECTS` order."""
+    width = max(len(change) for change in effects)
+    return "\n".join(
+        f"{change:{width}} -> {', '.join(e for e in EFFECTS if e in found) or 'none of the four'}"
+        for change, found in effects.items()
+    )
 
 
 def _refusal(client: Any, request: dict[str, Any]) -> ReplayRequestMismatch | None:
