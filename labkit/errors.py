@@ -55,6 +55,7 @@ rest are defined beside the code that raises them.
     ├── lesson 04, agent/
     │   ├── DatasetError(ValueError)                 dataset.py
     │   ├── NoSuchReply(LookupError)                 findings.py: the captured run holds no such case or step
+    │   ├── ReadingFalse(AssertionError)             findings.py: a claim of the lesson's reading fails on the results
     │   ├── ScopeRefused(PermissionError)            identity.py: the caller may not read that scope
     │   ├── SessionOwnerMismatch(PermissionError)    sessions.py: a session restores only for its own user
     │   ├── SessionStoreCorrupt(ValueError)          sessions.py: the session file is not a database
