@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from labkit.canonical import canonical_json
 from labkit.system.contract import SETTINGS
 from labkit.system.runs import CAPTURED_DESCRIPTION as LESSON_DESCRIPTION
 from labkit.system.runs import make_requests as lesson_requests
@@ -145,7 +146,7 @@ def sha12(value: Any) -> str:
     """Return the first 12 hex digits of the SHA-256 of ``value``: a text as it is, else its JSON."""
     import hashlib
 
-    text = value if isinstance(value, str) else json_key(value)
+    text = value if isinstance(value, str) else canonical_json(value)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -163,7 +164,7 @@ def settings_table(run_ids: tuple[str, ...] = ("05-system-smollm2", *RUNS)) -> A
     from labkit.system.runs import server_of
 
     def one(values: list[Any]) -> Any:
-        distinct = {json_key(v) for v in values}
+        distinct = {canonical_json(v) for v in values}
         return values[0] if len(distinct) == 1 else "mixed"
 
     columns = {}
@@ -183,13 +184,6 @@ def settings_table(run_ids: tuple[str, ...] = ("05-system-smollm2", *RUNS)) -> A
             "system prompt sha256": one([sha12(s) for s in systems]),
         }
     return pd.DataFrame(columns).astype(str)
-
-
-def json_key(value: Any) -> str:
-    """Return ``value`` as canonical JSON text, so that equal settings compare equal."""
-    import json
-
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def golden_scores(replayed: dict[str, list[tuple[str, str, dict[str, Any]]]]) -> dict[str, int]:
