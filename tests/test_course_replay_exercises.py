@@ -1,3 +1,4 @@
+import ast
 import copy
 import json
 import shutil
@@ -20,6 +21,7 @@ from labkit.course.replay_exercises import (
     rewrites,
     without_word,
 )
+from labkit.paths import project_root
 from labkit.rag.trace import RUN_AUTHORED, MessageEditError
 from labkit.recording import binding_key, load_run, write_edited_run
 from labkit.replay import BindingStore, ReplayRequestMismatch, replay_client, request_diff
@@ -51,6 +53,17 @@ def test_every_way_equal_and_refused_can_disagree_has_a_rewrite(run):
         frozenset({"refused"}),
         frozenset({"equal", "refused"}),
     }
+
+
+def test_exercise_1s_listed_attempts_predict_exactly_todays_rewrites():
+    # A wrong attempt's table must name the rewrites the check asks about, no removed or missing one.
+    nb = json.loads((project_root() / "notebooks" / "03_bound_replay.ipynb").read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if "def predict_rewrite" in "".join(c["source"])]
+    attempts = cells[0]["metadata"]["labkit"]["attempts"]
+    tables = [node for a in attempts for node in ast.walk(ast.parse(a["code"])) if isinstance(node, ast.Dict)]
+    assert tables, "no attempt of exercise 1 lists a table of predictions"
+    for table in tables:
+        assert [ast.literal_eval(key) for key in table.keys if key is not None] == list(REWRITES)
 
 
 def test_rewrites_leave_the_request_alone_and_change_one_thing_each(run):
