@@ -165,6 +165,8 @@ def test_finalize_passes_a_wrong_intent_and_an_outdated_count_that_the_plain_tra
     assert all(row["finalize_node"] == "ok" for row in rows), "the gap: finalize checks neither intent nor version"
     # each row has one problem only: the outdated count has the right intent, the wrong intent is current
     assert [row["check_count_result"] for row in rows] == ["refused: dataset_version", "refused: intent"]
+    # exercise 1's rule (verify_final on the latest count) accepts both: it compares neither intent nor version
+    assert [row["exercise 1's rule"] for row in rows] == ["verified", "verified"]
     assert rows[0]["answer proposed"] == "27 refund requests in approved_support_dataset"
     assert rows[1]["answer proposed"].endswith("track refund requests in approved_support_dataset")
 

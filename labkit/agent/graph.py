@@ -440,7 +440,9 @@ def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
     and each has one problem only: ``get_refund`` counted before the data published a
     new version (outdated, the right intent), and ``track_refund`` counted after it (the
     current version, the wrong intent). A row gives the finalize node's status and what
-    the plain trace's `check_count_result` says of the same count, naming the field it refused.
+    the plain trace's `check_count_result` says of the same count, naming the field it refused,
+    and what exercise 1's rule says: each count is the latest in its log, so the rule is
+    `verify_final` on that count, with no expected intent and no version compared.
     """
     from labkit.agent.trace import StaleResult, check_count_result
     from labkit.agent.validator import format_answer
@@ -461,12 +463,18 @@ def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
                 if counted[f] != want
             ]
             trace = f"refused: {', '.join(wrong)}"
+        try:
+            verify_final(answer, result=counted)  # exercise 1's rule on a log whose latest count is this one
+            rule = "verified"
+        except AnswerRejected as exc:
+            rule = f"rejected: {exc.reason}"
         rows.append(
             {
                 "last_result counted": label,
                 "answer proposed": answer,
                 "finalize_node": node(state)["status"],
                 "check_count_result": trace,
+                "exercise 1's rule": rule,
             }
         )
     return rows
