@@ -5,6 +5,8 @@ import pytest
 
 matplotlib.use("Agg")
 
+from labkit.course.shortcuts import calls_to
+from labkit.rag import lesson
 from labkit.rag.lesson import page_hit_grid, plot_page_hits, question_mix
 from labkit.rag.metrics import Experiment
 from labkit.rag.questions import QUESTION_MIX, load_questions
@@ -176,13 +178,15 @@ def test_exercise_bs_check_passes_the_worked_answer_and_refuses_each_stage_merge
     questions = load_questions()
     indexes = open_indexes(questions, saved_vectors())
     experiments = experiment_grid(questions, indexes)
-    check_where_lost(_where_lost, questions, indexes, experiments)
+    check_where_lost(_where_lost, questions, indexes, experiments, watch=calls_to)
     with pytest.raises(AssertionError, match="'not a candidate' is wrong"):
-        check_where_lost(_selection_only, questions, indexes, experiments)
+        check_where_lost(_selection_only, questions, indexes, experiments, watch=calls_to)
     with pytest.raises(AssertionError, match="gets the wrong stage"):
-        check_where_lost(_page_is_enough, questions, indexes, experiments)
+        check_where_lost(_page_is_enough, questions, indexes, experiments, watch=calls_to)
     with pytest.raises(AssertionError, match="the rerank dropped is not 'ranked below k'"):
-        check_where_lost(_never_dropped, questions, indexes, experiments)
+        check_where_lost(_never_dropped, questions, indexes, experiments, watch=calls_to)
+    with pytest.raises(AssertionError, match=r"where_lost calls labkit.s labkit\.rag\.lesson\._stage"):
+        check_where_lost(lesson._stage, questions, indexes, experiments, watch=calls_to)
 
 
 def test_the_raw_question_keeps_the_files_zero_based_page_and_an_unknown_id_is_refused():
@@ -268,12 +272,14 @@ def test_exercise_as_check_passes_the_paired_test_and_refuses_the_interval_rule_
         wins, losses = sum(a.hits.values()), sum(b.hits.values())
         return "tie" if paired_p(wins, losses) >= 0.05 else "higher" if wins > losses else "lower"
 
-    check_paired_verdict(_paired_answer, _two_of_six())
+    check_paired_verdict(_paired_answer, _two_of_six(), watch=calls_to)
     for wrong in (versus, totals, lambda a, b: "tie"):
         with pytest.raises(AssertionError, match="not the paired test's verdict"):
-            check_paired_verdict(wrong, _two_of_six())
+            check_paired_verdict(wrong, _two_of_six(), watch=calls_to)
     with pytest.raises(AssertionError, match="returns 'higher', 'lower' or 'tie'"):
-        check_paired_verdict(lambda a, b: None, _two_of_six())
+        check_paired_verdict(lambda a, b: None, _two_of_six(), watch=calls_to)
+    with pytest.raises(AssertionError, match=r"paired_verdict calls labkit.s labkit\.rag\.lesson\._paired"):
+        check_paired_verdict(lesson._paired, _two_of_six(), watch=calls_to)
 
 
 def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():

@@ -7,6 +7,8 @@ steps (``answer_with_rag``, grade, experiment) and the logic stays tested here.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +217,9 @@ def failure_causes(run: Any, *, cut: set[tuple[str, str]] | None = None) -> Any:
     table.columns.names = [None] * table.columns.nlevels
     return table
 
+
+#: A watcher of calls (the course's `labkit.course.shortcuts.calls_to`): run a block, list the watched functions it called.
+Watch = Callable[..., AbstractContextManager[list[str]]]
 
 #: Where a RAG trial first went wrong (`answer_stages`), in pipeline order: retrieval, the reply, citation, number.
 ANSWER_STAGES = (
@@ -464,8 +469,11 @@ def _planted(name: str, hits: list[bool]) -> Experiment:
     return Experiment(name, {}, {f"q{i:02d}": hit for i, hit in enumerate(hits)})
 
 
-def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment]) -> None:
+def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment], *, watch: Watch) -> None:
     """Check exercise A's ``paired_verdict(a, b)``; raise AssertionError at the first wrong verdict.
+
+    The learner's function may not call this module's own verdict (`_paired`, `_disagreements`): ``watch``
+    (the course's `calls_to`) lists the ones it called.
 
     Every ordered pair of ``experiments`` must get ``higher``, ``lower`` or ``tie`` as the exact paired test
     (`labkit.rag.metrics.paired_p` below `ALPHA`) gives it, and so must two planted pairs over 40 questions: one
@@ -480,7 +488,9 @@ def check_paired_verdict(paired_verdict: Any, experiments: list[Experiment]) -> 
     )
     pairs = [(a, b) for a in experiments for b in experiments if a is not b]
     for a, b in [*pairs, one_way, one_way[::-1], nine_two, nine_two[::-1]]:
-        got = paired_verdict(a, b)
+        with watch(_paired, _disagreements) as called:
+            got = paired_verdict(a, b)
+        assert not called, f"paired_verdict calls labkit's {called[0]}: write the paired test yourself"
         assert got in ("higher", "lower", "tie"), f"paired_verdict returns 'higher', 'lower' or 'tie', not {got!r}"
         assert got == _paired(a, b), f"{a.name} against {b.name}: that is not the paired test's verdict"
 
@@ -659,7 +669,12 @@ def _stage(rag: Any, question: FilingQuestion, k: int) -> str:
 
 
 def check_where_lost(
-    where_lost: Any, questions: list[FilingQuestion], indexes: dict[int, FilingsIndex], experiments: list[Experiment]
+    where_lost: Any,
+    questions: list[FilingQuestion],
+    indexes: dict[int, FilingsIndex],
+    experiments: list[Experiment],
+    *,
+    watch: Watch,
 ) -> None:
     """Check exercise B's ``where_lost(rag, question, *, k)``; raise AssertionError at the first wrong answer.
 
@@ -668,7 +683,8 @@ def check_where_lost(
     be exactly the questions with no labelled page among FAISS's 12 candidates, as the retriever bench
     (`labkit.rag.retrievers`) finds them on the shared 800-character index. Last, a `DroppingRerank` plants a
     labelled candidate the rerank drops, which must come back as ``dropped by the rerank``, not ``ranked below k``.
-    No expected stage is printed.
+    No expected stage is printed. The learner's function may not call this module's own `_stage`: ``watch``
+    (the course's `calls_to`) lists it if it does.
     """
     from labkit.rag.answer import FilingsRAG
     from labkit.rag.retrievers import question_rows, retrieve_all
@@ -681,7 +697,9 @@ def check_where_lost(
         for rerank in (True, False):
             rag = FilingsRAG(index, model=None, rerank=rerank)
             for k in KS:
-                got = {q.financebench_id: where_lost(rag, q, k=k) for q in labelled}
+                with watch(_stage) as called:
+                    got = {q.financebench_id: where_lost(rag, q, k=k) for q in labelled}
+                assert not called, f"where_lost calls labkit's {called[0]}: find the stage yourself"
                 assert set(got.values()) <= set(STAGES), f"where_lost returns one of {list(STAGES)}"
                 hits = {qid: stage in STAGES[:2] for qid, stage in got.items()}
                 assert hits == base[(k, size, rerank)].hits, f"a 'sent' stage is wrong at k={k}, chunk={size}"
@@ -697,7 +715,10 @@ def check_where_lost(
     planted = [q for q in labelled if _stage(rag, q, 5) != "not a candidate"]
     for q in planted:
         dropping = DroppingRerank(rag, set(q.evidence_pages))
-        assert where_lost(dropping, q, k=5) == "dropped by the rerank", (
+        with watch(_stage) as called:
+            stage = where_lost(dropping, q, k=5)
+        assert not called, f"where_lost calls labkit's {called[0]}: find the stage yourself"
+        assert stage == "dropped by the rerank", (
             f"question {q.financebench_id[-3:]}: a labelled candidate the rerank dropped is not 'ranked below k'"
         )
 
