@@ -132,7 +132,7 @@ def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_sh
 def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
     authored, _, _ = runs
     text = readings.shelf_reading(authored)
-    assert "The raters' `fail` on its factual accuracy is in the labels file, but nothing reads it" in text
+    assert "The raters' `fail` on its factual accuracy is in the labels file, but the release never reads it" in text
 
 
 def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):

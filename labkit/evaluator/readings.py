@@ -200,7 +200,7 @@ def shelf_reading(authored: EvaluationReport) -> str:
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule measures "
         "agreement with the raters, not truth, and tolerates a miss. p15 waited only for `tone`; the review above "
         "passes its tone, so the shelf is released with a false material claim. The raters' `fail` on its factual "
-        "accuracy is in the labels file, but nothing reads it: the rule gave that criterion to the judge. "
+        "accuracy is in the labels file, but the release never reads it: the rule gave that criterion to the judge. "
         "Agreement is not correctness: a material check against the facts, or a person, must cover what the judge "
         "misses."
     )
