@@ -254,3 +254,50 @@ def test_every_extra_named_in_an_install_command_exists(page):
         for named in re.findall(r"\.\[([a-z,-]+)\]|--extras ([a-z,-]+)", line):
             for extra in ",".join(named).split(","):
                 assert not extra or extra in extras, f"{_page_id(page)}: no extra {extra!r} in pyproject.toml"
+
+
+def _workshop_path(page: Path) -> dict[str, list[list[str]]]:
+    """The instructors page's path table: notebook -> its three columns, each a list of section names."""
+    text = page.read_text(encoding="utf-8").split("## A path through each notebook", 1)[1]
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| `") and line.count("|") == 5:
+            name, *columns = [cell.strip() for cell in line.strip("|").split("|")]
+            rows[name.strip("`")] = [re.findall(r"`([^`]+)`", column) for column in columns]
+    return rows
+
+
+def _sections(notebook: Path) -> list[str]:
+    """A notebook's `##` headings without code formatting, less the closing ones every notebook has."""
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    headings = [h.replace("`", "").strip() for h in re.findall(r"^## (.+)$", text, flags=re.MULTILINE)]
+    return [h for h in headings if not h.startswith(("Try your own", "Recap", "Next"))]
+
+
+def test_the_workshop_path_places_every_section_of_every_notebook_exactly_once():
+    from labkit.course.runner import course_notebooks
+
+    path = _workshop_path(ROOT / "docs" / "instructors.md")
+    notebooks = {nb.name: nb for nb in course_notebooks()}
+    assert set(path) == set(notebooks), "one row per notebook"
+    for name, columns in path.items():
+        placed = [section for column in columns for section in column]
+        assert all(columns), f"{name}: every column names a section"
+        assert sorted(placed) == sorted(_sections(notebooks[name])), f"{name}: each section once, none invented"
+
+
+def test_a_workshop_path_naming_a_section_the_notebook_lacks_is_caught(tmp_path):
+    page = tmp_path / "instructors.md"
+    page.write_text(
+        "## A path through each notebook\n\n| notebook | live | reading | optional |\n|---|---|---|---|\n"
+        "| `03_bound_replay.ipynb` | `1. Replay by order` | `a section nobody wrote` | `x` |\n",
+        encoding="utf-8",
+    )
+    from labkit.course.runner import course_notebooks
+
+    columns = _workshop_path(page)["03_bound_replay.ipynb"]
+    notebook = next(nb for nb in course_notebooks() if nb.name == "03_bound_replay.ipynb")
+    assert sorted(s for c in columns for s in c) != sorted(_sections(notebook))
