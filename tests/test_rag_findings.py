@@ -111,7 +111,7 @@ def test_question_018_is_unfaithful_because_the_only_equity_sent_gives_another_r
         "The only equity figure sent is FY2024's 3,772.0, on BRIGHTWAVE_2024_10K#p16: 1,435.6/3,772.0 = 0.38." in line
     )
     assert "The equity of the year asked is on BRIGHTWAVE_2025_10K#p16, which was not sent." in line
-    assert "faithful `False` is right" in line
+    assert "faithful is `False`; for this computed ratio it would be `False` for a right reply too" in line
     assert "Its authored reply: *Long-term debt" in line
     assert "5 correct = 2 right refusals (020, 025) + 3 right answers" in text
 

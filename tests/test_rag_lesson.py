@@ -264,6 +264,18 @@ def _two_of_six():
     return [few, more]
 
 
+def test_the_paired_reading_says_pairs_differing_only_in_k_measure_no_chance():
+    from labkit.rag.lesson import paired_reading
+
+    base = {"k": 5, "chunk_size": 800, "rerank": False}
+    k3 = Experiment("k=3", {**base, "k": 3}, {f"q{i}": i < 2 for i in range(26)})
+    k5 = Experiment("k=5", base, {f"q{i}": i < 6 for i in range(26)})
+    small = Experiment("chunk 300", {**base, "chunk_size": 300}, {f"q{i}": i < 4 for i in range(26)})
+    text = paired_reading([k3, k5, small])
+    assert " 1 of the pairs differs only in k, so one selection holds the other" in text
+    assert "only in k" not in paired_reading([k5, small])
+
+
 def test_exercise_as_check_passes_the_paired_test_and_refuses_the_interval_rule_and_the_totals():
     from labkit.rag.lesson import check_paired_verdict, versus
     from labkit.rag.metrics import paired_p
@@ -291,8 +303,8 @@ def test_the_paired_reading_counts_the_pairs_each_rule_calls_a_difference():
         " 1 of the interval rule's differences the paired test cannot tell from chance."
         " These 1 p-values are uncorrected for multiple testing: even if no setting differed, up to about 5% of them"
         " (here about 0) could fall below 0.05 by chance."
-        " The test's power (the differences it can detect at all): it can call a difference only when at least 6"
-        " questions disagree, all one way (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
+        " The test's power (here, how many questions must disagree before it can call any difference): it can call"
+        " a difference only when at least 6 questions disagree, all one way (p = 0.031; 5 against 0 gives 0.062), and more when some go the other way."
         " A tie says the test cannot tell, not that the settings are equal."
     )
     assert paired_reading(_two_of_six()[:1]) == (

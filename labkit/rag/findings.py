@@ -200,7 +200,8 @@ def _equity_reading(record: dict[str, Any], not_sent: str) -> str:
     return (
         f" The only equity figure sent is FY{year}'s {value:,.1f}, on {page}: {debt[0]:,.1f}/{value:,.1f}"
         f" = {debt[0] / value:.2f}. The equity of the year asked is on {not_sent}, which was not sent. So the reply"
-        " states a figure its passages do not support, and faithful `False` is right."
+        " states a figure its passages do not support, and faithful is `False`; for this computed ratio it would be"
+        " `False` for a right reply too, since no page prints it."
     )
 
 

@@ -500,6 +500,12 @@ def fewest_disagreements(alpha: float = ALPHA) -> int:
     return next(d for d in range(1, 1000) if paired_p(d, 0) < alpha)
 
 
+def _only_k_differs(a: Experiment, b: Experiment) -> bool:
+    """Whether two experiments differ in k alone: the smaller one's selection is a prefix of the larger one's."""
+    changed = {name for name in a.settings.keys() | b.settings.keys() if a.settings.get(name) != b.settings.get(name)}
+    return changed == {"k"}
+
+
 def _differences(experiments: list[Experiment]) -> tuple[list[tuple[Experiment, Experiment]], set[int], set[int]]:
     """Every unordered pair of experiments, and the indices of the pairs the interval rule and the paired test call
     a difference."""
@@ -568,10 +574,18 @@ def paired_reading(experiments: list[Experiment]) -> str:
     if not pairs:
         return text
     fewest = fewest_disagreements()
+    nested = [n for n, (a, b) in enumerate(pairs) if _only_k_differs(a, b)]
+    if nested:
+        text += (
+            f" {len(nested)} of the pairs {'differs' if len(nested) == 1 else 'differ'} only in k, so one selection"
+            " holds the other: the smaller k can only"
+            " lose, so the fair coin behind their p-values cannot hold."
+        )
     return text + (
         f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
         f" about {ALPHA:.0%} of them (here about {round(ALPHA * len(pairs))}) could fall below {ALPHA} by chance."
-        f" The test's power (the differences it can detect at all): it can call a difference only when at least"
+        f" The test's power (here, how many questions must disagree before it can call any difference): it can call"
+        " a difference only when at least"
         f" {fewest} questions disagree, all one way (p = {paired_p(fewest, 0):.3f}; {fewest - 1} against 0 gives"
         f" {paired_p(fewest - 1, 0):.3f}), and more when some go the other way. A tie says the test cannot tell,"
         " not that the settings are equal."
