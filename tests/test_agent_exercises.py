@@ -127,7 +127,8 @@ def test_the_missing_arguments_check_passes_counting_required_fields_the_refused
     assert dict(right(captured_results)) == {"filter_by_intent.intent": 15, "count_rows.rows": 9}
     assert (
         check_missing_arguments(right, captured_results, authored_results, prediction="filter_by_intent.intent")
-        == "ex:missing-arguments passed"
+        == "ex:missing-arguments passed\nYour prediction, filter_by_intent.intent, is right: the refused captured"
+        " calls lacked it most often."
     )
 
 
@@ -164,7 +165,6 @@ def test_the_missing_arguments_check_refuses_held_fields_optional_fields_and_typ
         (None, 'PREDICTION = None  # your prediction: "<tool>.<field>"', "set it to"),  # the stub
         ("filter_by_intent.limit", 'PREDICTION = "filter_by_intent.limit"', "not a required field"),
         ("intent", 'PREDICTION = "intent"', "not a required field"),
-        ("count_rows.rows", 'PREDICTION = "count_rows.rows"', "the prediction was wrong"),  # a wrong value
         (  # the shortcut: the count computed, then read off as the prediction
             "filter_by_intent.intent",
             "def missing_arguments(results): ...\n"
@@ -189,15 +189,29 @@ def test_the_missing_arguments_check_passes_the_right_prediction_typed_out(captu
     from labkit.agent.exercises import check_missing_arguments
 
     typed = 'PREDICTION = "count_rows.rows"\nPREDICTION = "filter_by_intent.intent"  # changed my mind\n'
-    assert (
-        check_missing_arguments(
-            _missing_of(required_only=True),
-            captured_results,
-            authored_results,
-            prediction="filter_by_intent.intent",
-            source=typed,
-        )
-        == "ex:missing-arguments passed"
+    assert check_missing_arguments(
+        _missing_of(required_only=True),
+        captured_results,
+        authored_results,
+        prediction="filter_by_intent.intent",
+        source=typed,
+    ).startswith("ex:missing-arguments passed\nYour prediction, filter_by_intent.intent, is right")
+
+
+def test_a_wrong_prediction_typed_out_is_said_to_be_wrong_not_failed(captured_results, authored_results):
+    """The learner predicted before counting: a wrong guess is told which field was lacked most, not refused."""
+    from labkit.agent.exercises import check_missing_arguments
+
+    said = check_missing_arguments(
+        _missing_of(required_only=True),
+        captured_results,
+        authored_results,
+        prediction="count_rows.rows",
+        source='PREDICTION = "count_rows.rows"',
+    )
+    assert said == (
+        "ex:missing-arguments passed\nYour prediction, count_rows.rows, is wrong: the refused captured calls lacked"
+        " filter_by_intent.intent most often. Ask which tool the model proposed first."
     )
 
 

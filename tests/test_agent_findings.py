@@ -29,8 +29,8 @@ def test_the_reply_failures_count_each_cause_from_the_captured_replies(captured)
     assert rows["  of those, cut off at max_tokens=64 (finish_reason length)"] == rows["  of those, both"] == 4
     assert rows["agent replies cut off at max_tokens=64"] == 1
     assert rows["router replies that did not parse"] == 4 and rows["  of those, cut off at max_tokens=64"] == 3
-    assert rows['most frequent refused call: filter_by_intent with {"answer": "10"}'] == 10
-    assert rows['most frequent refused call: count_rows with {"answer": "10"}'] == 9
+    assert rows['most frequent refused call: filter_by_intent, arguments {"answer": "10"}'] == 10
+    assert rows['second most frequent: count_rows, arguments {"answer": "10"}'] == 9
 
 
 def test_the_reply_failures_follow_scripted_replies_that_parse_but_carry_an_answer():
@@ -42,7 +42,7 @@ def test_the_reply_failures_follow_scripted_replies_that_parse_but_carry_an_answ
     run = load_run(runs.RUN_CAPTURED)
     rows = _replies(findings.reply_failures(results, run, ev.evaluation_report(results, run)))
     refused = sum(event["kind"] == "arguments_invalid" for r in results for event in (r.state or {}).get("events", []))
-    assert refused and rows['most frequent refused call: count_rows with {"answer": "9"}'] == refused
+    assert refused and rows['most frequent refused call: count_rows, arguments {"answer": "9"}'] == refused
     assert rows["agent replies that parsed, with arguments the tool's schema refused"] == refused
     assert rows["  of those, with an answer in the arguments"] == refused
     assert rows["agent replies cut off at max_tokens=64"] == 0

@@ -147,8 +147,8 @@ def check_missing_arguments(
     with an ``answer`` (lacks ``rows``); a filter with a ``limit`` but no ``intent``
     (an optional field given is not missing); a valid filter (nothing refused).
     A key counted zero times may be left out. ``prediction`` (the learner's
-    ``PREDICTION``) must be the ``"<tool>.<field>"`` the refused captured calls lacked
-    most often, typed out as a string: ``source`` is the cell that set it
+    ``PREDICTION``) names the ``"<tool>.<field>"`` the learner expects the refused captured calls
+    to lack most often, typed out as a string (the returned text says whether it was right): ``source`` is the cell that set it
     (`labkit.course.shortcuts.cell_that_set`), and a value computed there predicts nothing.
     """
     from labkit.agent.graph import ScriptedModel
@@ -170,12 +170,13 @@ def check_missing_arguments(
             f"{name}: expected {expected}, got {counted}; count, per '<tool>.<field>', the refused calls that lack "
             "a field the tool's argument class requires (not the fields they hold, not optional ones)"
         )
-    _grade_prediction(prediction, source, _missing_arguments(captured))
-    return "ex:missing-arguments passed"
+    verdict = _grade_prediction(prediction, source, _missing_arguments(captured))
+    return f"ex:missing-arguments passed\n{verdict}"
 
 
-def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> None:
-    """Refuse a missing, malformed, computed or wrong prediction of the field the refused calls lacked most often."""
+def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> str:
+    """Refuse a missing, malformed or computed prediction of the field the refused calls lacked most often; say
+    whether a typed one was right. A wrong prediction is said, not raised: it was made before the count was seen."""
     required = sorted(f"{tool}.{name}" for tool, names in _required_fields().items() for name in names)
     assert isinstance(prediction, str), (
         f"PREDICTION is {prediction!r}: set it to the '<tool>.<field>' you expect, one of {', '.join(required)}"
@@ -187,9 +188,12 @@ def _grade_prediction(prediction: Any, source: str, missing: dict[str, int]) -> 
         "type PREDICTION out as a string such as 'count_rows.rows': a value computed from the count predicts nothing"
     )
     most = max(missing.values(), default=0)
-    assert missing.get(prediction, 0) == most, (
-        f"PREDICTION {prediction!r} is not the field the refused captured calls lacked most often: the prediction "
-        "was wrong; print your missing_arguments count and ask which tool the model proposed first"
+    if missing.get(prediction, 0) == most:
+        return f"Your prediction, {prediction}, is right: the refused captured calls lacked it most often."
+    top = ", ".join(sorted(key for key, n in missing.items() if n == most))
+    return (
+        f"Your prediction, {prediction}, is wrong: the refused captured calls lacked {top} most often. "
+        "Ask which tool the model proposed first."
     )
 
 

@@ -77,7 +77,11 @@ def reply_failures(results: Sequence[CaseResult], run: Any, report: dict[str, An
         (f"  of those, cut off at {cap} (finish_reason length)", sum(map(cut_off, unparsed))),
         ("  of those, both", sum(control(r) and cut_off(r) for r in unparsed)),
     ]
-    rows += [(f"most frequent refused call: {tool} with {args}", n) for (tool, args), n in refused.most_common(2)]
+    ranks = ("most frequent refused call", "second most frequent")
+    rows += [
+        (f"{rank}: {tool}, arguments {args}", n)
+        for rank, ((tool, args), n) in zip(ranks, refused.most_common(2), strict=False)
+    ]
     return [{"what the replies show": what, "replies": n} for what, n in rows]
 
 
