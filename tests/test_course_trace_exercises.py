@@ -349,3 +349,73 @@ def test_an_extra_check_leaves_replay_bound_to_the_same_request(word_runs):
         checked = trace_request(QUESTIONS["answered"], index, adapter, extra_check=cited_words)
         assert checked.outcome == plain.outcome == "completed"
         assert checked.trace.first("reply_checked").data["checks"][-1] == "cited_words"
+
+
+# --- exercise D: which move failed? -------------------------------------------------------------------------
+
+
+def _walk_the_moves(traced, answer_source):
+    ended = traced.trace.first("request_completed")
+    status = ended.data["status"] if ended else None
+    if answer_source is None:
+        return None if status == "not_in_docs" else "model"
+    if answer_source not in [c["source_id"] for c in traced.trace.first("retrieval_completed").data["candidates"]]:
+        return "search"
+    if answer_source not in traced.trace.first("context_selected").data["source_ids"]:
+        return "context"
+    checked = traced.trace.first("reply_checked")
+    return (
+        None if status == "answered" and answer_source in (checked.data["source_ids"] if checked else []) else "model"
+    )
+
+
+def test_the_failed_move_check_passes_a_walk_of_the_moves_in_order(index, authored, captured, adapters):
+    from labkit.course.trace_exercises import check_first_wrong_move
+
+    verdicts = check_first_wrong_move(_walk_the_moves, index, authored, captured, adapters["ranking"])
+    assert verdicts["timestamp question, captured run"] == "model"
+    assert verdicts["timestamp question, empty index"] == "search"
+    assert verdicts["ranking question, k=1"] == "search"
+    assert verdicts["timestamp question, a rule dropping its passage"] == "context"
+    assert verdicts["probe contradicting its passage"] is None  # a trace cannot see that a reply is false
+    assert set(verdicts.values()) == {None, "search", "context", "model"}
+
+
+def _outcome_only(traced, answer_source):
+    return None if traced.outcome == "completed" else "model"
+
+
+def _context_first(traced, answer_source):
+    if answer_source is not None and answer_source not in traced.trace.first("context_selected").data["source_ids"]:
+        return "context"
+    return _walk_the_moves(traced, answer_source)
+
+
+def _not_in_docs_is_fine(traced, answer_source):
+    verdict = _walk_the_moves(traced, answer_source)
+    ended = traced.trace.first("request_completed")
+    return None if verdict == "model" and ended and ended.data["status"] == "not_in_docs" else verdict
+
+
+def _course_rule(traced, answer_source):
+    from labkit.course.trace_exercises import first_wrong_move
+
+    return first_wrong_move(traced, answer_source)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "message"),
+    [
+        (lambda traced, answer_source: None, "wrong for"),  # everything ended right
+        (_outcome_only, "wrong for"),  # the shortcut: the outcome alone
+        (_context_first, "wrong for"),  # an empty index blamed on the context
+        (_not_in_docs_is_fine, "wrong for"),  # the captured timestamp reply taken as right
+        (lambda traced, answer_source: "retrieval", "return one of"),  # a move the task does not name
+        (_course_rule, "called labkit's first_wrong_move"),
+    ],
+)
+def test_the_failed_move_check_refuses_wrong_rules_and_shortcuts(index, authored, captured, adapters, attempt, message):
+    from labkit.course.trace_exercises import check_first_wrong_move
+
+    with pytest.raises(AssertionError, match=message):
+        check_first_wrong_move(attempt, index, authored, captured, adapters["ranking"])

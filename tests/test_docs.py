@@ -285,7 +285,7 @@ def test_the_workshop_path_places_every_section_of_every_notebook_exactly_once()
     assert set(path) == set(notebooks), "one row per notebook"
     for name, columns in path.items():
         placed = [section for column in columns for section in column]
-        assert all(columns), f"{name}: every column names a section"
+        assert columns[0], f"{name}: some section is taught live"
         assert sorted(placed) == sorted(_sections(notebooks[name])), f"{name}: each section once, none invented"
 
 

@@ -427,3 +427,105 @@ def cited_words(reply: Reply, selected: list[Any]) -> None:
     for source in reply.source_ids:
         if not any(words & content_words(d.page_content) for d in selected if d.metadata["id"] == source):
             raise ReplyRejected(f"the answer shares no content word with the passages of {source} sent")
+
+
+#: The moves exercise D names, in the order the app runs them; None says the request ended right.
+MOVES = ("search", "context", "model")
+
+
+def first_wrong_move(traced: TracedRequest, answer_source: str | None) -> str | None:
+    """Return the first move whose output was wrong for this request, or None if it ended right.
+
+    ``answer_source`` is the source id whose passage answers the question, or None
+    when the documents cannot answer it. A move that never ran cannot be wrong: a
+    replay refused after the context dropped the answer is the context's fault.
+    """
+    ended = traced.trace.first("request_completed")
+    status = ended.data["status"] if ended else None
+    if answer_source is None:
+        return None if status == "not_in_docs" else "model"
+    searched = traced.trace.first("retrieval_completed")
+    if searched is None or answer_source not in [c["source_id"] for c in searched.data["candidates"]]:
+        return "search"
+    packed = traced.trace.first("context_selected")
+    if packed is None or answer_source not in packed.data["source_ids"]:
+        return "context"
+    checked = traced.trace.first("reply_checked")
+    cited = checked.data["source_ids"] if checked else []
+    return None if status == "answered" and answer_source in cited else "model"
+
+
+def _move_cases(
+    index: DocsIndex, authored: Any, captured: Any, ranking: Any
+) -> dict[str, tuple[Callable[[], TracedRequest], str | None]]:
+    """Exercise D's requests: name -> (how to trace it, the source that answers its question or None)."""
+    timestamp, write_text = "datetime-fromisoformat", "path-write-text"
+    empty = _empty_index()
+
+    def without_answer(ranked: list[tuple[Any, float]]) -> list[Any]:
+        return [doc for doc, _ in ranked if doc.metadata["id"] != timestamp]
+
+    return {
+        "timestamp question, authored run": (lambda: trace_request(ANSWERED, index, authored), timestamp),
+        "timestamp question, captured run": (lambda: trace_request(ANSWERED, index, captured), timestamp),
+        "backup question, authored run": (lambda: trace_request(UNSUPPORTED, index, authored), None),
+        "backup question, captured run": (lambda: trace_request(UNSUPPORTED, index, captured), None),
+        "ranking question, authored run": (lambda: trace_request(RANKING_QUESTION, index, ranking), write_text),
+        "ranking question, k=1": (lambda: trace_request(RANKING_QUESTION, index, ranking, k=1), write_text),
+        "timestamp question, empty index": (lambda: trace_request(ANSWERED, empty, authored), timestamp),
+        "timestamp question, a rule dropping its passage": (
+            lambda: trace_request(ANSWERED, index, authored, select=without_answer),
+            timestamp,
+        ),
+        "probe citing json-dumps, never sent": (lambda: probe(ANSWERED, index, ["json-dumps"]), timestamp),
+        "probe citing zoneinfo only": (lambda: probe(ANSWERED, index, ["zoneinfo"], answer="Use zoneinfo."), timestamp),
+        "probe contradicting its passage": (
+            lambda: probe(ANSWERED, index, [timestamp], answer=CONTRADICTION),
+            timestamp,
+        ),
+        "backup question, probe answering from shutil-copy2": (
+            lambda: probe(UNSUPPORTED, index, ["shutil-copy2"], answer="Backups are kept for 30 days."),
+            None,
+        ),
+    }
+
+
+def _empty_index() -> DocsIndex:
+    from labkit.rag.trace import load_docs_index
+
+    return load_docs_index(empty=True)
+
+
+def check_first_wrong_move(
+    first_wrong_move_fn: Callable[[TracedRequest, str | None], str | None],
+    index: DocsIndex,
+    authored: Any,
+    captured: Any,
+    ranking: Any,
+) -> dict[str, str | None]:
+    """Check exercise D's ``first_wrong_move(traced, answer_source)`` on traced requests; return its verdicts.
+
+    The requests: the authored, captured and ranking runs' replies, the ranking question
+    searched with k=1, an empty index, a context rule that drops the answer's passage,
+    and probes that cite a source never sent, the wrong source, the right source with a
+    false answer, or answer a question the documents cannot. Each must get the course's
+    verdict. A function that calls labkit's `first_wrong_move` is refused.
+    """
+    cases = _move_cases(index, authored, captured, ranking)
+    traced = {name: (make(), source) for name, (make, source) in cases.items()}
+    verdicts: dict[str, str | None] = {}
+    with calls_to(first_wrong_move) as called:
+        for name, (request, source) in traced.items():
+            verdicts[name] = first_wrong_move_fn(request, source)
+    if called:
+        raise AssertionError("first_wrong_move called labkit's first_wrong_move: read the events yourself")
+    outside = sorted({str(v) for v in verdicts.values() if v is not None and v not in MOVES})
+    if outside:
+        raise AssertionError(f"first_wrong_move returned {outside}: return one of {MOVES}, or None")
+    wrong = [name for name, (request, source) in traced.items() if verdicts[name] != first_wrong_move(request, source)]
+    if wrong:
+        raise AssertionError(
+            f"first_wrong_move is wrong for {len(wrong)} of {len(traced)} requests, among them: {wrong[0]}. "
+            "Walk the moves in order; a move that never ran cannot be wrong"
+        )
+    return verdicts
