@@ -16,8 +16,9 @@ Signatures are checked in Python with the `sshsig` package (built on
 learner's laptop; only signing runs ``ssh-keygen``. Each run is reported as
 signed by a listed key (its principal and key fingerprint), signed by an unknown
 key, or unsigned. Refused: an invalid signature, a signature by a key the list
-does not hold, and a captured run without a signature (an authored run needs
-none, but may carry one).
+does not hold, and a run without a signature, authored or captured: an
+authored run claims no model call, but unsigned its replies could be edited and
+its hashes recomputed with nothing to show it.
 
 What a signature proves: the holder of a listed private key sealed exactly these
 bytes. It does not prove that the replies are right, nor that the signer ran the
@@ -242,10 +243,11 @@ def signature_problem(run_id: str, origin: str | None, signature: RunSignature) 
             f"If it is your key, add its public half to {where} (docs/recording.md, 'Signing runs') in a commit "
             "that others review; otherwise restore the run and its signature from git"
         )
-    if signature.status == "unsigned" and origin == "captured":
+    if signature.status == "unsigned" and origin is not None:
         return (
-            f"captured run {run_id!r} is unsigned, so nothing shows who sealed it. Sign it with "
-            f"`labkit sign {run_id}` ({SIGNING_KEY_SETTING} names your private key; docs/recording.md)"
+            f"{origin} run {run_id!r} is unsigned, so nothing shows who sealed it (and an edit with its hashes "
+            f"recomputed would pass). Sign it with `labkit sign {run_id}` ({SIGNING_KEY_SETTING} names your private "
+            "key; docs/recording.md)"
         )
     return ""
 
@@ -348,14 +350,9 @@ def signature_notice(run_id: str, signature: RunSignature, *, origin: str) -> st
             f"{origin} run {run_id} is {signature.describe()}: `labkit verify` refuses it until that key is in "
             f"recorded_runs/{ALLOWED_SIGNERS_FILE} (docs/recording.md, 'Signing runs')"
         )
-    if origin == "authored":
-        return (
-            f"authored run {run_id} is unsigned (an authored run needs no signature); to sign it, set "
-            f"{SIGNING_KEY_SETTING} to your SSH private key and run `labkit sign {run_id}`"
-        )
     return (
-        f"captured run {run_id} was saved UNSIGNED: no signing key is set, and `labkit verify` refuses an unsigned "
-        f"captured run. Set {SIGNING_KEY_SETTING} to your SSH private key and run `labkit sign {run_id}` "
+        f"{origin} run {run_id} was saved UNSIGNED: no signing key is set, and `labkit verify` refuses an unsigned "
+        f"run. Set {SIGNING_KEY_SETTING} to your SSH private key and run `labkit sign {run_id}` "
         "(docs/recording.md, 'Signing runs')"
     )
 

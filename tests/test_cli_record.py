@@ -30,7 +30,7 @@ def test_record_without_a_key_saves_the_run_and_says_it_is_unsigned_and_how_to_s
     out = capsys.readouterr().out
     assert (
         "captured run 06-routing-echo was saved UNSIGNED: no signing key is set, and `labkit verify` refuses an "
-        "unsigned captured run. Set LABKIT_SIGNING_KEY to your SSH private key and run "
+        "unsigned run. Set LABKIT_SIGNING_KEY to your SSH private key and run "
         "`labkit sign 06-routing-echo`"
     ) in out
     assert (course / "recorded_runs" / "06-routing-echo" / "run.json").is_file()

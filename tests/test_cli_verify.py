@@ -7,7 +7,7 @@ from tests.signers import fingerprint, list_key, make_key, needs_ssh_keygen, res
 def test_verify_passes_on_the_committed_runs(course, capsys):
     assert main(["verify"]) == 0
     out = capsys.readouterr().out
-    assert "18 of 18 runs verified (18 signed by a listed key, 0 authored and unsigned), 0 secrets found" in out
+    assert "18 of 18 runs verified, each signed by a listed key; 0 secrets found" in out
 
 
 def test_verify_catches_a_tampered_reply(course, capsys):
@@ -117,19 +117,21 @@ def test_a_resealed_edit_whose_signature_was_deleted_fails_verify_saying_how_to_
     assert "Sign it with `labkit sign 02-rag-smollm2` (LABKIT_SIGNING_KEY names your private key" in line
 
 
-def test_an_authored_run_without_a_signature_passes_and_says_it_is_unsigned(course, capsys):
+def test_an_authored_run_without_a_signature_is_refused(course, capsys):
+    """Unsigned, an authored run's reply could be edited and its hashes recomputed with nothing to show it."""
     (course / "recorded_runs" / "02-rag-authored" / "run.json.sig").unlink()
-    assert main(["verify"]) == 0
-    out = capsys.readouterr().out
-    assert _line(out, "02-rag-authored").split()[1:] == [
-        "authored",
-        "02",
-        "2",
-        "unsigned",
-        "ok",
-        "(authored-by-course)",
-    ]
-    assert "18 of 18 runs verified (17 signed by a listed key, 1 authored and unsigned)" in out
+    assert main(["verify"]) == 1
+    line = _refused(capsys.readouterr().out, "02-rag-authored")
+    assert "authored run '02-rag-authored' is unsigned, so nothing shows who sealed it" in line
+    assert "labkit sign 02-rag-authored" in line
+
+
+def test_an_authored_run_edited_resealed_and_unsigned_fails_verify(course, capsys):
+    """The forger's whole route: edit a reply, recompute every hash and the manifest entry, drop the signature."""
+    reseal_edited_reply("02-rag-authored", keep_signature=False)
+    assert not (course / "recorded_runs" / "02-rag-authored" / "run.json.sig").exists()
+    assert main(["verify"]) == 1
+    assert "is unsigned, so nothing shows who sealed it" in _refused(capsys.readouterr().out, "02-rag-authored")
 
 
 def test_a_signature_copied_from_another_run_fails_verify(course, capsys):

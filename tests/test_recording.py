@@ -273,7 +273,9 @@ def test_an_authored_run_may_not_hold_an_endpoint_response(tmp_path):
         load_run(_write(tmp_path, data), root=tmp_path)
 
 
-def test_a_run_added_outside_the_manifest_is_refused(tmp_path):
+@needs_ssh_keygen
+def test_a_run_added_outside_the_manifest_is_refused(tmp_path, monkeypatch):
+    _sign_as_instructor(tmp_path, monkeypatch)  # verify refuses an unsigned run, authored or captured
     _saved(tmp_path, _run(tmp_path))
     other = _run(tmp_path, run_id="05-other")
     _write(tmp_path, other)
@@ -449,7 +451,9 @@ def test_a_problem_of_the_whole_run_is_named_as_the_run(tmp_path):
         parse_run(data, source="run.json")
 
 
-def test_a_run_file_up_to_the_run_limit_loads(tmp_path):
+@needs_ssh_keygen
+def test_a_run_file_up_to_the_run_limit_loads(tmp_path, monkeypatch):
+    _sign_as_instructor(tmp_path, monkeypatch)
     long_answer = "x" * 1_100_000  # over the 1 MB limit of ordinary JSON inputs, under the run limit
     request = _request()
     response = {
@@ -545,7 +549,9 @@ def test_verify_names_each_problem_of_a_run_against_the_manifest(tmp_path):
     ) in problem
 
 
-def test_verify_names_a_run_added_outside_the_manifest_and_returns_good_runs_loaded(tmp_path):
+@needs_ssh_keygen
+def test_verify_names_a_run_added_outside_the_manifest_and_returns_good_runs_loaded(tmp_path, monkeypatch):
+    _sign_as_instructor(tmp_path, monkeypatch)
     _saved(tmp_path, _run(tmp_path))
     extra = _run(tmp_path, run_id="05-extra")
     _write(tmp_path, extra)
@@ -553,9 +559,9 @@ def test_verify_names_a_run_added_outside_the_manifest_and_returns_good_runs_loa
     assert [name for name, _, _ in results] == ["05-demo", "05-extra"]
     assert isinstance(results[0][1], RecordedRun) and results[0][2] == ""
     assert results[1][1] is None
-    assert results[1][2] == (
+    assert results[1][2].startswith(
         "run '05-extra' is not in manifest.json: it was added outside `labkit record`; "
-        "record it with `labkit record` or remove it"
+        "record it with `labkit record` or remove it; authored run '05-extra' is unsigned"
     )
     assert verify_runs(tmp_path / "no-runs-here", root=tmp_path) == []
 
@@ -678,8 +684,8 @@ def test_a_captured_run_saved_without_a_key_is_kept_unsigned_and_verify_says_how
     assert path.is_file() and not (path.parent / "run.json.sig").exists()
     run, problem = _signed_problems(tmp_path)["05-demo"]
     assert run is None and problem == (
-        "captured run '05-demo' is unsigned, so nothing shows who sealed it. Sign it with `labkit sign 05-demo` "
-        "(LABKIT_SIGNING_KEY names your private key; docs/recording.md)"
+        "captured run '05-demo' is unsigned, so nothing shows who sealed it (and an edit with its hashes recomputed "
+        "would pass). Sign it with `labkit sign 05-demo` (LABKIT_SIGNING_KEY names your private key; docs/recording.md)"
     )
 
 
@@ -708,9 +714,9 @@ def test_rewriting_a_run_keeps_a_signature_that_still_holds_and_drops_one_that_d
     assert signature.read_bytes() == before
     changed = RecordedRun.model_validate(_run(tmp_path, description="Rewritten by the authored-run writer."))
     write_run_file(changed, runs_dir=tmp_path / "recorded_runs", replace=True)
-    assert not signature.exists()  # it covered the old bytes; an authored run needs none
+    assert not signature.exists()  # it covered the old bytes, and no key is set to sign the new ones
     run, problem = _signed_problems(tmp_path)["05-demo"]
-    assert problem == "" and run.signature.describe() == "unsigned"
+    assert run is None and "authored run '05-demo' is unsigned" in problem
 
 
 def test_copy_fixtures_puts_a_replaced_fixture_in_a_copy_and_leaves_the_repository_alone(tmp_path):

@@ -13,8 +13,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         "SHA-256 hashes), a run missing from or added outside recorded_runs/manifest.json, a changed or "
         "unlisted fixture, a fixture outside the checkout, a missing or dishonest origin (an authored run "
         "that claims latency, usage or endpoint ids, a captured run without them), a signature that does not "
-        "verify or is by a key recorded_runs/allowed_signers does not list, and a captured run without a "
-        "signature; and scan the folder for secrets with detect-secrets. Prints who signed each run, and each "
+        "verify or is by a key recorded_runs/allowed_signers does not list, and a run, authored or captured, "
+        "without a signature; and scan the folder for secrets with detect-secrets. Prints who signed each run, and each "
         "listed signer's principal and key fingerprint. Exits 1 on any problem, naming the run and the field.",
         epilog="example:\n  labkit verify",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -52,10 +52,9 @@ def run(args: argparse.Namespace) -> int:
     for finding in findings:
         print(f"SECRET: {finding.place}: {finding.kind}; remove it and rotate the key")
     verified = [loaded for _, loaded, _ in results if loaded is not None]
-    unsigned = sum(who is None for who in signed_by) - (len(results) - len(verified))
     failed = len(results) - len(verified) + len(findings)
     print(
-        f"{len(verified)} of {len(results)} runs verified ({len(verified) - unsigned} signed by a listed key, "
-        f"{unsigned} authored and unsigned), {len(findings)} secrets found (detect-secrets)"
+        f"{len(verified)} of {len(results)} runs verified, each signed by a listed key; "
+        f"{len(findings)} secrets found (detect-secrets)"
     )
     return 0 if results and not failed else 1

@@ -180,8 +180,8 @@ def _at_once(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], *, jobs: i
 def check_recorded_runs() -> list[Check]:
     """Every recorded run loads unedited, matches manifest and fixtures, states its origin, and is signed; no secrets.
 
-    A captured run must carry a signature by a key in ``recorded_runs/allowed_signers``;
-    an authored run may. The last checks name each listed signer and scan for secrets.
+    Every run, authored or captured, must carry a signature by a key in
+    ``recorded_runs/allowed_signers``. The last checks name each listed signer and scan for secrets.
     """
     from labkit.course.lessons import verify_course_runs
     from labkit.secret_scan import scan_for_secrets
