@@ -1,4 +1,4 @@
-"""The checks of lesson 02a's three exercises, kept here so the notebook's check cells are one call each.
+"""The checks of lesson 02a's four exercises, kept here so the notebook's check cells are one call each.
 
 Each check runs the learner's function on requests traced for real (probes,
 replayed runs, other indexes and context rules) and raises `AssertionError`
@@ -313,7 +313,7 @@ def _kept(traced: TracedRequest) -> list[str]:
     return list(selected.data["chunk_ids"]) if selected else []
 
 
-#: The requests whose outcome under the learner's word check exercise C asks them to predict.
+#: The requests whose outcome under the learner's word check exercise D asks them to predict.
 WORD_CHECK_PREDICTIONS = (
     "timestamp question, the probe that contradicts its source",
     "ranking question, 'Choose utf-8 explicitly.' citing path-write-text",
@@ -332,7 +332,7 @@ def check_cited_words(
     captured: Any,
     ranking: Any,
 ) -> None:
-    """Check exercise C: the predicted outcomes first, then ``cited_words_check(reply, selected)``.
+    """Check exercise D: the predicted outcomes first, then ``cited_words_check(reply, selected)``.
 
     ``predicted`` maps each name in `WORD_CHECK_PREDICTIONS` to the outcome (one of
     `WORD_CHECK_OUTCOMES`) of that request traced with the learner's check as
@@ -429,7 +429,7 @@ def cited_words(reply: Reply, selected: list[Any]) -> None:
             raise ReplyRejected(f"the answer shares no content word with the passages of {source} sent")
 
 
-#: The moves exercise D names, in the order the app runs them; None says the request ended right.
+#: The moves exercise C names, in the order the app runs them; None says the request ended right.
 MOVES = ("search", "context", "model")
 
 
@@ -458,7 +458,7 @@ def first_wrong_move(traced: TracedRequest, answer_source: str | None) -> str | 
 def _move_cases(
     index: DocsIndex, authored: Any, captured: Any, ranking: Any
 ) -> dict[str, tuple[Callable[[], TracedRequest], str | None]]:
-    """Exercise D's requests: name -> (how to trace it, the source that answers its question or None)."""
+    """Exercise C's requests: name -> (how to trace it, the source that answers its question or None)."""
     timestamp, write_text = "datetime-fromisoformat", "path-write-text"
     empty = _empty_index()
 
@@ -503,7 +503,7 @@ def check_first_wrong_move(
     captured: Any,
     ranking: Any,
 ) -> dict[str, str | None]:
-    """Check exercise D's ``first_wrong_move(traced, answer_source)`` on traced requests; return its verdicts.
+    """Check exercise C's ``first_wrong_move(traced, answer_source)`` on traced requests; return its verdicts.
 
     The requests: the authored, captured and ranking runs' replies, the ranking question
     searched with k=1, an empty index, a context rule that drops the answer's passage,
