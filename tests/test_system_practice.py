@@ -164,3 +164,15 @@ def test_the_figure_check_passes_a_right_solution_whose_reason_counts_the_figure
     that count is no stray figure, though page 2 states no 1."""
     assert COUNTING != QUOTING and "len(missing)" in COUNTING
     assert "ex:figure-support passed" in _figure_check_output(COUNTING)
+
+
+FLOAT_NAMING = QUOTING.replace(
+    """f"{result['text']!r}: {missing} unstated\"""",
+    """f"{[float(m) for m in missing]} unstated\"""",
+)
+
+
+def test_the_figure_check_passes_a_right_solution_that_writes_its_figures_as_decimals(tmp_path):
+    """A reason naming 45.0 names the figure 45: the check reads figures as values, not as digit runs."""
+    assert FLOAT_NAMING != QUOTING and "float(m)" in FLOAT_NAMING
+    assert "ex:figure-support passed" in _figure_check_output(FLOAT_NAMING)
