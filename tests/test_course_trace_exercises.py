@@ -369,10 +369,32 @@ def _walk_the_moves(traced, answer_source):
     )
 
 
+DIAGNOSED = {"timestamp question, captured run": "model", "backup question, captured run": "model"}
+
+
+@pytest.mark.parametrize(
+    ("diagnosed", "error", "message"),
+    [
+        ({}, NotImplementedError, "fill in DIAGNOSED"),  # the stub's ...
+        ({**DIAGNOSED, "backup question, captured run": ...}, NotImplementedError, "fill in DIAGNOSED"),
+        ({**DIAGNOSED, "backup question, captured run": "search"}, AssertionError, "do not both match"),
+        ({**DIAGNOSED, "timestamp question, captured run": None}, AssertionError, "do not both match"),
+    ],
+)
+def test_the_failed_move_check_grades_the_diagnoses_before_the_function(
+    index, authored, captured, adapters, diagnosed, error, message, capsys
+):
+    from labkit.course.trace_exercises import check_first_wrong_move
+
+    with pytest.raises(error, match=message):
+        check_first_wrong_move(_walk_the_moves, diagnosed, index, authored, captured, adapters["ranking"])
+    assert "checking first_wrong_move next" not in capsys.readouterr().out
+
+
 def test_the_failed_move_check_passes_a_walk_of_the_moves_in_order(index, authored, captured, adapters):
     from labkit.course.trace_exercises import check_first_wrong_move
 
-    verdicts = check_first_wrong_move(_walk_the_moves, index, authored, captured, adapters["ranking"])
+    verdicts = check_first_wrong_move(_walk_the_moves, DIAGNOSED, index, authored, captured, adapters["ranking"])
     assert verdicts["timestamp question, captured run"] == "model"
     assert verdicts["timestamp question, empty index"] == "search"
     assert verdicts["ranking question, k=1"] == "search"
@@ -418,4 +440,4 @@ def test_the_failed_move_check_refuses_wrong_rules_and_shortcuts(index, authored
     from labkit.course.trace_exercises import check_first_wrong_move
 
     with pytest.raises(AssertionError, match=message):
-        check_first_wrong_move(attempt, index, authored, captured, adapters["ranking"])
+        check_first_wrong_move(attempt, DIAGNOSED, index, authored, captured, adapters["ranking"])

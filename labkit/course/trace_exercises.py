@@ -496,23 +496,39 @@ def _empty_index() -> DocsIndex:
     return load_docs_index(empty=True)
 
 
+#: The two captured traces exercise C asks the learner to diagnose by reading, before writing the function.
+DIAGNOSES = ("timestamp question, captured run", "backup question, captured run")
+
+
 def check_first_wrong_move(
     first_wrong_move_fn: Callable[[TracedRequest, str | None], str | None],
+    diagnosed: dict[str, Any],
     index: DocsIndex,
     authored: Any,
     captured: Any,
     ranking: Any,
 ) -> dict[str, str | None]:
-    """Check exercise C's ``first_wrong_move(traced, answer_source)`` on traced requests; return its verdicts.
+    """Check exercise C: the learner's diagnoses first, then ``first_wrong_move(traced, answer_source)``.
 
-    The requests: the authored, captured and ranking runs' replies, the ranking question
-    searched with k=1, an empty index, a context rule that drops the answer's passage,
-    and probes that cite a source never sent, the wrong source, the right source with a
-    false answer, or answer a question the documents cannot. Each must get the course's
-    verdict. A function that calls labkit's `first_wrong_move` is refused.
+    ``diagnosed`` maps each name in `DIAGNOSES` to the move (one of `MOVES`, or None)
+    the learner read off that captured trace; ``...`` is not filled in. The check says
+    only whether both are right, and prints so before it runs the function. The
+    function's requests: the authored, captured and ranking runs' replies, the ranking
+    question searched with k=1, an empty index, a context rule that drops the answer's
+    passage, and probes that cite a source never sent, the wrong source, the right
+    source with a false answer, or answer a question the documents cannot. Each must
+    get the course's verdict. A function that calls labkit's `first_wrong_move` is refused.
     """
     cases = _move_cases(index, authored, captured, ranking)
     traced = {name: (make(), source) for name, (make, source) in cases.items()}
+    if any(diagnosed.get(name, ...) is ... for name in DIAGNOSES):
+        raise NotImplementedError("hint: fill in DIAGNOSED first: the move that failed in each captured trace")
+    if any(diagnosed[name] != first_wrong_move(*traced[name]) for name in DIAGNOSES):
+        raise AssertionError(
+            "the diagnoses do not both match the traces: for each, was the answer's source a candidate, "
+            "was it sent, and how did the request end?"
+        )
+    print("DIAGNOSED is right for both captured traces; checking first_wrong_move next")
     verdicts: dict[str, str | None] = {}
     with calls_to(first_wrong_move) as called:
         for name, (request, source) in traced.items():
