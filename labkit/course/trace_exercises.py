@@ -24,6 +24,7 @@ from labkit.rag.trace import (
     ReplyRejected,
     Select,
     TracedRequest,
+    load_docs_index,
     probe,
     trace_request,
 )
@@ -460,7 +461,7 @@ def _move_cases(
 ) -> dict[str, tuple[Callable[[], TracedRequest], str | None]]:
     """Exercise C's requests: name -> (how to trace it, the source that answers its question or None)."""
     timestamp, write_text = "datetime-fromisoformat", "path-write-text"
-    empty = _empty_index()
+    empty = load_docs_index(empty=True)
 
     def without_answer(ranked: list[tuple[Any, float]]) -> list[Any]:
         return [doc for doc, _ in ranked if doc.metadata["id"] != timestamp]
@@ -488,12 +489,6 @@ def _move_cases(
             None,
         ),
     }
-
-
-def _empty_index() -> DocsIndex:
-    from labkit.rag.trace import load_docs_index
-
-    return load_docs_index(empty=True)
 
 
 #: The two captured traces exercise C asks the learner to diagnose by reading, before writing the function.
