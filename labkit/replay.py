@@ -414,24 +414,32 @@ class ReplayTransport(httpx2.BaseTransport):
 
         The body's bytes are parsed (`replayed_body`, strict JSON); `BindingStore.lookup`
         writes them again as `request_json` text with the path and query, and looks up
-        that text's SHA-256. The reply saved under it comes back as an HTTP response; a
-        request with no binding is refused, and a recorded network failure is raised again.
+        that text's SHA-256. The reply saved under it comes back as an HTTP response
+        (`replayed_response`); a request with no binding is refused.
         """
-        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
-            raise ReplayUnsupported(
-                f"replay answers POST /chat/completions only, not {request.method} {request.url.path}"
-            )
-        body = replayed_body(request)
+        body = replayed_body(chat_completion_request(request))
         binding = self.store.lookup(body, path=request.url.path, query=list(request.url.params.multi_items()))
-        if binding.response is None:
-            last = binding.transport_errors[-1].error if binding.transport_errors else "no response"
-            raise httpx2.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
-        return httpx2.Response(
-            binding.status_code,
-            content=self.store.response_bytes(binding),
-            headers={"content-type": "application/json"},
-            request=request,
-        )
+        return replayed_response(self.store, binding, request)
+
+
+def chat_completion_request(request: httpx2.Request) -> httpx2.Request:
+    """Return ``request`` if it is a chat completion (POST .../chat/completions), else raise `ReplayUnsupported`."""
+    if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+        raise ReplayUnsupported(f"replay answers POST /chat/completions only, not {request.method} {request.url.path}")
+    return request
+
+
+def replayed_response(store: BindingStore, binding: Binding, request: httpx2.Request) -> httpx2.Response:
+    """Return the HTTP response saved in ``store`` for ``binding``; a recorded network failure is raised again."""
+    if binding.response is None:
+        last = binding.transport_errors[-1].error if binding.transport_errors else "no response"
+        raise httpx2.ConnectError(f"recorded transport failure, replayed: {last}", request=request)
+    return httpx2.Response(
+        binding.status_code,
+        content=store.response_bytes(binding),
+        headers={"content-type": "application/json"},
+        request=request,
+    )
 
 
 def replay_client(store: BindingStore) -> Any:
