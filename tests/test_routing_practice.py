@@ -1,6 +1,8 @@
-"""The exercises' what-if helpers and the smallest-repair check refuse what they should."""
+"""The exercises' what-if helpers and their checks refuse what they should."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -306,3 +308,85 @@ def test_protect_answers_accept_any_regressed_id_and_none_only_when_nothing_regr
         check_protect_answers(
             {"two broken": "t7", "nothing broken": None}, trials, suite_sha256=sha, source="PROTECT = dict(x)"
         )
+
+
+def _trade(suite, sha, baseline, run):
+    from labkit.routing.practice import check_passing_trade
+
+    return check_passing_trade(run, suite=suite, suite_sha256=sha, baseline=baseline)
+
+
+def test_a_passing_trade_passes_and_says_what_it_fixed_broke_and_kept(shipped):
+    suite, sha, baseline, _ = shipped
+    mine = {**with_routes(baseline, t9="support", t4="sales"), "label": "my-candidate"}
+    assert _trade(suite, sha, baseline, mine).splitlines() == [
+        "fixed t9: the baseline sent it to sales, yours to support, as the suite expects",
+        "broke t4: the baseline sent it to billing, as the suite expects; yours to sales",
+        "correct routes 8 -> 8, penalty points 2 -> 2, urgent misses 0 -> 0: the gate passes it",
+    ]
+
+
+def test_a_trade_still_a_stub_is_not_finished(shipped):
+    suite, sha, baseline, _ = shipped
+    stub = {**baseline, "predictions": [{"id": p["id"], "route": ...} for p in baseline["predictions"]]}
+    with pytest.raises(NotImplementedError, match="hint"):
+        _trade(suite, sha, baseline, stub)
+
+
+@pytest.mark.parametrize(
+    ("routes", "reasons"),
+    [
+        ({"t7": "sales", "t9": "support", "t2": "billing"}, r"penalty points rose .* t2 \(sent to billing\)"),
+        ({"t7": "sales", "t3": "sales", "t4": "sales"}, "correct routes fell from 8 to 7 of 10"),
+    ],
+    ids=["an outage pays for two fixes", "two breaks for one fix"],
+)
+def test_a_trade_the_gate_fails_is_refused_with_the_gates_reasons(shipped, routes, reasons):
+    suite, sha, baseline, _ = shipped
+    with pytest.raises(AssertionError, match=f"the gate fails your run: .*{reasons}"):
+        _trade(suite, sha, baseline, with_routes(baseline, **routes))
+
+
+def test_the_shipped_candidate_copied_is_refused_because_the_gate_fails_it(shipped):
+    suite, sha, baseline, candidate = shipped
+    with pytest.raises(AssertionError, match=r"the gate fails your run: .*t1 \(sent to billing\)"):
+        _trade(suite, sha, baseline, candidate)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda baseline: baseline,
+        lambda baseline: {**baseline, "label": "my-candidate"},
+        lambda baseline: with_routes(baseline, t7="billing"),  # a baseline miss moved to another wrong queue
+    ],
+    ids=["the baseline", "the baseline relabelled", "a miss moved"],
+)
+def test_a_passing_run_that_breaks_nothing_is_refused_as_no_trade(shipped, run):
+    suite, sha, baseline, _ = shipped
+    with pytest.raises(AssertionError, match="trades nothing"):
+        _trade(suite, sha, baseline, run(baseline))
+
+
+@pytest.mark.parametrize(
+    ("change", "grader_says"),
+    [
+        (lambda ps: [p for p in ps if p["id"] != "t4"], "no prediction for t4"),
+        (lambda ps: [*ps, {"id": "t11", "route": "sales"}], "does not have: t11"),
+        (lambda ps: [{**p, "route": "refunds"} if p["id"] == "t4" else p for p in ps], '"refunds", not a known route'),
+    ],
+    ids=["missing id", "extra id", "unknown route"],
+)
+def test_a_malformed_trade_is_refused_by_the_graders_own_checks(shipped, change, grader_says):
+    suite, sha, baseline, _ = shipped
+    mine = with_routes(baseline, t9="support", t4="sales")
+    malformed = {**mine, "predictions": change(mine["predictions"])}
+    with pytest.raises(AssertionError, match=f"the grader refuses your run.*{re.escape(grader_says)}"):
+        _trade(suite, sha, baseline, malformed)
+
+
+def test_a_typed_trade_labelled_captured_is_refused(shipped):
+    suite, sha, baseline, _ = shipped
+    mine = {**with_routes(baseline, t9="support", t4="sales"), "origin": "captured"}
+    with pytest.raises(AssertionError, match='label it "simulated"'):
+        _trade(suite, sha, baseline, mine)

@@ -13,7 +13,7 @@
   model returning only a route and the application keeping the ids; `captured_pair` gives the gate two
   captured runs.
 - `labkit.routing.practice`: the exercises' what-if runs and suites (`with_routes`, `with_penalties`), and
-  `check_smallest_repair`.
+  their checks (`check_smallest_repair`, `check_passing_trade`, ...).
 
 Importing this package imports nothing heavy.
 """

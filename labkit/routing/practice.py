@@ -1,10 +1,10 @@
-"""Lesson 06's exercises: what-if runs and suites for the checks, and the check of the smallest-repair exercise.
+"""Lesson 06's exercises: what-if runs and suites for the checks, and the checks themselves.
 
 `with_routes` and `with_penalties` build in-memory variants of a run or a suite. They keep the
 shipped suite's fingerprint: a what-if for an exercise, never a file to grade. A saved run on an
 edited suite file would be refused, because the edited bytes hash differently.
-`check_release_predictions`, `check_smallest_repair`, `check_protect_answers` and
-`check_reply_predictions` grade a learner's answers to exercises 1, 2, 3 and 4; none of them prints the answer before
+`check_release_predictions`, `check_smallest_repair`, `check_passing_trade`, `check_protect_answers` and
+`check_reply_predictions` grade a learner's answers to exercises 1 to 5; none of them prints the answer before
 it passes.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from labkit.canonical import loads_strict
 from labkit.errors import RouteGradeError
-from labkit.routing.grader import apply_changes, compare, own_functions, regressions
+from labkit.routing.grader import apply_changes, compare, fixes, own_functions, regressions
 
 #: The summary fields a learner's ``smallest_repair`` receives.
 REPAIR_KEYS = ("correct", "penalty_points", "urgent_misses", "failures")
@@ -89,6 +89,62 @@ def check_protected_predictions(
     """
     _refuse_computed(source, variable)
     _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
+
+
+def check_passing_trade(run: Any, *, suite: Any, suite_sha256: str, baseline: Any) -> str:
+    """Grade a learner's candidate that the gate passes against ``baseline`` though it breaks a ticket; say what it traded.
+
+    The run is graded by `compare`, so the grader's own checks refuse a malformed one (a missing
+    or extra id, an unknown route): the `AssertionError` quotes the grader. Raises
+    `NotImplementedError` while a route is still ``...``, and `AssertionError` when the run is not
+    labelled ``simulated`` (the learner wrote it), when the gate fails it (its reasons), or when it
+    breaks no ticket the baseline routed right. Returns `trade_summary` of the passing report.
+    """
+    predictions = run.get("predictions") if isinstance(run, Mapping) else None
+    if run is Ellipsis or (
+        isinstance(predictions, list)
+        and any(isinstance(p, Mapping) and p.get("route") is Ellipsis for p in predictions)
+    ):
+        raise NotImplementedError("hint: give every ticket a route; conditions 1 and 2 add up: what can a fix pay for?")
+    try:
+        report = compare(suite, suite_sha256, baseline, run)
+    except RouteGradeError as error:
+        raise AssertionError(f"the grader refuses your run, as it would refuse a file: {error}") from None
+    assert run["origin"] == "simulated", (
+        f'your run says origin "{run["origin"]}", but you wrote its routes and no model answered them: '
+        'label it "simulated"'
+    )
+    assert report["pass"], (
+        f"the gate fails your run: {'; '.join(report['reasons'])}. Build one that passes all three conditions"
+    )
+    assert regressions(report["baseline"], report["candidate"]), (
+        "the gate passes your run, but it routes wrong no ticket the baseline routed right, so it trades nothing "
+        "(a ticket the baseline already missed, sent to another wrong queue, has not regressed)"
+    )
+    return trade_summary(report)
+
+
+def trade_summary(report: Mapping[str, Any]) -> str:
+    """Return a few lines on what a `compare` report's candidate traded: each ticket fixed and broken, and the totals."""
+    old, new = report["baseline"], report["candidate"]
+    missed_before = {failure["id"]: failure for failure in old["failures"]}
+    missed_now = {failure["id"]: failure for failure in new["failures"]}
+    lines = [
+        f"fixed {cid}: the baseline sent it to {missed_before[cid]['actual']}, yours to "
+        f"{missed_before[cid]['expected']}, as the suite expects"
+        for cid in fixes(old, new)
+    ]
+    lines += [
+        f"broke {cid}: the baseline sent it to {missed_now[cid]['expected']}, as the suite expects; yours to "
+        f"{missed_now[cid]['actual']}"
+        for cid in regressions(old, new)
+    ]
+    verdict = "the gate passes it" if report["pass"] else "the gate fails it"
+    lines.append(
+        f"correct routes {old['correct']} -> {new['correct']}, penalty points {old['penalty_points']} -> "
+        f"{new['penalty_points']}, urgent misses {old['urgent_misses']} -> {new['urgent_misses']}: {verdict}"
+    )
+    return "\n".join(lines)
 
 
 def check_protect_answers(
@@ -171,10 +227,10 @@ def check_smallest_repair(
         assert len(mine) <= fewest, f"{name}: your repair changes {len(mine)} predictions; fewer are enough"
 
 
-#: Where a reply stops, the stages a learner predicts in exercise 4, in the order a reply meets them.
+#: Where a reply stops, the stages a learner predicts in exercise 5, in the order a reply meets them.
 REPLY_STAGES = ("json.loads refuses", "loads_strict refuses", "the contract refuses", "well-formed")
 
-#: One reply for exercise 4: the ticket it answers, and its raw text.
+#: One reply for exercise 5: the ticket it answers, and its raw text.
 Reply = tuple[str, str]
 
 
