@@ -174,7 +174,9 @@ def test_an_explore_run_that_no_longer_loads_is_passed_over(monkeypatch, scratch
     assert t.explore_run_for(question) is None
 
 
-def test_lesson_05s_look_for_names_the_get_refund_bug_and_the_prompt_edit_to_try_next(no_network):
+def test_lesson_05s_look_for_points_to_the_recorded_replies_and_types_no_outcome_of_its_own(no_network):
     look_for = t.try_evidence_k(3).look_for
-    assert "'intent': 'get_refund'" in look_for and "copy get_refund again" in look_for
-    assert "system=prompt_fix.SYSTEM_FIXED" in look_for
+    assert "the optional part's tables show what SmolLM2 replied" in look_for
+    assert "prompt_fix.SYSTEM_FIXED" in look_for and "name get_refund" in look_for
+    # a recorded outcome typed into a string would not follow a re-recording: the tables print it
+    assert "invalid_output" not in look_for and "did not stop it" not in look_for

@@ -371,13 +371,11 @@ def try_evidence_k(k: int) -> TryYourOwn:
         messages=build_messages(question, evidence),
         judge=judge,
         look_for=(
-            "the reply above is the course's authored one, not a model's; SmolLM2's captured reply at K = 3 "
-            "was invalid_output, an answer with tool_args {'intent': 'get_refund'}, the value the prompt's "
-            "example writes. K = 1 keeps only the rank-1 chunk, which holds the refund window: does a real model, "
-            "given the shorter prompt, answer and cite refund_policy.pdf#p1, or copy get_refund again? "
-            "If it copies, change the prompt: the lesson's fixed example (MinimalSystem(connect(...), "
-            "system=prompt_fix.SYSTEM_FIXED)) did not stop it on the recorded requests, so also try a prompt "
-            "of your own."
+            "the reply above is the course's authored one, not a model's; the optional part's tables show what "
+            "SmolLM2 replied at K = 3, with the unchanged prompt and with prompt_fix.SYSTEM_FIXED. K = 1 keeps only "
+            "the rank-1 chunk, which holds the refund window: does a real model, given the shorter prompt, answer "
+            "and cite refund_policy.pdf#p1, or name get_refund as those replies did? If it names get_refund, change "
+            "the prompt too (MinimalSystem(connect(...), system=...)): a prompt of your own."
         ),
     )
 
