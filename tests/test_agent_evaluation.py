@@ -223,3 +223,22 @@ def test_grounding_counts_the_ok_answers_a_validator_checked_and_no_summary_or_p
     assert counted == {"answered": len(ok), "checked": len(ok) - 3, "rate": ev.rate(len(ok) - 3, len(ok))}
     captured = ev.grounding(runs.make_requests(runs.replay(runs.RUN_CAPTURED)))
     assert captured["checked"] == 0 < captured["answered"]
+
+
+def test_every_row_of_the_table_measures_exactly_one_dimension_of_table_12_4(authored):
+    _, report = authored
+    rows = [row for row in ev.report_figures(report) if row != "origin"]
+    assert {ev.dimension_of(row) for row in rows} == set(ev.DIMENSIONS)
+    with pytest.raises(ValueError, match="0 dimensions"):
+        ev.dimension_of("a row no dimension names")
+
+
+def test_the_table_keeps_only_the_named_dimensions_with_the_origin_row_first(authored):
+    _, report = authored
+    routing = ev.side_by_side([report], "routing")
+    assert list(routing.index) == ["origin", *(r for r in ev.report_figures(report) if r.startswith("route "))]
+    both = ev.side_by_side([report], "operations", "safety")
+    assert {ev.dimension_of(row) for row in both.index[1:]} == {"operations", "safety"}
+    assert list(ev.side_by_side([report]).index) == list(ev.report_figures(report))
+    with pytest.raises(ValueError, match="choose from task outcome"):
+        ev.side_by_side([report], "latency")

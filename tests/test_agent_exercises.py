@@ -215,22 +215,32 @@ def test_a_wrong_prediction_typed_out_is_said_to_be_wrong_not_failed(captured_re
     )
 
 
-def _backed(pick):
+def _backed(pick, *, expect_intent=True):
     from labkit.agent.validator import AnswerRejected, verify_final
 
-    def verify_backed_count(answer, calls):
+    def verify_backed_count(answer, calls, intent):
         counts = [c["observation"] for c in calls if c["step"] == "count_rows"]
         if not counts or "count" not in counts[-1]:
             raise AnswerRejected("not_backed", "no count backs this answer")
-        return verify_final(answer, result=pick(counts, calls))
+        return verify_final(answer, result=pick(counts, calls), expected_intent=intent if expect_intent else None)
 
     return verify_backed_count
 
 
-def test_the_backed_count_check_passes_when_the_latest_count_decides():
+def test_the_backed_count_check_passes_when_the_latest_count_decides_for_the_questions_intent():
     from labkit.agent.exercises import check_backed_count
 
     assert check_backed_count(_backed(lambda counts, calls: counts[-1])) == "ex:backed-count passed"
+
+
+def test_the_backed_count_check_refuses_the_stub():
+    from labkit.agent.exercises import check_backed_count
+
+    def stub(answer, calls, intent):
+        raise NotImplementedError("hint")
+
+    with pytest.raises(NotImplementedError):
+        check_backed_count(stub)
 
 
 def test_the_backed_count_check_refuses_verifying_against_the_first_count():
@@ -238,6 +248,35 @@ def test_the_backed_count_check_refuses_verifying_against_the_first_count():
 
     with pytest.raises(AssertionError, match="rejected"):
         check_backed_count(_backed(lambda counts, calls: counts[0]))
+
+
+def test_the_backed_count_check_refuses_the_latest_count_of_another_intent_than_the_questions():
+    """The rule without the question's intent: the answer repeats the count, so only the intent can refuse it."""
+    from labkit.agent.exercises import check_backed_count
+
+    with pytest.raises(AssertionError, match="'wrong_intent' was accepted"):
+        check_backed_count(_backed(lambda counts, calls: counts[-1], expect_intent=False))
+
+
+def test_the_backed_count_check_refuses_relabelling_the_count_with_the_questions_intent():
+    from labkit.agent.exercises import check_backed_count
+
+    with pytest.raises(AssertionError, match="'wrong_intent' was accepted"):
+        check_backed_count(_backed(lambda counts, calls: {**counts[-1], "intent": "get_refund"}, expect_intent=False))
+
+
+def test_the_backed_count_check_refuses_a_rule_that_expects_get_refund_whatever_the_question():
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import AnswerRejected, verify_final
+
+    def always_refunds(answer, calls, intent):
+        counts = [c["observation"] for c in calls if c["step"] == "count_rows"]
+        if not counts or "count" not in counts[-1]:
+            raise AnswerRejected("not_backed", "no count backs this answer")
+        return verify_final(answer, result=counts[-1], expected_intent="get_refund")
+
+    with pytest.raises(AssertionError, match=r"counts back was rejected \(wrong_intent\)"):
+        check_backed_count(always_refunds)
 
 
 def test_the_backed_count_check_refuses_verifying_against_the_last_call_whatever_its_step():
@@ -252,7 +291,9 @@ def test_the_backed_count_check_refuses_the_bare_last_observation_with_a_message
     from labkit.agent.validator import verify_final
 
     with pytest.raises(AssertionError, match="rejected with AnswerRejected"):
-        check_backed_count(lambda answer, calls: verify_final(answer, result=calls[-1]["observation"]))
+        check_backed_count(
+            lambda answer, calls, intent: verify_final(answer, result=calls[-1]["observation"], expected_intent=intent)
+        )
 
 
 _PREVIEW_AS_COUNT = {
@@ -268,14 +309,15 @@ def test_the_backed_count_check_refuses_an_answer_read_off_a_preview():
     from labkit.agent.validator import verify_final
 
     with pytest.raises(AssertionError, match="not_backed"):
-        check_backed_count(lambda answer, calls: verify_final(answer, result=_PREVIEW_AS_COUNT))
+        check_backed_count(lambda answer, calls, intent: verify_final(answer, result=_PREVIEW_AS_COUNT))
 
 
 def test_the_backed_count_check_agrees_with_the_stale_rule_its_earlier_counts_are_older():
     from labkit.agent.exercises import check_backed_count
 
-    def newest(counts, calls):
-        return max((c for c in counts if "count" in c), key=lambda c: c["dataset_version"])
+    def newest(counts, calls):  # the newest version, and of equal versions the later count
+        ranked = [(c["dataset_version"], i, c) for i, c in enumerate(counts) if "count" in c]
+        return max(ranked, key=lambda r: r[:2])[2]
 
     assert check_backed_count(_backed(newest)) == "ex:backed-count passed"
 
@@ -284,11 +326,11 @@ def test_the_backed_count_check_refuses_an_answer_when_the_latest_count_was_refu
     from labkit.agent.exercises import check_backed_count
     from labkit.agent.validator import AnswerRejected, verify_final
 
-    def last_successful(answer, calls):
+    def last_successful(answer, calls, intent):
         counts = [c["observation"] for c in calls if c["step"] == "count_rows" and "count" in c["observation"]]
         if not counts:
             raise AnswerRejected("not_backed", "no count backs this answer")
-        return verify_final(answer, result=counts[-1])
+        return verify_final(answer, result=counts[-1], expected_intent=intent)
 
     with pytest.raises(AssertionError, match="not_backed"):
         check_backed_count(last_successful)
@@ -299,26 +341,27 @@ def test_the_backed_count_check_refuses_reading_every_observation_as_a_dict():
     from labkit.agent.exercises import check_backed_count
     from labkit.agent.validator import AnswerRejected, verify_final
 
-    def get_on_every_observation(answer, calls):
+    def get_on_every_observation(answer, calls, intent):
         counts = [c["observation"] for c in calls if {"count", "error"} & c["observation"].keys()]
         if not counts or "count" not in counts[-1]:
             raise AnswerRejected("not_backed", "no count backs this answer")
-        return verify_final(answer, result=counts[-1])
+        return verify_final(answer, result=counts[-1], expected_intent=intent)
 
     with pytest.raises(AssertionError, match="crashed with AttributeError"):
         check_backed_count(get_on_every_observation)
 
 
-def test_exercise_1s_reference_rule_accepts_both_counts_the_finalize_gap_shows():
-    """Notebook 04 says Exercise 1's rule accepts both gap rows: each count is its log's latest, and it checks
-    neither intent nor dataset version; only check_count_result refuses them."""
+def test_exercise_1s_reference_rule_refuses_the_wrong_intent_but_not_the_outdated_count_of_the_finalize_gap():
+    """Notebook 04 says Exercise 1's rule refuses the gap's wrong-intent count and accepts its outdated one: a log of
+    calls holds no request version to compare; only check_count_result refuses both."""
     from labkit.agent.dataset import APPROVED_SCOPE
     from labkit.agent.graph import gap_counts
     from labkit.agent.identity import authorize
-    from labkit.agent.validator import format_answer
+    from labkit.agent.validator import AnswerRejected, format_answer
 
     rule = _backed(lambda counts, calls: counts[-1])  # the rule check_backed_count passes
     counts, _, _ = gap_counts(authorize("analyst-ana", "gap", APPROVED_SCOPE))
+    verdicts = []
     for counted in counts.values():
         calls = [
             {"step": "route", "observation": "structured"},
@@ -326,4 +369,8 @@ def test_exercise_1s_reference_rule_accepts_both_counts_the_finalize_gap_shows()
             {"step": "count_rows", "observation": counted},
         ]
         answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
-        assert rule(answer, calls).intent == counted["intent"]
+        try:
+            verdicts.append(rule(answer, calls, "get_refund").intent)
+        except AnswerRejected as exc:
+            verdicts.append(exc.reason)
+    assert verdicts == ["get_refund", "wrong_intent"]

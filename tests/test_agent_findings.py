@@ -130,3 +130,16 @@ def test_the_reading_fails_when_c07_corrects_a_stored_value_or_the_router_declin
     declined = {**report, "safety": {**report["safety"], "declines": 1}}
     with pytest.raises(findings.ReadingFalse, match="declined no case"):
         findings.check_reading(results, authored, declined)
+
+
+def test_the_reading_fails_when_the_questions_to_decline_did_not_go_mostly_to_profile(captured):
+    report, results = captured
+    authored = runs.make_requests(connect(runs.RUN_AUTHORED, lesson="04", settings=runs.SETTINGS))
+    moved = [
+        runs.CaseResult(r.case, r.status, r.final, "structured", r.state, r.audit)
+        if r.case.expected_route == "out_of_scope" and r.route == "profile" and r.case.id != "c04"
+        else r
+        for r in results
+    ]
+    with pytest.raises(findings.ReadingFalse, match="most captured questions to decline went to profile"):
+        findings.check_reading(moved, authored, report)

@@ -165,13 +165,13 @@ def test_finalize_passes_a_wrong_intent_and_an_outdated_count_that_the_plain_tra
     assert all(row["finalize_node"] == "ok" for row in rows), "the gap: finalize checks neither intent nor version"
     # each row has one problem only: the outdated count has the right intent, the wrong intent is current
     assert [row["check_count_result"] for row in rows] == ["refused: dataset_version", "refused: intent"]
-    # exercise 1's rule (verify_final on the latest count) accepts both: it compares neither intent nor version
-    assert [row["exercise 1's rule"] for row in rows] == ["verified", "verified"]
+    # exercise 1's rule (verify_final on the latest count, for the question's intent) compares no version
+    assert [row["exercise 1's rule"] for row in rows] == ["verified", "rejected: wrong_intent"]
     assert rows[0]["answer proposed"] == "27 refund requests in approved_support_dataset"
     assert rows[1]["answer proposed"].endswith("track refund requests in approved_support_dataset")
 
 
-def test_the_gap_counts_are_each_the_latest_in_their_log_so_exercise_1s_rule_accepts_both():
+def test_the_gap_counts_are_each_the_latest_in_their_log_each_with_one_problem():
     from labkit.agent.graph import gap_counts
 
     counts, request, _ = gap_counts(authorize("analyst-ana", "gap", APPROVED_SCOPE))

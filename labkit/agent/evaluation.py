@@ -372,18 +372,46 @@ def session_checks(folder: Path) -> list[dict[str, Any]]:
 #: How the report names each set of paraphrase trials: one question worded several ways, each in a fresh state.
 PARAPHRASES = {"trial_count": "count paraphrases", "trial_decline": "decline paraphrases"}
 
+#: Book Table 12.4's dimensions, in its order, each with how the names of its rows in `report_figures` begin.
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "task outcome": ("task outcome",),
+    "routing": ("route ",),
+    "tool use": ("tool-name accuracy", "argument validity"),
+    "grounding": ("grounding",),
+    "reliability": tuple(PARAPHRASES.values()),
+    "operations": ("latency", "model calls", "tokens", "cost"),
+    "safety": ("unauthorized-call rate", "declines with data-tool calls"),
+}
 
-def side_by_side(reports: list[dict[str, Any]]) -> Any:
-    """Return one table with a column per run and a row per headline figure, outcome first.
 
-    Every rate is printed as ``count/eligible`` (``n/a (0 eligible)`` when nothing
-    was eligible); figures an authored run cannot have say so.
+def dimension_of(row: str) -> str:
+    """Return the Table 12.4 dimension a row of `report_figures` measures (``origin`` is none: it labels the run)."""
+    found = [name for name, starts in DIMENSIONS.items() if row.startswith(starts)]
+    if len(found) != 1:
+        raise ValueError(f"row {row!r} belongs to {len(found)} dimensions; add its prefix to DIMENSIONS once")
+    return found[0]
+
+
+def side_by_side(reports: list[dict[str, Any]], *dimensions: str) -> Any:
+    """Return a table with a column per run and a row per headline figure, outcome first.
+
+    Name ``dimensions`` (keys of `DIMENSIONS`, such as ``"routing"``) to keep only their
+    rows, so each can be shown beside its definition; with none, every row. The
+    ``origin`` row always comes first. Every rate is printed as ``count/eligible``
+    (``n/a (0 eligible)`` when nothing was eligible); figures an authored run cannot
+    have say so.
     """
     import pandas as pd
 
     from labkit.tables import text_table
 
-    return text_table(pd.DataFrame({r["run"]: report_figures(r) for r in reports}))
+    unknown = [d for d in dimensions if d not in DIMENSIONS]
+    if unknown:
+        raise ValueError(f"unknown dimension(s) {unknown}; choose from {', '.join(DIMENSIONS)}")
+    table = pd.DataFrame({r["run"]: report_figures(r) for r in reports})
+    if dimensions:
+        table = table.loc[[row for row in table.index if row == "origin" or dimension_of(row) in dimensions]]
+    return text_table(table)
 
 
 def route_matrices(reports: list[dict[str, Any]]) -> dict[str, Any]:

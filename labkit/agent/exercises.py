@@ -207,9 +207,9 @@ def _typed_string(source: str, variable: str) -> bool:
     return bool(values) and isinstance(values[-1], ast.Constant) and isinstance(values[-1].value, str)
 
 
-def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict]) -> Any:
+def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], intent: str) -> Any:
     try:
-        return verify_backed_count(answer, calls)
+        return verify_backed_count(answer, calls, intent)
     except (AttributeError, KeyError, TypeError) as exc:
         raise AssertionError(
             f"verify_backed_count crashed with {type(exc).__name__} on an observation that holds no count "
@@ -218,17 +218,27 @@ def _call_backed(verify_backed_count: Callable[..., Any], answer: str, calls: li
         ) from None
 
 
-def _expect_rejection(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str) -> None:
+def _expect_rejection(
+    verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], reason: str, intent: str = "get_refund"
+) -> None:
     try:
-        _call_backed(verify_backed_count, answer, calls)
+        _call_backed(verify_backed_count, answer, calls, intent)
     except AnswerRejected as exc:
         assert exc.reason == reason, f"expected reason {reason!r}, got {exc.reason!r}"
     else:
         raise AssertionError(f"an answer that should be rejected as {reason!r} was accepted")
 
 
-def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) -> str:
-    """Check exercise 1's ``verify_backed_count(answer, calls)`` on call lists it builds from fresh data.
+def _expect_verified(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], intent: str) -> None:
+    try:
+        verified = _call_backed(verify_backed_count, answer, calls, intent)
+    except AnswerRejected as exc:
+        raise AssertionError(f"the answer the counts back was rejected ({exc.reason})") from None
+    assert getattr(verified, "answer", None) == answer, "the answer the counts back was not verified"
+
+
+def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any]) -> str:
+    """Check exercise 1's ``verify_backed_count(answer, calls, intent)`` on call lists it builds from fresh data.
 
     Every call list begins, as `refund_count_trace`'s does, with the route step,
     whose observation is a string. An answer read off a preview, with no
@@ -237,7 +247,10 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
     after its count, the latest ``count_rows`` call decides: the earlier count is
     stale. The answer the latest count backs is verified, the earlier count's answer
     is ``wrong_count``. When that latest call was refused (its observation an
-    ``error``), no count backs any answer: ``not_backed``.
+    ``error``), no count backs any answer: ``not_backed``. When the latest count is of
+    another intent than the question's ``intent``, its answer is ``wrong_intent``,
+    whether it names the intent counted or the one asked about; and a question about
+    that other intent is answered by the same count.
     """
     tools = _analyst("exercise-1")
     filtered = tools.filter_by_intent(IntentFilter(intent="get_refund", limit=3))
@@ -261,13 +274,19 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict]], Any]) ->
             {"step": "count_rows", "observation": earlier},
             {"step": "count_rows", "observation": counted},
         ]
-        try:
-            verified = _call_backed(verify_backed_count, right, [*calls, after])
-        except AnswerRejected as exc:
-            raise AssertionError(f"the answer the counts back was rejected ({exc.reason})") from None
-        assert getattr(verified, "count", None) == counted["count"], "the answer the counts back was not verified"
+        _expect_verified(verify_backed_count, right, [*calls, after], "get_refund")
         stale = format_answer(earlier["count"], "get_refund", APPROVED_SCOPE)
         _expect_rejection(verify_backed_count, stale, [*calls, after], "wrong_count")
     refused = {"step": "count_rows", "observation": {"error": "the row_ref went stale; filter again"}}
     _expect_rejection(verify_backed_count, right, [*preview, calls[-1], refused], "not_backed")
+
+    other = tools.count_rows(CountRows(rows=tools.filter_by_intent(IntentFilter(intent="track_refund"))["row_ref"]))
+    misfiled = [*preview, {"step": "count_rows", "observation": counted}, {"step": "count_rows", "observation": other}]
+    for named in ("track_refund", "get_refund"):  # the intent counted, then the one asked about, on the other's count
+        _expect_rejection(
+            verify_backed_count, format_answer(other["count"], named, APPROVED_SCOPE), misfiled, "wrong_intent"
+        )
+    _expect_verified(
+        verify_backed_count, format_answer(other["count"], "track_refund", APPROVED_SCOPE), misfiled, "track_refund"
+    )
     return "ex:backed-count passed"

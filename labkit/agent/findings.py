@@ -197,7 +197,8 @@ def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult]
     and no data tool ran; every captured case that ended ``ok`` but wrong was routed
     ``profile``; p95 lies between the two slowest cases (numpy's interpolated 95th
     percentile of n values does when n <= 21); the authored run's one refused argument is ``c10``'s;
-    the captured router declined no case (so the decline-leak rate has nothing to count);
+    the captured router declined no case (so the decline-leak rate has nothing to count),
+    and sent more of the questions to decline to ``profile`` than to any other route;
     captured ``c07`` passed with nothing to correct (``c06`` stored no value, so the
     update supersedes none); and no tool's argument class has a scope field, so the
     unauthorized-call rate cannot be nonzero on these runs (tools read the caller's scope).
@@ -224,6 +225,10 @@ def check_reading(captured: Sequence[CaseResult], authored: Sequence[CaseResult]
             "scope" in name for model in TOOL_ARGUMENTS.values() for name in model.model_fields
         ),
     }
+    to_decline = Counter(r.route or ev.INVALID for r in captured if r.case.expected_route == "out_of_scope")
+    claims["most captured questions to decline went to profile"] = bool(to_decline) and all(
+        to_decline["profile"] > n for route, n in to_decline.items() if route != "profile"
+    )
     false = [claim for claim, holds in claims.items() if not holds]
     if false:
         raise ReadingFalse(f"the notebook's reading says what these results do not: {'; '.join(false)}")

@@ -442,7 +442,7 @@ def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
     current version, the wrong intent). A row gives the finalize node's status and what
     the plain trace's `check_count_result` says of the same count, naming the field it refused,
     and what exercise 1's rule says: each count is the latest in its log, so the rule is
-    `verify_final` on that count, with no expected intent and no version compared.
+    `verify_final` on that count with the question's intent expected, and no version compared.
     """
     from labkit.agent.trace import StaleResult, check_count_result
     from labkit.agent.validator import format_answer
@@ -464,7 +464,8 @@ def finalize_gap(caller: Caller) -> list[dict[str, Any]]:
             ]
             trace = f"refused: {', '.join(wrong)}"
         try:
-            verify_final(answer, result=counted)  # exercise 1's rule on a log whose latest count is this one
+            # exercise 1's rule on a log whose latest count is this one, for the refund question
+            verify_final(answer, result=counted, expected_intent="get_refund")
             rule = "verified"
         except AnswerRejected as exc:
             rule = f"rejected: {exc.reason}"
