@@ -318,6 +318,14 @@ def every_word(reply, selected):  # wrong: 'it' and 'the' count as shared words
             raise ReplyRejected("no word shared")
 
 
+def five_letters(reply, selected):  # wrong: a content word is 4 or more characters, not 5
+    words = set(re.findall(r"\w{5,}", reply.answer.lower()))
+    for source in reply.source_ids if reply.status == "answered" else []:
+        texts = [d.page_content.lower() for d in selected if d.metadata["id"] == source]
+        if not any(words & set(re.findall(r"\w{5,}", text)) for text in texts):
+            raise ReplyRejected("no word shared")
+
+
 def value_error(reply, selected):  # wrong: refuses with an error the app does not record
     try:
         cited_words_check(reply, selected)
@@ -333,6 +341,7 @@ def value_error(reply, selected):  # wrong: refuses with an error the app does n
         (whole_document, "wrong for: ranking question, 'Choose utf-8 explicitly.'"),
         (case_sensitive, "wrong for: upper case"),
         (every_word, "wrong for: only short words shared"),
+        (five_letters, "wrong for: one four-letter word shared"),
         (value_error, "raised ValueError"),
         (cited_words, "called labkit's labkit.course.trace_exercises.cited_words"),
     ],

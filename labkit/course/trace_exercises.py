@@ -386,6 +386,7 @@ def check_cited_words(
         "upper case": ts(["datetime-fromisoformat"], "PYTHON 3.11 ACCEPTS IT."),
         "punctuation around the word": ts(["datetime-fromisoformat"], "Call fromisoformat(date_string)."),
         "only short words shared": ts(["zoneinfo"], "It is in the docs."),
+        "one four-letter word shared": ts(["zoneinfo"], "It is a zone."),
         "backup answered from shutil-copy2": lambda c: probe(
             UNSUPPORTED, index, ["shutil-copy2"], answer="Backups are kept for 30 days.", extra_check=c
         ),
