@@ -143,3 +143,76 @@ def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):
 def test_shelf_reading_says_the_reviewed_shelf_is_released_with_its_false_material(runs):
     authored, _, _ = runs
     assert "the shelf is released with a false material claim" in readings.shelf_reading(authored)
+
+
+def test_intervals_reading_says_what_ten_items_can_show_and_refuses_a_judge_below_its_raters(runs):
+    authored, _, _ = runs
+    text = readings.intervals_reading(authored)
+    assert "**What 10 items can show.** One disagreement moves percent agreement by 10 points" in text
+    assert "`tone`'s kappa interval, [-0.32, 0.78], cannot separate" in text
+    assert "would agree on 80% of tone's items, with a kappa of 0" in text
+    assert "kappa (0.71) tops the raters' (0.63)" in text and "not a judge better than its raters" in text
+    assert "9 of its 10 reference labels are `pass`" in text and "the 691 draws (of 2000)" in text
+    below = _with_agreement(authored, "completeness", "per_criterion", kappa=0.5)
+    with pytest.raises(ReadingOutdated, match="tops the raters'"):
+        readings.intervals_reading(below)
+
+
+def test_routing_reading_names_who_qualifies_and_refuses_a_qualified_interval_clear_of_chance(runs):
+    authored, _, _ = runs
+    text = readings.routing_reading(authored)
+    assert "The judge scores `factual_accuracy` and `completeness`, but it is the course's:" in text
+    assert "qualifies with kappa 0.74 though its `kappa_95`, [0.00, 1.00], reaches down to chance" in text
+    assert "**The 80% floor does little here.** On `completeness` and `tone` the base rate is 80%" in text
+    assert "on `tone` (rater A against rater B: kappa 0.52, agreement 80%)" in text
+    clear = _with_agreement(authored, "factual_accuracy", "per_criterion", kappa_low=0.2)
+    with pytest.raises(ReadingOutdated, match="reaches chance"):
+        readings.routing_reading(clear)
+
+
+def test_refusals_reading_counts_the_refused_replies_and_refuses_a_judge_above_chance(runs):
+    _, captured, _ = runs
+    text = readings.refusals_reading(captured)
+    assert "3 of the model's 43 judge replies were refused" in text
+    assert "a refused bundled reply counts once per criterion" in text
+    assert "the one the rule reads, is -0.07, no better than chance" in text
+    above = _with_agreement(captured, "completeness", "per_criterion", kappa=0.1)
+    with pytest.raises(ReadingOutdated, match="no better than chance"):
+        readings.refusals_reading(above)
+
+
+def test_sampled_reading_names_the_text_and_the_seeds_figures_and_refuses_verdicts_that_never_vary(runs):
+    from labkit.evaluator.repeats import replay_sampled_judge
+
+    _, captured, _ = runs
+    sampled = replay_sampled_judge(captured)
+    text = readings.sampled_reading(sampled, captured)
+    assert "p07's labeled description, the course's 12-hour lantern of §3" in text
+    assert "varies across seeds on `factual_accuracy` and `tone`, and none of the 15 sampled replies" in text
+    assert "on `factual_accuracy`, 3 of 5 agreeing gives [0.23, 0.88]" in text
+    assert "Its 5 seeds cannot show how good it is" in text and "the other 9 held-out items" in text
+    steady = dataclasses.replace(sampled, trials=[t for t in sampled.trials if t.criterion == "completeness"])
+    with pytest.raises(ReadingOutdated, match="varies across seeds"):
+        readings.sampled_reading(steady, captured)
+
+
+def test_release_reading_says_what_holds_each_run_and_what_review_changes(runs):
+    authored, captured, _ = runs
+    text = readings.release_reading(authored, captured)
+    assert "Neither run releases a description; each holds 16." in text
+    assert "all 3 judged criteria. Of the authored 16, 6 wait only for `tone`; the other 10 also wait" in text
+    assert "those 6 are settled (4 released, 2 blocked on the people's `fail`), and p09, a `calibration` text" in text
+    assert "the other 9 still wait. The 4 release on judge labels given on the very items" in text
+    assert "The captured run moves nothing" in text
+
+
+def test_release_reading_refuses_a_released_description_or_a_captured_text_the_raters_labeled(runs):
+    authored, captured, _ = runs
+    released = captured.records["p01"].model_copy(update={"release": "release"})
+    with pytest.raises(ReadingOutdated, match="neither recorded run releases"):
+        readings.release_reading(authored, dataclasses.replace(captured, records={**captured.records, "p01": released}))
+    digest = captured.inputs.labels.description_sha256["p02"]
+    labeled = captured.records["p02"].model_copy(update={"description_sha256": digest})
+    relabeled = dataclasses.replace(captured, records={**captured.records, "p02": labeled})
+    with pytest.raises(ReadingOutdated, match="no captured description is a text the raters labeled"):
+        readings.release_reading(authored, relabeled)

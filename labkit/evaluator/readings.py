@@ -9,12 +9,17 @@ a new recording stops at the first sentence it contradicts instead of printing i
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from labkit.errors import ReadingOutdated
+from labkit.evaluator.calibration import BOOTSTRAP_RESAMPLES, Agreement, route_criterion
 from labkit.evaluator.experiments import Experiment, comparisons_table
 from labkit.evaluator.record import user_description
+from labkit.evaluator.repeats import PRODUCTS, REJECTED, TRIALS, SampledJudge, varies_across_seeds
 from labkit.evaluator.report import EvaluationReport
+from labkit.tables import interval
+from labkit.trials import wilson
 
 
 def _require(holds: bool, claim: str) -> None:
@@ -31,6 +36,17 @@ def _shown(text: str) -> str:
     _require(shown is not None, "this reply holds a description")
     assert shown is not None
     return shown.description
+
+
+def _row(report: EvaluationReport, criterion: str, arrangement: str) -> Agreement:
+    row = report.agreement_for(criterion, arrangement)
+    _require(row is not None, f"the run has a {arrangement} agreement row for {criterion}")
+    assert row is not None
+    return row
+
+
+def _names(criteria: list[str]) -> str:
+    return " and ".join(f"`{c}`" for c in criteria)
 
 
 def influence_reading(report: EvaluationReport, criterion: str, index: int) -> str:
@@ -60,6 +76,74 @@ def influence_reading(report: EvaluationReport, criterion: str, index: int) -> s
         else "One item of ten moves the figure this far."
     )
     return f"**{product}** ({kind}): without it, `{criterion}`'s kappa goes from {full:.2f} to {without:.2f}. {lesson}"
+
+
+def intervals_reading(report: EvaluationReport) -> str:
+    """Say what the held-out items can show: how far one item moves agreement, how wide the intervals are."""
+    rule = report.inputs.rubric.agreement_rule
+    tone = _row(report, "tone", "per_criterion")
+    judge, raters = _row(report, "completeness", "per_criterion"), _row(report, "completeness", "human-human")
+    code = _row(report, "format_length", "programmatic")
+    n = tone.items
+    _require(n == len(report.inputs.labels.held_out) == 10, "the held-out subset holds the ten items §5 names")
+    low, high = tone.kappa_low, tone.kappa_high
+    wide = low is not None and high is not None and low <= 0 and high >= rule.min_kappa
+    _require(wide, "tone's kappa interval runs from chance or below to past min_kappa")
+    _require(tone.base_rate < 1, "people give tone more than one label, so a constant judge has kappa 0")
+    _require(None not in (judge.kappa, raters.kappa), "both completeness kappas are defined")
+    assert judge.kappa is not None and raters.kappa is not None
+    _require(judge.kappa > raters.kappa, "the judge's completeness kappa tops the raters'")
+    perfect = (code.kappa, code.kappa_low, code.kappa_high) == (1.0, 1.0, 1.0)
+    _require(perfect and code.kappa_undefined > 0, "format_length's kappa and its interval are all 1.00")
+    return (
+        f"**What {n} items can show.** One disagreement moves percent agreement by {100 / n:.0f} points, and the "
+        f"intervals are wide: `tone`'s kappa interval, {interval(low, high)}, cannot separate a judge near chance "
+        f"from one near agreement. A judge that always said `{tone.base_rate_label}` would agree on "
+        f"{tone.base_rate:.0%} of tone's items, with a kappa of 0. The judge's `completeness` kappa "
+        f"({judge.kappa:.2f}) tops the raters' ({raters.kappa:.2f}) but compares another pair (judge against the "
+        "adjudicated label, itself settled from both raters; A against B): not a judge better than its raters. "
+        "`format_length`'s perfect score is close to vacuous: "
+        f"{round(code.base_rate * code.items)} of its {code.items} reference labels are `{code.base_rate_label}`, "
+        f"and its interval [1.00, 1.00] leaves out the {code.kappa_undefined} draws (of {BOOTSTRAP_RESAMPLES}) that "
+        "drew one label only, where kappa is undefined."
+    )
+
+
+def routing_reading(report: EvaluationReport) -> str:
+    """Say what the agreement rule's routing of the authored run shows, and what its two floors cannot tell apart."""
+    rule = report.inputs.rubric.agreement_rule
+    judged = [c.id for c in report.inputs.rubric.judged()]
+    rows = {c: _row(report, c, rule.arrangement) for c in judged}
+    raters = {c: _row(report, c, "human-human") for c in judged}
+    by_judge = report.scored_by("judge")
+    opening = ["factual_accuracy", "completeness"]  # the notebook's first cell names them
+    _require(report.origin == "authored" and by_judge == opening, "the authored judge qualifies on the two named")
+    first = rows[by_judge[0]]
+    _require(first.kappa_low is not None and first.kappa_low <= 0, "a qualified kappa's interval reaches chance")
+    assert first.kappa is not None
+    common = [c for c, a in rows.items() if a.base_rate >= rule.min_percent_agreement]
+    rates = {rows[c].base_rate for c in common}
+    _require(len(rates) == 1, "the criteria whose base rate reaches the floor share one base rate")
+    missed = [c for c, a in raters.items() if route_criterion(a, rule).scorer != "judge"]
+    _require(
+        len(missed) == 1 and missed[0] in report.scored_by("human_review"),
+        "the raters miss the rule where the judge does",
+    )
+    them = raters[missed[0]]
+    assert them.kappa is not None
+    return (
+        f"**An authored success.** The judge scores {_names(by_judge)}, but it is the course's: this shows how the "
+        "rule routes, not that a model judge can earn a criterion (§7 tries a real one). The rule reads point "
+        f"estimates: `{first.criterion}` qualifies with kappa {first.kappa:.2f} "
+        f"though its `kappa_95`, {interval(first.kappa_low, first.kappa_high)}, reaches down to chance.\n\n"
+        f"**The {rule.min_percent_agreement:.0%} floor does little here.** On {_names(common)} the base rate is "
+        f"{rates.pop():.0%}: a judge that always gives the common label reaches `min_percent_agreement`, so only kappa "
+        "tells it from a constant.\n\n"
+        f"**The raters miss the rule too**, on `{them.criterion}` (rater A against rater B: kappa {them.kappa:.2f}, "
+        f"agreement {them.percent_agreement:.0%}). The reference itself is uncertain there: in practice, sharpen the "
+        "anchors until people agree before asking what a judge needs. Exercise 2 asks it anyway, to show how little "
+        "the judge's kappa rests on."
+    )
 
 
 def calls_of(report: EvaluationReport, source: str, product_id: str = "p07") -> list[Any]:
@@ -112,6 +196,65 @@ def captured_first_look(captured: EvaluationReport) -> str:
     )
 
 
+def refusals_reading(captured: EvaluationReport) -> str:
+    """Say why some of the real model's judge replies were refused, and why the rule sends every criterion to people."""
+    rule = captured.inputs.rubric.agreement_rule
+    calls = captured.runs.judging.calls
+    refused = [c.rejected for c in calls if c.rejected]
+    _require(
+        bool(refused) and all("control character" in r for r in refused), "each refused reply held a control character"
+    )
+    judged = captured.inputs.rubric.judged()
+    each = [_row(captured, c.id, "per_criterion").rejected for c in judged]
+    bundled = {_row(captured, c.id, "bundled").rejected for c in judged}
+    _require(
+        len(bundled) == 1 and sum(each) + bundled.pop() == len(refused), "a refused bundled reply counts per criterion"
+    )
+    read = [_row(captured, c.id, rule.arrangement).kappa for c in judged]
+    _require(None not in read, "every kappa the rule reads is defined")
+    best = max(k for k in read if k is not None)
+    _require(best <= 0 and captured.scored_by("judge") == [], "the real judge, no better than chance, scores nothing")
+    return (
+        "**Refused replies.** The recording server held each reply to the schema with a *grammar* (rules, built "
+        "from the schema, on which characters may come next), yet let raw control characters (invisible ones, such "
+        f"as a line break) into strings, which JSON forbids: {len(refused)} of the model's {len(calls)} judge replies "
+        "were refused. Each enters kappa as `(refused)`, a label no person gave, so it counts as a disagreement; a refused "
+        "bundled reply counts once per criterion in the `refused` columns. The highest "
+        f"`{rule.arrangement}` kappa, the one the rule reads, is {best:.2f}, no better than chance, so every judged "
+        "criterion goes to people.\n\n"
+        "**What this failure teaches.** The rule benched the lesson's only real judge for agreeing with people no "
+        "better than chance, not for passing false numbers: a judge that qualifies can still pass a false claim "
+        "(p15's shelf, §9). A stronger judge must first be measured against people's labels on held-out items."
+    )
+
+
+def sampled_reading(sampled: SampledJudge, report: EvaluationReport) -> str:
+    """Say which text the sampled judge read, and what its seeds can and cannot show."""
+    inputs = report.inputs
+    _require(len(PRODUCTS) == 1, "the sampled judge reads one product")
+    pid = PRODUCTS[0]
+    text = inputs.labeled_texts[pid]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    read = {(t.call.product_id, t.call.description_source, t.call.description_sha256) for t in sampled.trials}
+    _require(read == {(pid, "labeled", digest)} and "12 hours" in text, "every trial judged the 12-hour lantern text")
+    varying = [c for _, c in varies_across_seeds(sampled.trials)]
+    _require(bool(varying), "the sampled verdict varies across seeds on some criterion")
+    _require(all(t.verdict != REJECTED for t in sampled.trials), "no sampled reply was refused")
+    seen = [t.verdict for t in sorted(sampled.trials, key=lambda t: t.seed) if t.criterion == varying[0]]
+    agree = sum(v == inputs.labels.label(pid, varying[0]) for v in seen)
+    others = len(inputs.labels.held_out) - len(PRODUCTS)
+    return (
+        f"Every trial judged one text: {pid}'s labeled description, the course's 12-hour lantern of §3. At "
+        f"temperature {TRIALS.temperature:g} the verdict varies across seeds on {_names(varying)}, and none of the "
+        f"{len(sampled.trials)} sampled replies was refused: on this one description the sampled judge gives more "
+        f"than one verdict. Its {TRIALS.n} seeds cannot show how good it is (on `{varying[0]}`, {agree} of "
+        f"{len(seen)} agreeing gives {interval(*wilson(agree, len(seen)))}, room for a judge that usually agrees and "
+        f"for one that usually does not), how often it varies on the other {others} held-out items, "
+        "or anything about the temperature-0 judge the rule read. To deploy a sampled judge, measure "
+        "that configuration's agreement on every held-out item."
+    )
+
+
 def arrangement_reading(experiment: Experiment, report: EvaluationReport) -> str:
     """Say what one arrangement experiment decides: a point estimate ahead is not a win when the interval holds 0.
 
@@ -133,10 +276,10 @@ def arrangement_reading(experiment: Experiment, report: EvaluationReport) -> str
     return (
         f"Per-criterion is ahead of bundled on every point estimate ({points}). {author}"
         f"The two arrangements give a different label on few held-out items: {changed}. A resample that "
-        "leaves those items out gives a difference of exactly 0, so each interval starts at 0.00. Each interval "
-        "reaches zero, so by the rule every measure is a tie. Here a tie does not mean the two score the same: "
-        f"no interval goes below 0, but {items} items cannot rule out no difference. The log keeps the `tie`: "
-        "the next person may not call either arrangement the better one on these items."
+        "leaves those items out gives a difference of exactly 0, so each interval starts at 0.00: by the rule every "
+        "measure is a tie. Here a tie does not mean the two score the same: no interval goes below 0, but "
+        f"{items} items cannot rule out no difference. The log keeps the `tie`, so no one may later call either "
+        "arrangement the better on these items."
     )
 
 
@@ -162,13 +305,65 @@ def log_reading(logged: list[Experiment]) -> str:
     return (
         "On the captured run the arrangement experiment is a tie too, with per-criterion *below* bundled on each "
         f"of its {len(captured)} point estimates. The judge-model experiment is decided by the agreement rule, and SmolLM2 qualifies "
-        "for no criterion, so it `failed`. Its baseline is replies the course wrote, so this says the small model "
-        "falls short of those written replies, not of another model. The generation-model `tie` counts only "
+        "for no criterion, so it `failed`, against replies the course wrote, not against another model. The "
+        "generation-model `tie` counts only "
         "schema, length and numeric-claim passes, against authored texts the course wrote with flaws on purpose "
         f"(the lantern's 12 hours of §3, for one). {len(edges)} of its {len(generation.result['comparisons'])} "
         f"intervals hold zero only as an end: {' and '.join(edges)}, the course's texts first. By the rule those "
         "are ties, not evidence that the two pass alike. It does not say the small model writes as well: §7 showed its lantern text. The log file "
         f"under `scratch/` holds all {len(logged)} entries."
+    )
+
+
+def release_reading(authored: EvaluationReport, captured: EvaluationReport) -> str:
+    """Say what holds each run's release, and what people's review, applied in memory, changes."""
+    labels, judged = authored.inputs.labels, [c.id for c in authored.inputs.rubric.judged()]
+    released = [sum(r.release == "release" for r in run.records.values()) for run in (authored, captured)]
+    _require(released == [0, 0], "neither recorded run releases a description")
+    held = sum(authored.waiting_for().values())
+    all_three = tuple(sorted(f"{c}:human_review" for c in judged))
+    _require(
+        captured.waiting_for() == {all_three: held}, "each run holds as many, the captured on every judged criterion"
+    )
+    waits = dict(authored.waiting_for())
+    only_tone = waits.pop(("tone:human_review",), 0)
+    unasked = all("completeness:not_judged" in k and "factual_accuracy:not_judged" in k for k in waits)
+    _require(only_tone > 0 and unasked, "the other held authored products also wait for a judge label never asked for")
+    asked = {(c.product_id, c.description_source) for run in (authored, captured) for c in run.runs.judging.calls}
+    _require(
+        asked == {(p, "labeled") for p in labels.held_out} | {("p07", "generated")}, "the runs judge what it names"
+    )
+    texts = authored.runs.generation.by_product()
+    same = all(authored.inputs.labeled_texts[p] == texts[p].text for p in labels.held_out)
+    _require(same, "the held-out labeled texts are the authored run's own descriptions")
+    moved = authored.review_table()
+    tone_rows, others = (
+        moved[moved["waited on"] == "tone: human_review"],
+        moved[moved["waited on"] != "tone: human_review"],
+    )
+    freed = tone_rows["after"].tolist().count("release")
+    stopped = tone_rows[tone_rows["after"] == "blocked"]["review gave"].tolist()
+    _require(len(tone_rows) == only_tone and stopped == ["tone: fail"] * (only_tone - freed), "review settles tone")
+    other = others.iloc[0] if len(others) == 1 else None
+    _require(
+        other is not None and (other["after"], other["review gave"]) == ("blocked", "tone: fail"),
+        "one other product changes, blocked by its tone fail",
+    )
+    assert other is not None
+    _require(other["product"] in labels.calibration, f"{other['product']} is a calibration text")
+    unlabeled = all(labels.description_sha256.get(p) != r.description_sha256 for p, r in captured.records.items())
+    _require(unlabeled and captured.review_table().empty, "no captured description is a text the raters labeled")
+    left = sum(authored.with_human_review().waiting_for().values())
+    return (
+        f"**What holds each run.** Neither run releases a description; each holds {held}. A held captured product "
+        f"waits for people on all {len(judged)} judged criteria. Of the authored {held}, {only_tone} wait only for "
+        f"`tone`; the other {held - only_tone} also wait for a judge label never asked for (`not_judged`): the runs "
+        "judge only the held-out labeled texts (the authored run's own descriptions) and p07's generated one.\n\n"
+        f"**After review** (the second table), those {only_tone} are settled ({freed} released, {only_tone - freed} "
+        f"blocked on the people's `fail`), and {other['product']}, a `calibration` text, is blocked by its `tone` "
+        f"fail; the other {left} still wait. The {freed} release on judge labels given on the very items that "
+        "qualified the judge, where a real evaluation would score new descriptions. The captured run moves nothing: "
+        "none of its descriptions is a text the raters labeled."
     )
 
 
@@ -194,15 +389,14 @@ def shelf_reading(authored: EvaluationReport) -> str:
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
-        "material is not a number with a unit), and so does the authored judge, a verdict the course wrote to show "
-        f"this case. {len(passed)} of the {len(inputs.labels.raters)} authored raters passed it; the adjudicated "
+        "material is no number with a unit), and so does the authored judge, written to show this case; "
+        f"{len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the adjudicated "
         f"label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
         f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule measures "
-        "agreement with the raters, not truth, and tolerates a miss. p15 waited only for `tone`; the review above "
-        "passes its tone, so the shelf is released with a false material claim. The raters' `fail` on its factual "
+        "agreement with the raters, not truth. The review above passes p15's tone, its only wait, so the shelf "
+        "is released with a false material claim. The raters' `fail` on its factual "
         "accuracy is in the labels file, but the release never reads it: the rule gave that criterion to the judge. "
-        "Agreement is not correctness: a material check against the facts, or a person, must cover what the judge "
-        "misses."
+        "Agreement is not correctness: a material check, or a person, must cover what the judge misses."
     )
 
 
