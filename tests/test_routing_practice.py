@@ -390,3 +390,16 @@ def test_a_typed_trade_labelled_captured_is_refused(shipped):
     mine = {**with_routes(baseline, t9="support", t4="sales"), "origin": "captured"}
     with pytest.raises(AssertionError, match='label it "simulated"'):
         _trade(suite, sha, baseline, mine)
+
+
+def test_a_trade_copied_from_a_printed_scenario_is_refused_by_its_name(shipped):
+    from labkit.routing.practice import check_passing_trade
+
+    suite, sha, baseline, _ = shipped
+    printed = with_routes(baseline, t7="sales", t3="sales")  # exercise 1's "trades t7 for t3"
+    shown = {"trades t7 for t3": printed, "same as baseline": baseline}
+    copied = {**printed, "label": "my-candidate"}
+    with pytest.raises(AssertionError, match="as the notebook's 'trades t7 for t3' does"):
+        check_passing_trade(copied, suite=suite, suite_sha256=sha, baseline=baseline, shown=shown)
+    own = {**with_routes(baseline, t9="support", t4="sales"), "label": "my-candidate"}
+    assert "broke t4" in check_passing_trade(own, suite=suite, suite_sha256=sha, baseline=baseline, shown=shown)

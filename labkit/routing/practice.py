@@ -91,14 +91,18 @@ def check_protected_predictions(
     _check_verdicts(predicted, trials, suite_sha256, "hint: reread which cases the protected-case rule watches")
 
 
-def check_passing_trade(run: Any, *, suite: Any, suite_sha256: str, baseline: Any) -> str:
+def check_passing_trade(
+    run: Any, *, suite: Any, suite_sha256: str, baseline: Any, shown: Mapping[str, Any] | None = None
+) -> str:
     """Grade a learner's candidate that the gate passes against ``baseline`` though it breaks a ticket; say what it traded.
 
     The run is graded by `compare`, so the grader's own checks refuse a malformed one (a missing
     or extra id, an unknown route): the `AssertionError` quotes the grader. Raises
     `NotImplementedError` while a route is still ``...``, and `AssertionError` when the run is not
-    labelled ``simulated`` (the learner wrote it), when the gate fails it (its reasons), or when it
-    breaks no ticket the baseline routed right. Returns `trade_summary` of the passing report.
+    labelled ``simulated`` (the learner wrote it), when the gate fails it (its reasons), when it
+    breaks no ticket the baseline routed right, or when its routes are those of a run in ``shown``
+    (name -> run: the what-if candidates the notebook already printed, such as exercise 1's).
+    Returns `trade_summary` of the passing report.
     """
     predictions = run.get("predictions") if isinstance(run, Mapping) else None
     if run is Ellipsis or (
@@ -121,7 +125,18 @@ def check_passing_trade(run: Any, *, suite: Any, suite_sha256: str, baseline: An
         "the gate passes your run, but it routes wrong no ticket the baseline routed right, so it trades nothing "
         "(a ticket the baseline already missed, sent to another wrong queue, has not regressed)"
     )
+    routes = _routes(run)
+    copied = [name for name, other in (shown or {}).items() if _routes(other) == routes]
+    assert not copied, (
+        f"your run routes every ticket as the notebook's {copied[0]!r} does, a trade already printed above: "
+        "build one of your own (which ticket would you least want broken, and what could pay for it?)"
+    )
     return trade_summary(report)
+
+
+def _routes(run: Any) -> dict[str, Any]:
+    """Return a run's routes by ticket id."""
+    return {p["id"]: p["route"] for p in run["predictions"]}
 
 
 def trade_summary(report: Mapping[str, Any]) -> str:
