@@ -17,7 +17,7 @@ def test_agreement_plot_has_one_bar_per_defined_kappa_and_cost_plot_states_the_l
     assert heights == sorted(round(a.kappa, 6) for a in report.agreements if a.kappa is not None)
     fig2 = plot_cost_latency({"authored": report})
     limit = report.inputs.rubric.limits.max_cost_usd * 1e6
-    assert f"cost limit {limit:g}: 0 of 24 above it" in fig2.axes[0].get_title()
+    assert f"cost limit {limit:g} millionths of $: 0 of 24 above it" in fig2.axes[0].get_title()
     plt.close("all")
 
 

@@ -64,6 +64,12 @@ def test_captured_first_look_calls_the_quote_asked_for_and_the_verdict_the_failu
     shaped = dataclasses.replace(captured, inputs=dataclasses.replace(captured.inputs, products=products))
     with pytest.raises(ReadingOutdated, match="rectangular"):
         readings.captured_first_look(shaped)  # a shape the facts hold is no unsupported claim
+    assert "table C's bundled `tone` is `fail` on *The tone is friendly and free of pressure." in text
+    litre = lantern.facts.model_copy(update={"materials": [*lantern.facts.materials, "litre"]})
+    priced = {**captured.inputs.products, "p07": lantern.model_copy(update={"facts": litre})}
+    held = dataclasses.replace(captured, inputs=dataclasses.replace(captured.inputs, products=priced))
+    with pytest.raises(ReadingOutdated, match="names a litre"):
+        readings.captured_first_look(held)  # a litre the facts hold is no invented price
 
 
 def test_arrangement_reading_calls_a_lead_inside_the_noise_a_tie(runs):

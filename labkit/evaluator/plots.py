@@ -80,7 +80,7 @@ def plot_cost_latency(reports: dict[str, EvaluationReport]) -> Figure:
         cost_ax.hist(costs, bins=12, alpha=0.8)
         over = sum(cost > budget for cost in costs)
         cost_ax.set_title(
-            f"{name}: {calls[0].usage_source} tokens\ncost limit {budget:g}: {over} of {len(costs)} above it",
+            f"{name}: {calls[0].usage_source} tokens\ncost limit {budget:g} millionths of $: {over} of {len(costs)} above it",
             fontsize=9,
         )
         cost_ax.set_xlabel(f"cost per description (millionths of $,\n{PRICE_NOTE})", fontsize=8)

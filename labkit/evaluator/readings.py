@@ -182,6 +182,10 @@ def captured_first_look(captured: EvaluationReport) -> str:
     copying = [e for e in explanations if any(x in e for x in sentences)]
     copied_sentences = {x for e in copying for x in sentences if x in e}
     _require(len(copied_sentences) == 1, "the explanations that copy a sentence all copy the same one")
+    _require("litre" not in facts and "litre" not in description.lower(), "no fact or text of p07 names a litre")
+    bundled = next(c for c in labeled if c.arrangement == "bundled")
+    tone = next(label for label in bundled.labels if label.criterion == "tone")
+    _require(tone.verdict == "fail" and "friendly" in tone.explanation, "the bundled tone fails a friendly tone")
     return (
         "**The judge passes false numbers.** The numeric check fails both lantern texts: *110 grams* in "
         "table A, and the course's 12 hours against 6 h (§3). (The model's *rectangular* is in no fact either: a shape, "
@@ -192,7 +196,9 @@ def captured_first_look(captured: EvaluationReport) -> str:
         f"sentence, *{copied_sentences.pop()}* The failure is that the verdict does not follow from the "
         "quote. Table C's first explanation, in full:\n\n"
         f"> {quoted}\n\n"
-        "It states both 6 and 12 hours, and a price per litre that no text holds. Then it passes the text."
+        "It states both 6 and 12 hours, and a price per litre that neither p07's facts nor its text hold. Then it "
+        "passes the text. The verdict need not follow the explanation the other way either: table C's bundled "
+        f"`tone` is `{tone.verdict}` on *{tone.explanation.strip()}*"
     )
 
 
