@@ -274,6 +274,9 @@ def test_the_paired_reading_says_pairs_differing_only_in_k_measure_no_chance():
     text = paired_reading([k3, k5, small])
     assert " 1 of the pairs differs only in k, so one selection holds the other" in text
     assert "only in k" not in paired_reading([k5, small])
+    k1 = Experiment("k=1", {**base, "k": 1}, {f"q{i}": False for i in range(26)})
+    wide = paired_reading([k1, k5, small])  # 6 to 0 apart: the paired test calls the k pair a difference
+    assert "(1 of the paired test's 1 differences are such pairs)." in wide
 
 
 def test_exercise_as_check_passes_the_paired_test_and_refuses_the_interval_rule_and_the_totals():

@@ -580,7 +580,12 @@ def paired_reading(experiments: list[Experiment]) -> str:
         text += (
             f" {len(nested)} of the pairs {'differs' if len(nested) == 1 else 'differ'} only in k, so one selection"
             " holds the other: the smaller k can only"
-            " lose, so the fair coin behind their p-values cannot hold."
+            " lose, so the fair coin behind their p-values cannot hold"
+            + (
+                f" ({len(set(nested) & by_test)} of the paired test's {len(by_test)} differences are such pairs)."
+                if by_test
+                else "."
+            )
         )
     return text + (
         f" These {len(pairs)} p-values are uncorrected for multiple testing: even if no setting differed, up to"
