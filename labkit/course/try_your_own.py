@@ -407,7 +407,10 @@ def try_ticket_message(message: str, *, ticket: str = "t1", prompt: str = "candi
         key=f"{prompt}: {ticket}",
         messages=prompt_messages(prompt, message),
         judge=judge,
-        look_for="whether a reworded outage still routes urgent_support, the queue a miss costs 20 points in",
+        look_for=(
+            "whether a reworded outage still routes urgent_support, where a miss costs "
+            f"{suite['penalties'][expected]} penalty points"
+        ),
     )
 
 
