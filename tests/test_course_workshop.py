@@ -79,6 +79,15 @@ def test_student_copy_swaps_each_solution_for_its_stub_and_clears_outputs():
     assert nb.cells[2].source.startswith("def double(x):\n    return")  # the original is untouched
 
 
+def test_student_copy_drops_the_recorded_attempts_whose_reasons_would_hint_at_the_answer():
+    nb = _notebook(*_exercise("double", "def double(x):\n    return 2 * x", "pass"))
+    wrong = {"kind": "wrong", "why": "adds instead of multiplying", "code": "def double(x):\n    return x + 1"}
+    nb.cells[1].metadata["labkit"]["attempts"] = [wrong]
+    solution = student_copy(nb).cells[1]
+    assert "attempts" not in solution.metadata["labkit"] and solution.metadata["labkit"]["stub"] == STUB
+    assert nb.cells[1].metadata["labkit"]["attempts"] == [wrong]  # the instructor's copy keeps them
+
+
 @pytest.mark.parametrize(
     ("stub", "complaint"),
     [

@@ -251,6 +251,9 @@ def hide_listings(source: str, hidden: dict[str, str], *, where: str = "cell") -
 def student_copy(nb: Any, *, name: str = "notebook") -> Any:
     """Return the notebook as a learner gets it: solutions replaced by their stubs, hidden listings not shown.
 
+    A solution cell keeps its stub in its metadata but not its recorded attempts, whose reasons
+    (``why``) would say what the right answer avoids.
+
     Every output is cleared, and every check cell is tagged ``raises-exception``, so that
     Restart and Run All (in JupyterLab as under nbclient) goes on past an unfinished or wrong
     exercise: its check shows the error, and the rest of the lesson still runs.
@@ -270,6 +273,7 @@ def student_copy(nb: Any, *, name: str = "notebook") -> Any:
         tags = _tags(cell)
         if "solution" in tags:
             cell.source = solution_stub(cell, name=name, index=index)
+            cell.metadata.get("labkit", {}).pop("attempts", None)  # wrong answers with their whys: hints
             continue
         if "check" in tags and RAISES_EXCEPTION not in tags:
             cell.metadata["tags"] = [*tags, RAISES_EXCEPTION]
