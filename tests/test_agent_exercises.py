@@ -374,3 +374,20 @@ def test_exercise_1s_reference_rule_refuses_the_wrong_intent_but_not_the_outdate
         except AnswerRejected as exc:
             verdicts.append(exc.reason)
     assert verdicts == ["get_refund", "wrong_intent"]
+
+
+def test_exercise_1s_check_refuses_an_answer_vouched_for_with_another_count():
+    import dataclasses
+
+    from labkit.agent.exercises import check_backed_count
+    from labkit.agent.validator import AnswerRejected
+
+    def vouches(answer, calls, intent):  # wrong: takes the answer on trust, and makes up the count beside it
+        counts = [c["observation"] for c in calls if c["step"] == "count_rows"]
+        if not counts or "count" not in counts[-1]:
+            raise AnswerRejected("not_backed", "no count backs it")
+        verified = verify_final(answer, result=counts[-1], expected_intent=intent)
+        return dataclasses.replace(verified, count=verified.count + 1)
+
+    with pytest.raises(AssertionError, match="verified against another count"):
+        check_backed_count(vouches)

@@ -229,12 +229,15 @@ def _expect_rejection(
         raise AssertionError(f"an answer that should be rejected as {reason!r} was accepted")
 
 
-def _expect_verified(verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], intent: str) -> None:
+def _expect_verified(
+    verify_backed_count: Callable[..., Any], answer: str, calls: list[dict], intent: str, count: int
+) -> None:
     try:
         verified = _call_backed(verify_backed_count, answer, calls, intent)
     except AnswerRejected as exc:
         raise AssertionError(f"the answer the counts back was rejected ({exc.reason})") from None
     assert getattr(verified, "answer", None) == answer, "the answer the counts back was not verified"
+    assert getattr(verified, "count", None) == count, "the answer was verified against another count"
 
 
 def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any]) -> str:
@@ -274,7 +277,7 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any
             {"step": "count_rows", "observation": earlier},
             {"step": "count_rows", "observation": counted},
         ]
-        _expect_verified(verify_backed_count, right, [*calls, after], "get_refund")
+        _expect_verified(verify_backed_count, right, [*calls, after], "get_refund", counted["count"])
         stale = format_answer(earlier["count"], "get_refund", APPROVED_SCOPE)
         _expect_rejection(verify_backed_count, stale, [*calls, after], "wrong_count")
     refused = {"step": "count_rows", "observation": {"error": "the row_ref went stale; filter again"}}
@@ -286,7 +289,6 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any
         _expect_rejection(
             verify_backed_count, format_answer(other["count"], named, APPROVED_SCOPE), misfiled, "wrong_intent"
         )
-    _expect_verified(
-        verify_backed_count, format_answer(other["count"], "track_refund", APPROVED_SCOPE), misfiled, "track_refund"
-    )
+    answer = format_answer(other["count"], "track_refund", APPROVED_SCOPE)
+    _expect_verified(verify_backed_count, answer, misfiled, "track_refund", other["count"])
     return "ex:backed-count passed"
