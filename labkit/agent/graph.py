@@ -34,7 +34,7 @@ from labkit.traces import Trace, run_identity
 ALLOWED_NODES = ("route", "decline", "profile", "agent", "tools", "finalize", "fallback")
 DEFAULT_STEPS = 6
 DEFAULT_MAX_ITERATIONS = 5
-FALLBACK_ANSWER = "I could not complete this request within the agent's limits; it has been passed to a person."
+FALLBACK_ANSWER = "I could not complete this request within the agent's limits, so no answer is given."
 DECLINE_ANSWER = "I can only answer questions about the support requests you may read."
 
 AGENT_POLICY = (
