@@ -392,14 +392,31 @@ def test_a_typed_trade_labelled_captured_is_refused(shipped):
         _trade(suite, sha, baseline, mine)
 
 
-def test_a_trade_copied_from_a_printed_scenario_is_refused_by_its_name(shipped):
+@pytest.mark.parametrize(
+    "mine",
+    [
+        lambda printed: {**printed, "label": "my-candidate"},
+        lambda printed: with_routes(printed, t7="billing"),  # ... and a miss both share moved to another wrong queue
+    ],
+    ids=["an exact copy", "a copy with a shared miss moved"],
+)
+def test_a_trade_copied_from_a_shown_scenario_is_refused_by_its_name(shipped, mine):
     from labkit.routing.practice import check_passing_trade
 
     suite, sha, baseline, _ = shipped
-    printed = with_routes(baseline, t7="sales", t3="sales")  # exercise 1's "trades t7 for t3"
-    shown = {"trades t7 for t3": printed, "same as baseline": baseline}
-    copied = {**printed, "label": "my-candidate"}
-    with pytest.raises(AssertionError, match="as the notebook's 'trades t7 for t3' does"):
-        check_passing_trade(copied, suite=suite, suite_sha256=sha, baseline=baseline, shown=shown)
+    printed = with_routes(baseline, t9="support", t3="sales")  # a shown candidate: fixes t9, breaks t3
+    shown = {"trades t3 for t9": printed, "same as baseline": baseline}
+    with pytest.raises(AssertionError, match="same tickets as the notebook's 'trades t3 for t9'"):
+        check_passing_trade(mine(printed), suite=suite, suite_sha256=sha, baseline=baseline, shown=shown)
     own = {**with_routes(baseline, t9="support", t4="sales"), "label": "my-candidate"}
     assert "broke t4" in check_passing_trade(own, suite=suite, suite_sha256=sha, baseline=baseline, shown=shown)
+
+
+def test_a_shown_scenario_on_another_suite_does_not_stop_an_own_trade(shipped):
+    from labkit.routing.practice import check_passing_trade
+
+    suite, sha, baseline, _ = shipped
+    elsewhere = {**baseline, "predictions": baseline["predictions"][:3]}  # the grader refuses it on this suite
+    own = {**with_routes(baseline, t9="support", t4="sales"), "label": "my-candidate"}
+    summary = check_passing_trade(own, suite=suite, suite_sha256=sha, baseline=baseline, shown={"other": elsewhere})
+    assert "broke t4" in summary

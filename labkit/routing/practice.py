@@ -100,8 +100,9 @@ def check_passing_trade(
     or extra id, an unknown route): the `AssertionError` quotes the grader. Raises
     `NotImplementedError` while a route is still ``...``, and `AssertionError` when the run is not
     labelled ``simulated`` (the learner wrote it), when the gate fails it (its reasons), when it
-    breaks no ticket the baseline routed right, or when its routes are those of a run in ``shown``
-    (name -> run: the what-if candidates the notebook already printed, such as exercise 1's).
+    breaks no ticket the baseline routed right, or when it fixes and breaks the same tickets as a run in
+    ``shown`` (name -> run: the what-if candidates the notebook defines, such as exercise 1's),
+    so that moving a ticket both already miss to another wrong queue is no trade of one's own.
     Returns `trade_summary` of the passing report.
     """
     predictions = run.get("predictions") if isinstance(run, Mapping) else None
@@ -125,18 +126,31 @@ def check_passing_trade(
         "the gate passes your run, but it routes wrong no ticket the baseline routed right, so it trades nothing "
         "(a ticket the baseline already missed, sent to another wrong queue, has not regressed)"
     )
-    routes = _routes(run)
-    copied = [name for name, other in (shown or {}).items() if _routes(other) == routes]
+    trade = _trade_of(report)
+    copied = [
+        name for name, other in (shown or {}).items() if _shown_trade(suite, suite_sha256, baseline, other) == trade
+    ]
     assert not copied, (
-        f"your run routes every ticket as the notebook's {copied[0]!r} does, a trade already printed above: "
+        f"your run fixes and breaks the same tickets as the notebook's {copied[0]!r}, a trade defined above: "
         "build one of your own (which ticket would you least want broken, and what could pay for it?)"
     )
     return trade_summary(report)
 
 
-def _routes(run: Any) -> dict[str, Any]:
-    """Return a run's routes by ticket id."""
-    return {p["id"]: p["route"] for p in run["predictions"]}
+def _trade_of(report: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the tickets a `compare` report's candidate fixed and broke: what it traded."""
+    old, new = report["baseline"], report["candidate"]
+    return frozenset(fixes(old, new)), frozenset(regressions(old, new))
+
+
+def _shown_trade(
+    suite: Any, suite_sha256: str, baseline: Any, run: Any
+) -> tuple[frozenset[str], frozenset[str]] | None:
+    """Return what a shown run trades against ``baseline`` on ``suite``, or None when the grader refuses it there."""
+    try:
+        return _trade_of(compare(suite, suite_sha256, baseline, run))
+    except RouteGradeError:  # a scenario written for another suite trades nothing on this one
+        return None
 
 
 def trade_summary(report: Mapping[str, Any]) -> str:
