@@ -594,14 +594,17 @@ def test_versus_exact_calls_an_exact_rate_inside_the_interval_a_tie_and_names_th
 def test_a_search_filtered_to_the_questions_filing_sends_only_that_filings_pages():
     from labkit.rag.answer import FilingsRAG
     from labkit.rag.index import saved_vectors
-    from labkit.rag.lesson import filing_filter_hits, open_indexes, search_in_filing
+    from labkit.rag.lesson import filing_filter_hits, open_indexes
 
     questions = load_questions()
     rag = FilingsRAG(open_indexes(questions, saved_vectors())[800], model=None)
     crowded = next(q for q in questions if q.financebench_id.endswith("004"))
     _, shared = rag.retrieve(crowded.question, k=5)
     assert any(s["doc_name"] != crowded.doc_name for s in shared)  # the year twin takes places unfiltered
-    sent = {q.financebench_id: search_in_filing(rag, q, k=5) for q in questions}
+    sent = {
+        q.financebench_id: [s["citation_id"] for s in rag.retrieve(q.question, k=5, doc_name=q.doc_name)[1]]
+        for q in questions
+    }
     assert all(sent[q.financebench_id] for q in questions if q.answerable)
     assert all(page.split("#p")[0] == q.doc_name for q in questions for page in sent[q.financebench_id])
     table = filing_filter_hits(rag, questions, k=5)

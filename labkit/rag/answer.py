@@ -176,10 +176,20 @@ class FilingsRAG:
     """Anything with ``generate(key, messages)`` returning a ChatCompletion (a `ModelBoundary`, an authoring adapter)."""
     rerank: bool = True
 
-    def retrieve(self, question: str, *, k: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Return ``(candidates, selected)``: 12 candidates in search order, and at most ``k`` selected passages."""
+    def retrieve(
+        self, question: str, *, k: int = 5, doc_name: str | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Return ``(candidates, selected)``: 12 candidates in search order, and at most ``k`` selected passages.
+
+        ``doc_name`` searches that filing only (FinanceBench's single-store setting): a LangChain metadata
+        filter, which FAISS applies after its nearest-neighbour search, so it is then asked for every vector.
+        """
         _check_k(k)
-        found = self.index.store.similarity_search_with_score(question, k=CANDIDATES) if self.index.chunks else []
+        found = []
+        if self.index.chunks:
+            store = self.index.store
+            only = {"filter": {"doc_name": doc_name}, "fetch_k": store.index.ntotal} if doc_name else {}
+            found = store.similarity_search_with_score(question, k=CANDIDATES, **only)
         candidates = [
             {"citation_id": citation_id(doc.metadata), "faiss_distance": round(float(distance), 6)}
             for doc, distance in found

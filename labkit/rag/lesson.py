@@ -14,13 +14,12 @@ from typing import Any
 
 from labkit.canonical import pretty_json
 from labkit.paths import scratch_dir
-from labkit.rag.answer import CANDIDATES, bm25_rerank
+from labkit.rag.answer import CANDIDATES
 from labkit.rag.index import (
     ALT_CHUNKING,
     CHUNKING,
     FilingsIndex,
     cached_index_is_current,
-    citation_id,
     expected_settings,
     index_folder,
     load_filings,
@@ -880,38 +879,23 @@ def year_twin_misses(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -
     return misses, twins
 
 
-def search_in_filing(rag: Any, question: FilingQuestion, *, k: int = 5) -> list[str]:
-    """Return the citation ids sent for ``question`` when search may return passages of its labelled filing only.
-
-    The search is the app's (12 candidates, the BM25 rerank, at most ``k`` kept) with a LangChain metadata
-    filter, ``doc_name`` equal to the filing the question names: FinanceBench's single-store setting, one
-    store per document. FAISS filters after the nearest-neighbour search, so it is asked for every vector.
-    """
-    store = rag.index.store
-    found = store.similarity_search_with_score(
-        question.question, k=CANDIDATES, filter={"doc_name": question.doc_name}, fetch_k=store.index.ntotal
-    )
-    docs = [doc for doc, _ in found]
-    chosen = bm25_rerank(question.question, docs)[:k] if rag.rerank else [(doc, None) for doc in docs[:k]]
-    return [citation_id(doc.metadata) for doc, _ in chosen]
-
-
 def filing_filter_hits(rag: Any, questions: list[FilingQuestion], *, k: int = 5) -> Any:
-    """Return a table of the answerable questions: page hit at ``k`` from the shared store and from a search
-    filtered to the question's labelled filing (`search_in_filing`), one row a question."""
+    """Return a table of the answerable questions: page hit at ``k`` from the shared store and from the same
+    search filtered to the question's labelled filing (`FilingsRAG.retrieve`'s ``doc_name``), one row a question."""
     import pandas as pd
 
     rows = []
     for q in questions:
         if not q.answerable:
             continue
-        _, selected = rag.retrieve(q.question, k=k)
-        shared = bool({s["citation_id"] for s in selected} & set(q.evidence_pages))
+        sent = {
+            store: {s["citation_id"] for s in rag.retrieve(q.question, k=k, doc_name=only)[1]}
+            for store, only in (("shared store", None), ("its filing only", q.doc_name))
+        }
         rows.append(
             {
                 "question": q.financebench_id[-3:],
-                "shared store": shared,
-                "its filing only": bool(set(search_in_filing(rag, q, k=k)) & set(q.evidence_pages)),
+                **{store: bool(ids & set(q.evidence_pages)) for store, ids in sent.items()},
             }
         )
     return pd.DataFrame(rows).set_index("question")
