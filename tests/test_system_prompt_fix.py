@@ -67,9 +67,12 @@ def test_server_timings_are_the_recorded_prompt_and_reply_times_and_a_run_withou
             assert got == {
                 "reading prompt (s)": round(recorded["prompt_ms"] / 1000, 1),
                 "writing reply (s)": round(recorded["predicted_ms"] / 1000, 1),
+                "ms per prompt token": round(recorded["prompt_ms"] / recorded["prompt_n"]),
+                "ms per reply token": round(recorded["predicted_ms"] / recorded["predicted_n"]),
             }
             assert got["reading prompt (s)"] != got["writing reply (s)"]  # not one number twice
-            assert abs(sum(got.values()) - binding.latency_s) < 1.0  # the two parts make the call
+            seconds = got["reading prompt (s)"] + got["writing reply (s)"]
+            assert abs(seconds - binding.latency_s) < 1.0  # the two parts make the call
     with pytest.raises(RecordedRunError, match="no server timings"):
         prompt_fix.server_timings("05-system-smollm2")  # llama-cpp-python keeps only the total
 

@@ -118,11 +118,12 @@ def reply_gist(raw: str) -> str:
 
 
 def server_timings(run_id: str) -> dict[str, dict[str, float]]:
-    """Return, per recorded question, the seconds the server spent reading the prompt and writing.
+    """Return, per recorded question, the seconds the server spent reading the prompt and writing, and per token.
 
     Read from the ``timings`` that llama.cpp's server (run by xllamacpp) adds to each reply:
-    ``prompt_ms`` (reading the prompt's tokens) and ``predicted_ms`` (generating the reply's),
-    rounded to 0.1 s. A run whose replies carry no ``timings`` is refused: nothing split its time.
+    ``prompt_ms`` over ``prompt_n`` tokens (reading the prompt) and ``predicted_ms`` over
+    ``predicted_n`` (generating the reply), in seconds rounded to 0.1 and in whole milliseconds
+    per token. A run whose replies carry no ``timings`` is refused: nothing split its time.
     """
     from labkit.errors import RecordedRunError
     from labkit.recording import load_run
@@ -138,6 +139,8 @@ def server_timings(run_id: str) -> dict[str, dict[str, float]]:
         timings[binding.question] = {
             "reading prompt (s)": round(recorded["prompt_ms"] / 1000, 1),
             "writing reply (s)": round(recorded["predicted_ms"] / 1000, 1),
+            "ms per prompt token": round(recorded["prompt_ms"] / recorded["prompt_n"]),
+            "ms per reply token": round(recorded["predicted_ms"] / recorded["predicted_n"]),
         }
     return timings
 
