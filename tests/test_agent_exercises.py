@@ -1,4 +1,4 @@
-"""Exercise 3's check passes the worked solution and refuses the tempting wrong ones."""
+"""Lesson 04's exercise checks pass the worked solutions and refuse the tempting wrong ones."""
 
 from collections import Counter
 
@@ -391,3 +391,183 @@ def test_exercise_1s_check_refuses_an_answer_vouched_for_with_another_count():
 
     with pytest.raises(AssertionError, match="verified against another count"):
         check_backed_count(vouches)
+
+
+def _checked_agent(expected_intent, current_version, *, plain_first=True):
+    """A CheckedAgent whose final node expects ``expected_intent(state, result)`` and, unless ``current_version`` is
+    None, rejects a count whose version differs from ``current_version(agent, state)`` as stale."""
+    from labkit.agent.graph import SupportAgent, answer_rejected
+    from labkit.agent.validator import AnswerRejected, verify_final
+
+    class CheckedAgent(SupportAgent):
+        def finalize_node(self, state):
+            update = super().finalize_node(state) if plain_first else {"status": "ok"}
+            if update["status"] != "ok":
+                return update
+            answer = str(state["proposal"]["arguments"]["answer"])
+            result = state["last_result"]
+            try:
+                verified = verify_final(answer, result=result, expected_intent=expected_intent(state, result))
+                if current_version is not None and result["dataset_version"] != current_version(self, state):
+                    raise AnswerRejected("stale", "the count is outdated")
+            except AnswerRejected as exc:
+                return answer_rejected(answer, exc)
+            return update if plain_first else {**SupportAgent.finalize_node(self, state), "final": verified.answer}
+
+    return CheckedAgent
+
+
+def _questions_intent(state, result):
+    return state["expected_intent"]
+
+
+def _data_now(agent, state):
+    return agent.tools.data.dataset_version
+
+
+def test_the_checked_finalize_check_passes_a_node_that_rejects_another_intent_and_an_outdated_count():
+    from labkit.agent.exercises import check_checked_finalize
+
+    said = check_checked_finalize(
+        _checked_agent(_questions_intent, _data_now), prediction="outdated", source='LETS_THROUGH = "outdated"'
+    )
+    assert said.splitlines() == [
+        "ex:checked-finalize passed",
+        "Your prediction, 'outdated', is right: exercise 1's rule lets the outdated count through and rejects the"
+        " other intent's count (wrong_intent).",
+        "Both graphs, on the authored run's replies (written by the course, not a model):",
+        "  the refund question: SupportAgent ok, yours ok (27 refund requests in approved_support_dataset)",
+        "  the same, the data refreshed right after its count: SupportAgent ok, yours answer_rejected (stale)",
+        "  the track refund question, refreshed between filter and count: SupportAgent ok, yours ok"
+        " (10 track refund requests in approved_support_dataset)",
+    ]
+
+
+def test_the_checked_finalize_check_says_a_wrong_prediction_is_wrong_without_failing():
+    from labkit.agent.exercises import check_checked_finalize
+
+    said = check_checked_finalize(
+        _checked_agent(_questions_intent, _data_now), prediction="both", source='LETS_THROUGH = "both"'
+    )
+    assert said.splitlines()[1].startswith("Your prediction, 'both', is wrong: exercise 1's rule lets the outdated")
+
+
+def test_the_checked_finalize_check_refuses_the_stub():
+    from labkit.agent.exercises import check_checked_finalize
+    from labkit.agent.graph import SupportAgent
+
+    class CheckedAgent(SupportAgent):
+        def finalize_node(self, state):
+            raise NotImplementedError("hint")
+
+    with pytest.raises(NotImplementedError):
+        check_checked_finalize(CheckedAgent, prediction=None)
+
+
+def test_the_checked_finalize_check_refuses_the_plain_node_unchanged():
+    from labkit.agent.exercises import check_checked_finalize
+    from labkit.agent.graph import SupportAgent
+
+    class CheckedAgent(SupportAgent):
+        pass
+
+    with pytest.raises(AssertionError, match=r"'get_refund, before a new version'.* was verified"):
+        check_checked_finalize(CheckedAgent, prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_exercise_1s_rule_alone_which_lets_the_outdated_count_through():
+    from labkit.agent.exercises import check_checked_finalize
+
+    with pytest.raises(AssertionError, match=r"'get_refund, before a new version'.* was verified"):
+        check_checked_finalize(_checked_agent(_questions_intent, None), prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_expecting_the_intent_the_result_names():
+    from labkit.agent.exercises import check_checked_finalize
+
+    with pytest.raises(AssertionError, match=r"'track_refund, current version'.* was verified"):
+        check_checked_finalize(_checked_agent(lambda state, result: result["intent"], _data_now), prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_comparing_the_version_the_request_started_at():
+    from labkit.agent.exercises import check_checked_finalize
+
+    started = _checked_agent(_questions_intent, lambda agent, state: state["dataset_version"])
+    with pytest.raises(AssertionError, match=r"count at the current version was rejected \(stale\)"):
+        check_checked_finalize(started, prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_expecting_get_refund_whatever_the_question():
+    from labkit.agent.exercises import check_checked_finalize
+
+    refunds = _checked_agent(lambda state, result: "get_refund", _data_now)
+    with pytest.raises(AssertionError, match=r"track_refund question was rejected \(wrong_intent\)"):
+        check_checked_finalize(refunds, prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_check_count_result_as_the_final_check():
+    from labkit.agent.exercises import check_checked_finalize
+    from labkit.agent.graph import SupportAgent, answer_rejected
+    from labkit.agent.trace import StaleResult, check_count_result
+    from labkit.agent.validator import AnswerRejected
+
+    class CheckedAgent(SupportAgent):
+        def finalize_node(self, state):
+            update = super().finalize_node(state)
+            if update["status"] != "ok":
+                return update
+            request = {"caller_scope": state["caller_scope"], "dataset_version": self.tools.data.dataset_version}
+            try:
+                check_count_result(state["last_result"], request)
+            except StaleResult as exc:
+                return answer_rejected(update["final"], AnswerRejected("stale", str(exc)))
+            return update
+
+    with pytest.raises(AssertionError, match="rejected as 'stale'; expected reason 'wrong_intent'"):
+        check_checked_finalize(CheckedAgent, prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_a_node_that_skips_the_plain_nodes_refusals():
+    """Without the plain node's check first, a state with no count result crashes the node: the check says so."""
+    from labkit.agent.exercises import check_checked_finalize
+
+    with pytest.raises(AssertionError, match="no count result: finalize_node crashed with TypeError"):
+        check_checked_finalize(_checked_agent(_questions_intent, _data_now, plain_first=False), prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_a_rejection_shaped_unlike_the_plain_nodes():
+    from labkit.agent.exercises import check_checked_finalize
+    from labkit.agent.graph import SupportAgent
+
+    class CheckedAgent(SupportAgent):
+        def finalize_node(self, state):
+            update = super().finalize_node(state)
+            result = state["last_result"]
+            if update["status"] == "ok" and result["dataset_version"] != self.tools.data.dataset_version:
+                return {"final": None, "status": "stale", "events": [{"kind": "stale"}]}
+            return update
+
+    with pytest.raises(AssertionError, match="status 'stale'; an answer is verified"):
+        check_checked_finalize(CheckedAgent, prediction="outdated")
+
+
+def test_the_checked_finalize_check_refuses_a_class_that_is_not_a_support_agent():
+    from labkit.agent.exercises import check_checked_finalize
+
+    with pytest.raises(AssertionError, match="subclasses SupportAgent"):
+        check_checked_finalize(lambda state: {}, prediction="outdated")
+
+
+@pytest.mark.parametrize(
+    ("prediction", "source", "message"),
+    [
+        (None, "LETS_THROUGH = None  # your prediction", "set it to one of"),  # the stub's
+        ("the first row", 'LETS_THROUGH = "the first row"', "set it to one of"),
+        ("outdated", "LETS_THROUGH = GAP_CHOICES[0]", "type LETS_THROUGH out"),
+    ],
+)
+def test_the_checked_finalize_check_grades_the_prediction(prediction, source, message):
+    from labkit.agent.exercises import check_checked_finalize
+
+    with pytest.raises(AssertionError, match=message):
+        check_checked_finalize(_checked_agent(_questions_intent, _data_now), prediction=prediction, source=source)

@@ -165,8 +165,7 @@ def test_finalize_passes_a_wrong_intent_and_an_outdated_count_that_the_plain_tra
     assert all(row["finalize_node"] == "ok" for row in rows), "the gap: finalize checks neither intent nor version"
     # each row has one problem only: the outdated count has the right intent, the wrong intent is current
     assert [row["check_count_result"] for row in rows] == ["refused: dataset_version", "refused: intent"]
-    # exercise 1's rule (verify_final on the latest count, for the question's intent) compares no version
-    assert [row["exercise 1's rule"] for row in rows] == ["verified", "rejected: wrong_intent"]
+    assert "exercise 1's rule" not in rows[0], "what exercise 1's rule says is the learner's prediction (exercise 2)"
     assert rows[0]["answer proposed"] == "27 refund requests in approved_support_dataset"
     assert rows[1]["answer proposed"].endswith("track refund requests in approved_support_dataset")
 
@@ -178,3 +177,38 @@ def test_the_gap_counts_are_each_the_latest_in_their_log_each_with_one_problem()
     outdated, wrong_intent = counts.values()
     assert outdated["intent"] == "get_refund" and outdated["dataset_version"] != request["dataset_version"]
     assert wrong_intent["intent"] == "track_refund" and wrong_intent["dataset_version"] == request["dataset_version"]
+
+
+def test_the_question_s_expected_intent_is_kept_in_the_state_and_never_sent_to_the_model():
+    from labkit.agent.graph import ScriptedModel, SupportAgent
+    from labkit.agent.tools import SupportData, SupportTools
+
+    caller = authorize("analyst-ana", "expected", APPROVED_SCOPE)
+    model = ScriptedModel({"route:": '{"route": "out_of_scope"}'})
+    state = SupportAgent(caller, SupportTools(caller, SupportData()), model).run("q?", expected_intent="get_refund")
+    assert state["expected_intent"] == "get_refund" and state["status"] == "out_of_scope"
+    unset = SupportAgent(caller, SupportTools(caller, SupportData()), model).run("q?")
+    assert unset["expected_intent"] is None
+
+
+def test_a_subclass_s_finalize_node_is_the_one_its_graph_runs():
+    from labkit.agent.graph import ScriptedModel, SupportAgent, answer_rejected
+    from labkit.agent.tools import SupportData, SupportTools
+    from labkit.agent.validator import AnswerRejected
+
+    class Refusing(SupportAgent):
+        def finalize_node(self, state):
+            return answer_rejected("any", AnswerRejected("stale", "refused by the subclass"))
+
+    caller = authorize("analyst-ana", "subclass", APPROVED_SCOPE)
+    answer = '{"decision": "final_answer", "arguments": {"answer": "27 refund requests in approved_support_dataset"}}'
+    model = ScriptedModel({"route:": '{"route": "structured"}', "agent:": answer})
+    state = Refusing(caller, SupportTools(caller, SupportData()), model).run("How many refund requests?")
+    assert state["status"] == "answer_rejected" and state["events"][-1]["reason"] == "stale"
+    assert state["events"][-1] == {
+        "kind": "answer_rejected",
+        "answer": "any",
+        "reason": "stale",
+        "problem": "refused by the subclass",
+        "status": "answer_rejected",
+    }

@@ -16,7 +16,7 @@ from labkit.agent.dataset import APPROVED_SCOPE, load_scope
 from labkit.agent.identity import authorize
 from labkit.agent.runs import refresh_after_first_filter
 from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SupportData, SupportTools
-from labkit.agent.validator import AnswerRejected, format_answer
+from labkit.agent.validator import AnswerRejected, format_answer, verify_final
 
 
 def _audit(tools: SupportTools) -> list[tuple[str, str]]:
@@ -27,7 +27,7 @@ def _analyst(session: str) -> SupportTools:
     return SupportTools(authorize("analyst-ana", session, APPROVED_SCOPE), SupportData())
 
 
-MAX_FILTERS = 10  # exercise 3: more filters than this on restless data is a retry without end
+MAX_FILTERS = 10  # exercise 4: more filters than this on restless data is a retry without end
 
 
 def _expect_refusal(count_with_refilter: Callable[..., Any], tools: SupportTools, reason: str) -> None:
@@ -43,7 +43,7 @@ def _expect_refusal(count_with_refilter: Callable[..., Any], tools: SupportTools
 
 
 def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str]) -> str:
-    """Check exercise 3's ``count_with_refilter(tools, intent)`` on six arranged datasets.
+    """Check exercise 4's ``count_with_refilter(tools, intent)`` on six arranged datasets.
 
     A refresh right after the first filter must lead to exactly one more filter and
     count; calm data to no retry; data that changes after every filter to one
@@ -52,7 +52,7 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     final check's ``wrong_intent`` rejection, so an answer formatted but never
     checked fails.
     """
-    refreshed = _analyst("exercise-3a")
+    refreshed = _analyst("exercise-4a")
     refresh_after_first_filter(refreshed)
     rows, _ = load_scope(APPROVED_SCOPE)
     expected = format_answer(sum(r.intent == "track_refund" for r in rows), "track_refund", APPROVED_SCOPE)
@@ -63,11 +63,11 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
         ("filter_by_intent", "ok"),
         ("count_rows", "ok"),
     ], "expected filter, stale count, filter, count"
-    calm = _analyst("exercise-3b")
+    calm = _analyst("exercise-4b")
     count_with_refilter(calm, "complaint")
     assert _audit(calm) == [("filter_by_intent", "ok"), ("count_rows", "ok")], "no needless retry"
 
-    restless = _analyst("exercise-3c")
+    restless = _analyst("exercise-4c")
     versions = iter(range(100))
     filter_once = restless.filter_by_intent
 
@@ -84,16 +84,16 @@ def check_stale_recount(count_with_refilter: Callable[[SupportTools, str], str])
     restless.filter_by_intent = filter_then_refresh  # type: ignore[method-assign]  # data that changes every time
     _expect_refusal(count_with_refilter, restless, "stale")
 
-    tampered = _analyst("exercise-3d")
-    lee = SupportTools(authorize("lead-lee", "exercise-3d", APPROVED_SCOPE), tampered.data)
+    tampered = _analyst("exercise-4d")
+    lee = SupportTools(authorize("lead-lee", "exercise-4d", APPROVED_SCOPE), tampered.data)
     tampered.filter_by_intent = lee.filter_by_intent  # type: ignore[method-assign]  # hands over lee's reference
     _expect_refusal(count_with_refilter, tampered, "foreign")
 
-    forging = _analyst("exercise-3e")
+    forging = _analyst("exercise-4e")
     forging.filter_by_intent = lambda args: {"row_ref": "rows-0123456789abcdef", "preview": []}  # type: ignore[method-assign]  # a forged reference
     _expect_refusal(count_with_refilter, forging, "forged")
 
-    misfiled = _analyst("exercise-3f")
+    misfiled = _analyst("exercise-4f")
     filter_asked = misfiled.filter_by_intent
     misfiled.filter_by_intent = lambda args: filter_asked(  # type: ignore[method-assign]  # another intent's set
         IntentFilter(intent="track_refund", limit=args.limit)
@@ -140,7 +140,7 @@ def check_missing_arguments(
     prediction: Any,
     source: str = "",
 ) -> str:
-    """Check exercise 2's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then grade ``prediction``.
+    """Check exercise 3's ``missing_arguments(results)`` on the two recorded runs and three scripted runs, then grade ``prediction``.
 
     The answer counts, per ``"<tool>.<field>"``, the refused calls that lacked a
     field the tool's argument class requires. The scripted runs: ``count_rows``
@@ -292,3 +292,195 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any
     answer = format_answer(other["count"], "track_refund", APPROVED_SCOPE)
     _expect_verified(verify_backed_count, answer, misfiled, "track_refund", other["count"])
     return "ex:backed-count passed"
+
+
+#: What `check_checked_finalize` calls each of `gap_counts`'s counts, as a prediction names it.
+GAP_NAMES = {"get_refund, before a new version": "outdated", "track_refund, current version": "other intent"}
+#: The predictions `check_checked_finalize` accepts: which gap counts exercise 1's rule lets through.
+GAP_CHOICES = ("outdated", "other intent", "both", "neither")
+_GAP_COUNT = {"outdated": "the outdated count", "other intent": "the other intent's count"}
+
+
+def _final_state(agent: Any, answer: str, result: dict[str, Any] | None, expected_intent: str) -> dict[str, Any]:
+    """A state as `SupportAgent.run` starts it, after the model proposed ``answer`` with ``result`` the last one."""
+    caller = agent.caller
+    return {
+        "question": f"How many {expected_intent} requests are in the dataset?",
+        "user_id": caller.user_id,
+        "session_id": caller.session_id,
+        "caller_scope": caller.caller_scope,
+        "dataset_version": caller.dataset_version,
+        "expected_intent": expected_intent,
+        "steps_left": 3,
+        "iterations": 3,
+        "max_iterations": agent.max_iterations,
+        "history": [],
+        "route": "structured",
+        "proposal": {"decision": "final_answer", "arguments": {"answer": answer}},
+        "last_result": result,
+        "final": None,
+        "status": None,
+        "stop_reason": None,
+        "events": [],
+    }
+
+
+def _verdict(update: Any, answer: str, where: str) -> str:
+    """``ok`` for a verified answer, else the rejection's reason; refuse an update shaped unlike finalize_node's."""
+    shape = "return the update SupportAgent.finalize_node returns (final, status, stop_reason, events)"
+    assert isinstance(update, dict) and update.get("events"), f"{where}: finalize_node returned {update!r}; {shape}"
+    event = update["events"][-1]
+    if update.get("status") == "ok":
+        assert update.get("final") == answer and event.get("kind") == "answer_verified", (
+            f"{where}: status ok, but not with the proposed answer and an answer_verified event; {shape}"
+        )
+        return "ok"
+    assert update.get("status") == "answer_rejected" and update.get("final") is None, (
+        f"{where}: status {update.get('status')!r}; an answer is verified (ok) or rejected (answer_rejected)"
+    )
+    assert event.get("kind") == "answer_rejected" and event.get("reason"), (
+        f"{where}: a rejection needs an answer_rejected event with its reason (answer_rejected does that)"
+    )
+    return str(event["reason"])
+
+
+def _expect_final(agent: Any, where: str, answer: str, result: Any, intent: str, want: str) -> None:
+    try:
+        update = agent.finalize_node(_final_state(agent, answer, result, intent))
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise AssertionError(
+            f"{where}: finalize_node crashed with {type(exc).__name__}: {exc}; an answer the node cannot check "
+            "is rejected, as the plain node rejects an answer with no count result"
+        ) from None
+    got = _verdict(update, answer, where)
+    if want == "ok":
+        assert got == "ok", f"{where} was rejected ({got}); it must be verified"
+    else:
+        assert got != "ok", f"{where} was verified; it must be rejected"
+        assert got == want, f"{where} was rejected as {got!r}; expected reason {want!r}"
+
+
+def _refresh_after_count(tools: SupportTools, version: str) -> None:
+    """Make ``tools``' data publish ``version`` right after each count, so the count just made is outdated."""
+    count_once = tools.count_rows
+
+    def count_then_refresh(args: Any) -> dict[str, Any]:
+        counted = count_once(args)
+        tools.data.publish(version)
+        return counted
+
+    tools.count_rows = count_then_refresh  # type: ignore[method-assign]
+
+
+def _graph_runs(agent_class: type) -> list[dict[str, Any]]:
+    """Run the refund question three ways through ``agent_class``'s graph and `SupportAgent`'s, replies authored."""
+    from labkit.agent.graph import SupportAgent
+    from labkit.agent.runs import ALL_CASES, REFRESHED_VERSION, RUN_AUTHORED, refresh_after_first_filter, replay
+    from labkit.agent.trace import REFUND_QUESTION
+
+    c12 = next(case for case in ALL_CASES if case.id == "c12")
+    scenarios = [
+        ("the refund question", REFUND_QUESTION, "get_refund", None),
+        ("the same, the data refreshed right after its count", REFUND_QUESTION, "get_refund", "count"),
+        ("the track refund question, refreshed between filter and count", c12.question, "track_refund", "filter"),
+    ]
+    adapter = replay(RUN_AUTHORED)
+    rows = []
+    for label, question, intent, refresh in scenarios:
+        row: dict[str, Any] = {"run": label}
+        for name, cls in (("SupportAgent", SupportAgent), ("yours", agent_class)):
+            tools = _analyst("exercise-2-graph")
+            if refresh == "count":
+                _refresh_after_count(tools, REFRESHED_VERSION)
+            elif refresh == "filter":
+                refresh_after_first_filter(tools)
+            state = cls(tools.caller, tools, adapter).run(question, expected_intent=intent)
+            reasons = [e["reason"] for e in state["events"] if e["kind"] == "answer_rejected"]
+            row[name] = f"{state['status']} ({reasons[-1]})" if reasons else str(state["status"])
+            row["answer"] = state["final"]
+        rows.append(row)
+    return rows
+
+
+def check_checked_finalize(agent_class: type, *, prediction: Any, source: str = "") -> str:
+    """Check exercise 2's ``CheckedAgent`` node by node and in its graph, then grade ``prediction``.
+
+    ``agent_class`` is a `SupportAgent` whose ``finalize_node`` also rejects a count
+    of another intent than the state's ``expected_intent`` (``wrong_intent``) and a
+    count whose dataset version is not the one the data serves now (``stale``),
+    and still rejects what the plain node rejects. Its node is handed the two counts of
+    `gap_counts`, the right current count, a track-refund count for a track-refund
+    question, an answer off by one and a state with no count result. Then its graph
+    and `SupportAgent`'s answer the refund question on the authored run's replies,
+    with the data calm, refreshed right after the count (the count is outdated) and,
+    for case ``c12``, refreshed between filter and count (the recount is current).
+    ``prediction`` names which gap counts exercise 1's rule lets through (one of
+    `GAP_CHOICES`), typed out: ``source`` is the cell that set it, and a wrong
+    prediction is said, not raised.
+    """
+    from labkit.agent.graph import ScriptedModel, SupportAgent, gap_counts
+
+    assert isinstance(agent_class, type) and issubclass(agent_class, SupportAgent), (
+        "CheckedAgent must be a class that subclasses SupportAgent, so its finalize_node replaces the plain one"
+    )
+    caller = authorize("analyst-ana", "exercise-2", APPROVED_SCOPE)
+    counts, _, gap_agent = gap_counts(caller)
+    tools = gap_agent.tools
+    agent = agent_class(caller, tools, ScriptedModel({}))
+    filtered = tools.filter_by_intent(IntentFilter(intent="get_refund"))
+    current = tools.count_rows(CountRows(rows=filtered["row_ref"]))
+    right = format_answer(current["count"], "get_refund", APPROVED_SCOPE)
+    _expect_final(agent, "the refund question's count at the current version", right, current, "get_refund", "ok")
+    (outdated, other), labels = counts.values(), list(counts)
+    for counted, label, want in ((outdated, labels[0], "stale"), (other, labels[1], "wrong_intent")):
+        answer = format_answer(counted["count"], counted["intent"], APPROVED_SCOPE)
+        _expect_final(agent, f"the gap's count {label!r}, for the refund question", answer, counted, "get_refund", want)
+    answer = format_answer(other["count"], "track_refund", APPROVED_SCOPE)
+    _expect_final(
+        agent, "a current track_refund count for a track_refund question", answer, other, "track_refund", "ok"
+    )
+    off_by_one = format_answer(current["count"] + 1, "get_refund", APPROVED_SCOPE)
+    _expect_final(agent, "an answer one more than the count", off_by_one, current, "get_refund", "wrong_count")
+    _expect_final(agent, "an answer with no count result", right, None, "get_refund", "unsupported")
+
+    rows = _graph_runs(agent_class)
+    wants = ("ok", "answer_rejected (stale)", "ok")
+    for row, want in zip(rows, wants, strict=True):
+        assert row["yours"] == want, f"in the graph, {row['run']}: your agent ended {row['yours']!r}"
+    graph = "\n".join(
+        f"  {row['run']}: SupportAgent {row['SupportAgent']}, yours {row['yours']}"
+        + (f" ({row['answer']})" if row["answer"] else "")
+        for row in rows
+    )
+    verdict = _grade_gap_prediction(prediction, source, counts)
+    return (
+        f"ex:checked-finalize passed\n{verdict}\n"
+        f"Both graphs, on the authored run's replies (written by the course, not a model):\n{graph}"
+    )
+
+
+def _grade_gap_prediction(prediction: Any, source: str, counts: dict[str, dict[str, Any]]) -> str:
+    """Refuse a missing, unknown or computed prediction of the gap counts exercise 1's rule lets through; say whether
+    a typed one was right (exercise 1's rule: `verify_final` on the latest count, the question's intent expected)."""
+    choices = ", ".join(map(repr, GAP_CHOICES))
+    assert prediction in GAP_CHOICES, f"LETS_THROUGH is {prediction!r}: set it to one of {choices}"
+    assert not source or _typed_string(source, "LETS_THROUGH"), (
+        "type LETS_THROUGH out as a string such as 'both': a value computed from the counts predicts nothing"
+    )
+    said: dict[str, str | None] = {}
+    for label, counted in counts.items():
+        answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
+        try:
+            verify_final(answer, result=counted, expected_intent="get_refund")
+            said[GAP_NAMES[label]] = None
+        except AnswerRejected as exc:
+            said[GAP_NAMES[label]] = exc.reason
+    through = [name for name, reason in said.items() if reason is None]
+    truth = "both" if len(through) == len(said) else through[0] if through else "neither"
+    rule = " and ".join(
+        f"lets {_GAP_COUNT[name]} through" if reason is None else f"rejects {_GAP_COUNT[name]} ({reason})"
+        for name, reason in said.items()
+    )
+    if prediction == truth:
+        return f"Your prediction, {prediction!r}, is right: exercise 1's rule {rule}."
+    return f"Your prediction, {prediction!r}, is wrong: exercise 1's rule {rule}. Ask what its log says of versions."
