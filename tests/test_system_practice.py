@@ -176,3 +176,76 @@ def test_the_figure_check_passes_a_right_solution_that_writes_its_figures_as_dec
     """A reason naming 45.0 names the figure 45: the check reads figures as values, not as digit runs."""
     assert FLOAT_NAMING != QUOTING and "float(m)" in FLOAT_NAMING
     assert "ex:figure-support passed" in _figure_check_output(FLOAT_NAMING)
+
+
+def _reference_check_figures(result, evidence):
+    """The worked solution of exercise 2, as the notebook holds it."""
+    import re
+
+    if result.get("status") != "answered" or "citation_ids" not in result:
+        return result
+    number = re.compile(r"\d+(?:\.\d+)?")
+    cited = " ".join(e["text"] for e in evidence if e["citation_id"] in result["citation_ids"])
+    missing = sorted(set(number.findall(result["text"])) - set(number.findall(cited)))
+    if missing:
+        return {"status": "unsupported_figure", "reason": f"{missing} appear in no cited passage"}
+    return result
+
+
+@pytest.fixture(scope="module")
+def figure_setup(index):
+    from labkit.boundary import connect
+    from labkit.system.policy import load_policy_pages, split_policy
+    from labkit.system.runs import RUN_AUTHORED, SETTINGS
+
+    chunks = split_policy(load_policy_pages())
+    authored = connect(RUN_AUTHORED, lesson="05", settings=SETTINGS)
+    wrong = '{"kind": "answer", "text": "Customers can request a refund within 60 days.", "citation_ids": ["refund_policy.pdf#p1"]}'
+    return {"chunks": chunks, "index": index, "authored": authored, "wrong_but_cited": wrong}
+
+
+def test_the_figure_check_passes_the_worked_solution(figure_setup, tmp_path):
+    from labkit.system.practice import check_figure_support
+
+    assert check_figure_support(_reference_check_figures, trace_dir=tmp_path, **figure_setup) == (
+        "ex:figure-support passed"
+    )
+
+
+def _substring_check(result, evidence):  # '20' is found inside '2026'
+    import re
+
+    if result.get("status") != "answered" or "citation_ids" not in result:
+        return result
+    cited = " ".join(e["text"] for e in evidence if e["citation_id"] in result["citation_ids"])
+    missing = [n for n in re.findall(r"\d+(?:\.\d+)?", result["text"]) if n not in cited]
+    return {"status": "unsupported_figure", "reason": f"{missing}"} if missing else result
+
+
+def _stub(result, evidence):
+    raise NotImplementedError("hint")
+
+
+@pytest.mark.parametrize(
+    ("check_figures", "error"),
+    [
+        (_stub, NotImplementedError),
+        (_substring_check, AssertionError),
+        (lambda result, evidence: result, AssertionError),  # trusts check: nothing is ever flagged
+    ],
+    ids=["the stub", "a substring match", "trusting check"],
+)
+def test_the_figure_check_refuses_the_stub_a_substring_match_and_trusting_check(
+    figure_setup, tmp_path, check_figures, error
+):
+    from labkit.system.practice import check_figure_support
+
+    with pytest.raises(error):
+        check_figure_support(check_figures, trace_dir=tmp_path, **figure_setup)
+
+
+def test_figure_limits_show_a_word_a_unit_a_false_positive_and_a_false_negative(figure_setup):
+    from labkit.system.practice import figure_limits
+
+    table = figure_limits(_reference_check_figures, figure_setup["chunks"])
+    assert list(table["check_figures"]) == ["answered", "answered", "unsupported_figure", "answered"]
