@@ -138,12 +138,22 @@ def test_shelf_reading_tells_the_passed_false_material_and_refuses_a_released_sh
 def test_shelf_reading_says_the_release_ignores_the_raters_label_of_that_text(runs):
     authored, _, _ = runs
     text = readings.shelf_reading(authored)
-    assert "The raters' `fail` on its factual accuracy is in the labels file, but the release never reads it" in text
+    assert "The labels file holds the `fail`, but the release never reads it" in text
 
 
-def test_shelf_reading_says_the_judge_that_met_the_rule_is_authored(runs):
+def test_shelf_reading_names_p15_as_the_judges_one_miss_and_refuses_a_second(runs):
     authored, _, _ = runs
-    assert "The authored judge still met the agreement rule" in readings.shelf_reading(authored)
+    text = readings.shelf_reading(authored)
+    assert "p15 is the judge's only disagreement with the adjudicated labels, of 10 held-out items" in text
+    assert "the reference was right, the judge wrong" in text
+    assert "within the agreement rule (90% agreement, kappa 0.74)" in text
+    assert "A judge that meets the rule can still pass a false claim" in text
+    labels = authored.inputs.labels
+    p12 = {**labels.labels[("p12", "factual_accuracy")], "adjudicated": "pass"}  # the judge said fail
+    changed = dataclasses.replace(labels, labels={**labels.labels, ("p12", "factual_accuracy"): p12})
+    other = dataclasses.replace(authored, inputs=dataclasses.replace(authored.inputs, labels=changed))
+    with pytest.raises(ReadingOutdated, match="only held-out disagreement"):
+        readings.shelf_reading(other)
 
 
 def test_shelf_reading_says_the_reviewed_shelf_is_released_with_its_false_material(runs):

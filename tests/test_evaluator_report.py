@@ -50,6 +50,22 @@ def test_with_human_review_fills_only_held_criteria_of_labeled_texts_and_decides
     assert authored.records["p15"].release == "awaiting_human_review"  # the report it came from is unchanged
 
 
+def test_with_material_check_fails_factual_accuracy_where_the_finder_flags_and_blocks_the_reviewed_shelf():
+    reviewed = evaluate_run("01-evaluator-authored").with_human_review()
+
+    def oak(text, materials):
+        return ["oak"] if "oak" in text and "oak" not in materials else []
+
+    gated = reviewed.with_material_check(oak)
+    fa = next(c for c in gated.records["p15"].criteria if c.criterion == "factual_accuracy")
+    assert (fa.label, fa.passed, fa.scorer) == ("fail", False, "programmatic")
+    assert fa.evidence[-1] == "materials: oak, not in the facts"
+    assert reviewed.records["p15"].release == "release" and gated.records["p15"].release == "blocked"
+    changed = {p for p, r in gated.records.items() if r != reviewed.records[p]}
+    assert changed == {"p15"}  # no other authored description names oak
+    assert reviewed.with_material_check(lambda text, materials: []).records == reviewed.records
+
+
 def test_flag_descriptions_lists_only_what_the_finder_flags_in_generated_or_labeled_texts():
     from labkit.evaluator.lesson import RUN_AUTHORED, load_inputs
 
@@ -112,13 +128,15 @@ def test_created_at_is_the_recorded_runs_time_after_the_rubric_was_fixed():
     assert report.created_at[:10] > report.inputs.rubric.fixed_at
 
 
-def test_spread_table_gives_the_judge_calls_median_latency_or_says_not_measured():
+def test_spread_table_gives_the_judge_calls_latency_median_and_range_or_says_not_measured():
     from labkit.evaluator.report import spread_table
 
     table = spread_table({"a": evaluate_run("01-evaluator-authored"), "c": evaluate_run("01-evaluator-smollm2")})
     data = table.data if hasattr(table, "data") else table
-    assert data.loc["a", "judge latency s (median)"] == "not measured"
-    assert data.loc["c", "judge latency s (median)"] == 15.36
+    assert data.loc["judge latency s (median)", "a"] == "not measured"
+    assert data.loc["judge latency s (median)", "c"] == 15.36
+    assert data.loc["judge latency range", "a"] == "-"
+    assert data.loc["judge latency range", "c"] == "[8.67, 40.84]"
 
 
 def test_judge_cost_counts_the_release_arrangements_calls_not_the_bundled_one_compared_beside_it():

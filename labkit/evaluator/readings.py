@@ -376,9 +376,10 @@ def release_reading(authored: EvaluationReport, captured: EvaluationReport) -> s
 def shelf_reading(authored: EvaluationReport) -> str:
     """Tell the case of the shelf p15: a false material claim that the checks and the authored judge passed."""
     inputs = authored.inputs
+    labels = inputs.labels
     shelf = inputs.products["p15"]
     text = _shown(inputs.labeled_texts["p15"])
-    human = inputs.labels.labels[("p15", "factual_accuracy")]
+    human = labels.labels[("p15", "factual_accuracy")]
     judged = authored.runs.judging.labels(arrangement="per_criterion", source="labeled", criterion="factual_accuracy")
     record = authored.records["p15"]
     fa = authored.agreement_for("factual_accuracy", "per_criterion")
@@ -388,21 +389,25 @@ def shelf_reading(authored: EvaluationReport) -> str:
     _require("solid oak" in text and "oak" not in shelf.facts.materials, "the shelf claims oak")
     _require(judged.get("p15") == "pass" and authored.checks["p15"].status("numeric_claims") == "pass", "p15 passes")
     _require(record.release == "awaiting_human_review" and held == ["tone"], "p15 waits only for tone")
-    passed = [r for r in inputs.labels.raters if human[r] == "pass"]
+    passed = [r for r in labels.raters if human[r] == "pass"]
     reviewed = authored.with_human_review().records["p15"]
     _require(reviewed.release == "release", "the reviewed shelf is released")
     same = authored.runs.generation.by_product()["p15"].text == inputs.labeled_texts["p15"]
     _require(same and human["adjudicated"] == "fail", "the raters labeled p15's released text as a fail")
+    misses = [p for p in labels.held_out if judged.get(p) != labels.label(p, "factual_accuracy")]
+    _require(misses == ["p15"], "p15 is the judge's only held-out disagreement on factual_accuracy")
+    _require(fa.items == len(labels.held_out), "the agreement row counts every held-out item")
     return (
         f"**p15, the {shelf.name}.** Facts: *{materials}*. Description: *{text}* The numeric check passes it (a "
-        "material is no number with a unit), and so does the authored judge, written to show this case; "
-        f"{len(passed)} of the {len(inputs.labels.raters)} authored raters passed it, and the adjudicated "
-        f"label is `{human['adjudicated']}`. The authored judge still met the agreement rule "
-        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}, on {fa.items} items): the rule measures "
-        "agreement with the raters, not truth. The review above passes p15's tone, its only wait, so the shelf "
-        "is released with a false material claim. The raters' `fail` on its factual "
-        "accuracy is in the labels file, but the release never reads it: the rule gave that criterion to the judge. "
-        "Agreement is not correctness: a material check, or a person, must cover what the judge misses."
+        "material is no number with a unit), and so does the authored judge, written to show this case. "
+        f"{len(passed)} of the {len(labels.raters)} authored raters passed it, but the adjudicated label is "
+        f"`{human['adjudicated']}`, and the facts bear it out. On `factual_accuracy`, p15 is the judge's only "
+        f"disagreement with the adjudicated labels, of {fa.items} held-out items: the reference was right, the "
+        "judge wrong. That one miss still left the judge within the agreement rule "
+        f"({fa.percent_agreement:.0%} agreement, kappa {fa.kappa:.2f}). The review above passes p15's tone, its only "
+        "wait, so the shelf is released with a false material claim. The labels file holds the `fail`, but the "
+        "release never reads it: the rule gave that criterion to the judge. A judge that meets the rule can still "
+        "pass a false claim: a material check, or a person, must cover what it misses."
     )
 
 

@@ -104,6 +104,32 @@ class EvaluationReport:
             records[pid] = record.model_copy(update={"criteria": results, "release": release_decision(results)})
         return dataclasses.replace(self, records=records)
 
+    def with_material_check(self, find: Any) -> EvaluationReport:
+        """Return an in-memory copy in which ``find`` gates `factual_accuracy` as the numeric check does.
+
+        ``find(description, facts_materials)`` is exercise 3's check, run on each of the run's
+        descriptions (see `flag_descriptions`). Where it names a material, `factual_accuracy`
+        fails, scored by code whatever the judge or people gave, with those materials as its
+        evidence. Each record's release is decided again by `release_decision`. Nothing is
+        recorded or written.
+        """
+        from labkit.evaluator.record import failing_label, release_decision
+
+        criterion = self.inputs.rubric.criterion("factual_accuracy")
+        fail = {"label": failing_label(criterion), "passed": False, "scorer": "programmatic"}
+        flagged = self.flag_descriptions(find)
+        records = {}
+        for pid, record in self.records.items():
+            results = list(record.criteria)
+            if pid in flagged:
+                found = [f"materials: {', '.join(flagged[pid])}, not in the facts"]
+                results = [
+                    r.model_copy(update={**fail, "evidence": r.evidence + found}) if r.criterion == criterion.id else r
+                    for r in results
+                ]
+            records[pid] = record.model_copy(update={"criteria": results, "release": release_decision(results)})
+        return dataclasses.replace(self, records=records)
+
     def review_table(self) -> Any:
         """Return every product whose release `with_human_review` changes: what it waited on, what people gave.
 
@@ -372,7 +398,8 @@ def release_counts(reports: dict[str, EvaluationReport]) -> Any:
 def spread_table(reports: dict[str, EvaluationReport]) -> Any:
     """Return each run's generation cost and measured latency as median and range (what the plots draw).
 
-    The last column is the judge calls' median latency, which the plots do not draw.
+    One column per run. The last two rows are the judge calls' latency, median and range,
+    which the plots do not draw.
     """
     import pandas as pd
 
@@ -393,9 +420,10 @@ def spread_table(reports: dict[str, EvaluationReport]) -> Any:
                 "latency s (median)": round(latency.median(), 2) if len(latency) else "not measured",
                 "latency range": interval(latency.min(), latency.max()) if len(latency) else "-",
                 "judge latency s (median)": round(judge_latency.median(), 2) if judging else "not measured",
+                "judge latency range": interval(judge_latency.min(), judge_latency.max()) if judging else "-",
             }
         )
-    return text_table(pd.DataFrame(rows).set_index("run"))
+    return text_table(pd.DataFrame(rows).set_index("run").T)
 
 
 def cost_ceiling_table(reports: dict[str, EvaluationReport]) -> Any:
