@@ -429,12 +429,12 @@ def test_the_checked_finalize_check_passes_a_node_that_rejects_another_intent_an
     from labkit.agent.exercises import check_checked_finalize
 
     said = check_checked_finalize(
-        _checked_agent(_questions_intent, _data_now), prediction="outdated", source='LETS_THROUGH = "outdated"'
+        _checked_agent(_questions_intent, _data_now), prediction="after count", source='REJECTS = "after count"'
     )
     assert said.splitlines() == [
         "ex:checked-finalize passed",
-        "Your prediction, 'outdated', is right: exercise 1's rule lets the outdated count through and rejects the"
-        " other intent's count (wrong_intent).",
+        "Your prediction, 'after count', is right: it rejects the count made just before the data changed (stale)"
+        " and answers the recount made after it (current).",
         "Both graphs, on the authored run's replies (written by the course, not a model):",
         "  the refund question: SupportAgent ok, yours ok (27 refund requests in approved_support_dataset)",
         "  the same, the data refreshed right after its count: SupportAgent ok, yours answer_rejected (stale)",
@@ -447,9 +447,9 @@ def test_the_checked_finalize_check_says_a_wrong_prediction_is_wrong_without_fai
     from labkit.agent.exercises import check_checked_finalize
 
     said = check_checked_finalize(
-        _checked_agent(_questions_intent, _data_now), prediction="both", source='LETS_THROUGH = "both"'
+        _checked_agent(_questions_intent, _data_now), prediction="both", source='REJECTS = "both"'
     )
-    assert said.splitlines()[1].startswith("Your prediction, 'both', is wrong: exercise 1's rule lets the outdated")
+    assert said.splitlines()[1].startswith("Your prediction, 'both', is wrong: it rejects the count made just before")
 
 
 def test_the_checked_finalize_check_refuses_the_stub():
@@ -472,21 +472,21 @@ def test_the_checked_finalize_check_refuses_the_plain_node_unchanged():
         pass
 
     with pytest.raises(AssertionError, match=r"'get_refund, before a new version'.* was verified"):
-        check_checked_finalize(CheckedAgent, prediction="outdated")
+        check_checked_finalize(CheckedAgent, prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_exercise_1s_rule_alone_which_lets_the_outdated_count_through():
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match=r"'get_refund, before a new version'.* was verified"):
-        check_checked_finalize(_checked_agent(_questions_intent, None), prediction="outdated")
+        check_checked_finalize(_checked_agent(_questions_intent, None), prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_expecting_the_intent_the_result_names():
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match=r"'track_refund, current version'.* was verified"):
-        check_checked_finalize(_checked_agent(lambda state, result: result["intent"], _data_now), prediction="outdated")
+        check_checked_finalize(_checked_agent(lambda state, result: result["intent"], _data_now), prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_comparing_the_version_the_request_started_at():
@@ -494,7 +494,7 @@ def test_the_checked_finalize_check_refuses_comparing_the_version_the_request_st
 
     started = _checked_agent(_questions_intent, lambda agent, state: state["dataset_version"])
     with pytest.raises(AssertionError, match=r"count at the current version was rejected \(stale\)"):
-        check_checked_finalize(started, prediction="outdated")
+        check_checked_finalize(started, prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_expecting_get_refund_whatever_the_question():
@@ -502,7 +502,7 @@ def test_the_checked_finalize_check_refuses_expecting_get_refund_whatever_the_qu
 
     refunds = _checked_agent(lambda state, result: "get_refund", _data_now)
     with pytest.raises(AssertionError, match=r"track_refund question was rejected \(wrong_intent\)"):
-        check_checked_finalize(refunds, prediction="outdated")
+        check_checked_finalize(refunds, prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_check_count_result_as_the_final_check():
@@ -524,7 +524,7 @@ def test_the_checked_finalize_check_refuses_check_count_result_as_the_final_chec
             return update
 
     with pytest.raises(AssertionError, match="rejected as 'stale'; expected reason 'wrong_intent'"):
-        check_checked_finalize(CheckedAgent, prediction="outdated")
+        check_checked_finalize(CheckedAgent, prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_a_node_that_skips_the_plain_nodes_refusals():
@@ -532,7 +532,7 @@ def test_the_checked_finalize_check_refuses_a_node_that_skips_the_plain_nodes_re
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match="no count result: finalize_node crashed with TypeError"):
-        check_checked_finalize(_checked_agent(_questions_intent, _data_now, plain_first=False), prediction="outdated")
+        check_checked_finalize(_checked_agent(_questions_intent, _data_now, plain_first=False), prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_a_rejection_shaped_unlike_the_plain_nodes():
@@ -548,22 +548,22 @@ def test_the_checked_finalize_check_refuses_a_rejection_shaped_unlike_the_plain_
             return update
 
     with pytest.raises(AssertionError, match="status 'stale'; an answer is verified"):
-        check_checked_finalize(CheckedAgent, prediction="outdated")
+        check_checked_finalize(CheckedAgent, prediction="after count")
 
 
 def test_the_checked_finalize_check_refuses_a_class_that_is_not_a_support_agent():
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match="subclasses SupportAgent"):
-        check_checked_finalize(lambda state: {}, prediction="outdated")
+        check_checked_finalize(lambda state: {}, prediction="after count")
 
 
 @pytest.mark.parametrize(
     ("prediction", "source", "message"),
     [
-        (None, "LETS_THROUGH = None  # your prediction", "set it to one of"),  # the stub's
-        ("the first row", 'LETS_THROUGH = "the first row"', "set it to one of"),
-        ("outdated", "LETS_THROUGH = GAP_CHOICES[0]", "type LETS_THROUGH out"),
+        (None, "REJECTS = None  # your prediction", "set it to one of"),  # the stub's
+        ("the second run", 'REJECTS = "the second run"', "set it to one of"),
+        ("after count", "REJECTS = REJECT_CHOICES[0]", "type REJECTS out"),
     ],
 )
 def test_the_checked_finalize_check_grades_the_prediction(prediction, source, message):

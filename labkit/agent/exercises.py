@@ -16,7 +16,7 @@ from labkit.agent.dataset import APPROVED_SCOPE, load_scope
 from labkit.agent.identity import authorize
 from labkit.agent.runs import refresh_after_first_filter
 from labkit.agent.tools import CountRows, IntentFilter, RowRefRefused, SupportData, SupportTools
-from labkit.agent.validator import AnswerRejected, format_answer, verify_final
+from labkit.agent.validator import AnswerRejected, format_answer
 
 
 def _audit(tools: SupportTools) -> list[tuple[str, str]]:
@@ -294,11 +294,8 @@ def check_backed_count(verify_backed_count: Callable[[str, list[dict], str], Any
     return "ex:backed-count passed"
 
 
-#: What `check_checked_finalize` calls each of `gap_counts`'s counts, as a prediction names it.
-GAP_NAMES = {"get_refund, before a new version": "outdated", "track_refund, current version": "other intent"}
-#: The predictions `check_checked_finalize` accepts: which gap counts exercise 1's rule lets through.
-GAP_CHOICES = ("outdated", "other intent", "both", "neither")
-_GAP_COUNT = {"outdated": "the outdated count", "other intent": "the other intent's count"}
+#: The predictions `check_checked_finalize` accepts: which of the two refreshed graph runs the learner's agent rejects.
+REJECT_CHOICES = ("after count", "filter then count", "both", "none")
 
 
 def _final_state(agent: Any, answer: str, result: dict[str, Any] | None, expected_intent: str) -> dict[str, Any]:
@@ -414,8 +411,8 @@ def check_checked_finalize(agent_class: type, *, prediction: Any, source: str = 
     and `SupportAgent`'s answer the refund question on the authored run's replies,
     with the data calm, refreshed right after the count (the count is outdated) and,
     for case ``c12``, refreshed between filter and count (the recount is current).
-    ``prediction`` names which gap counts exercise 1's rule lets through (one of
-    `GAP_CHOICES`), typed out: ``source`` is the cell that set it, and a wrong
+    ``prediction`` names which of the two refreshed runs the learner's agent rejects (one of
+    `REJECT_CHOICES`), typed out: ``source`` is the cell that set it, and a wrong
     prediction is said, not raised.
     """
     from labkit.agent.graph import ScriptedModel, SupportAgent, gap_counts
@@ -452,35 +449,27 @@ def check_checked_finalize(agent_class: type, *, prediction: Any, source: str = 
         + (f" ({row['answer']})" if row["answer"] else "")
         for row in rows
     )
-    verdict = _grade_gap_prediction(prediction, source, counts)
+    verdict = _grade_reject_prediction(prediction, source, rows)
     return (
         f"ex:checked-finalize passed\n{verdict}\n"
         f"Both graphs, on the authored run's replies (written by the course, not a model):\n{graph}"
     )
 
 
-def _grade_gap_prediction(prediction: Any, source: str, counts: dict[str, dict[str, Any]]) -> str:
-    """Refuse a missing, unknown or computed prediction of the gap counts exercise 1's rule lets through; say whether
-    a typed one was right (exercise 1's rule: `verify_final` on the latest count, the question's intent expected)."""
-    choices = ", ".join(map(repr, GAP_CHOICES))
-    assert prediction in GAP_CHOICES, f"LETS_THROUGH is {prediction!r}: set it to one of {choices}"
-    assert not source or _typed_string(source, "LETS_THROUGH"), (
-        "type LETS_THROUGH out as a string such as 'both': a value computed from the counts predicts nothing"
+def _grade_reject_prediction(prediction: Any, source: str, rows: list[dict[str, Any]]) -> str:
+    """Refuse a missing, unknown or computed prediction of the refreshed runs the learner's agent rejects; say whether
+    a typed one was right (read from the graph runs ``rows``, after the agent passed)."""
+    choices = ", ".join(map(repr, REJECT_CHOICES))
+    assert prediction in REJECT_CHOICES, f"REJECTS is {prediction!r}: set it to one of {choices}"
+    assert not source or _typed_string(source, "REJECTS"), (
+        "type REJECTS out as a string such as 'both': a value computed from the runs predicts nothing"
     )
-    said: dict[str, str | None] = {}
-    for label, counted in counts.items():
-        answer = format_answer(counted["count"], counted["intent"], counted["caller_scope"])
-        try:
-            verify_final(answer, result=counted, expected_intent="get_refund")
-            said[GAP_NAMES[label]] = None
-        except AnswerRejected as exc:
-            said[GAP_NAMES[label]] = exc.reason
-    through = [name for name, reason in said.items() if reason is None]
-    truth = "both" if len(through) == len(said) else through[0] if through else "neither"
-    rule = " and ".join(
-        f"lets {_GAP_COUNT[name]} through" if reason is None else f"rejects {_GAP_COUNT[name]} ({reason})"
-        for name, reason in said.items()
+    rejected = [name for name, row in zip(REJECT_CHOICES[:2], rows[1:], strict=True) if row["yours"] != "ok"]
+    truth = "both" if len(rejected) == 2 else rejected[0] if rejected else "none"
+    said = (
+        "it rejects the count made just before the data changed (stale) and answers the recount made after it "
+        "(current)"
     )
     if prediction == truth:
-        return f"Your prediction, {prediction!r}, is right: exercise 1's rule {rule}."
-    return f"Your prediction, {prediction!r}, is wrong: exercise 1's rule {rule}. Ask what its log says of versions."
+        return f"Your prediction, {prediction!r}, is right: {said}."
+    return f"Your prediction, {prediction!r}, is wrong: {said}. Ask which version each count carries."
