@@ -93,15 +93,16 @@ def test_arrangement_reading_explains_the_zero_ends_by_the_items_whose_labels_ch
         readings.arrangement_reading(logged[0], same)
 
 
-def test_materials_debrief_says_why_fabric_is_flagged_and_refuses_other_flags(runs):
+def test_materials_debrief_says_why_fabric_is_flagged_and_tells_a_learner_whose_check_flags_otherwise(runs):
     _, captured, _ = runs
     text = readings.materials_debrief({"p06": ["fabric"]}, captured)
     assert "the facts of p04 name it" in text and "*alumium* is not flagged" in text
     assert "Its *alumina* goes unflagged too: its facts say *aluminium, linen*" in text
     assert "The fabric is also designed to be breathable" in text and "a false positive" in text
     assert "*waterproof* and *perfect for the beach*" in text
-    with pytest.raises(ReadingOutdated, match="only p06's fabric"):
-        readings.materials_debrief({"p06": ["fabric"], "p01": ["alumium"]}, captured)
+    other = readings.materials_debrief({"p06": ["fabric"], "p01": ["alumium"]}, captured)
+    assert other.startswith("Your check flags {'p06': ['fabric'], 'p01': ['alumium']} in the captured run")
+    assert "false positive" not in other  # no explanation of flags the learner's check did not make
 
 
 def test_log_reading_refuses_a_changed_judge_that_qualifies(runs):

@@ -179,6 +179,18 @@ def test_cost_ceiling_table_says_whether_the_cost_check_could_fail_on_each_run()
     assert table(strict).loc["a", "cost check"] == "can fail"
 
 
+def test_cost_ceiling_table_adds_the_judge_calls_the_cost_check_leaves_out():
+    from labkit.evaluator.report import cost_ceiling_table
+
+    authored = evaluate_run("01-evaluator-authored")
+    shown = cost_ceiling_table({"a": authored})
+    data = shown.data if hasattr(shown, "data") else shown
+    total = max(r.cost_usd + r.judge_cost_usd for r in authored.records.values())
+    limit = authored.inputs.rubric.limits.max_cost_usd
+    assert data.loc["a", "with judge calls, USD"] == f"{total:.6f} (over the limit)"
+    assert total > limit >= max(r.cost_usd for r in authored.records.values())  # the check passes what this adds
+
+
 def test_record_table_shows_the_judges_explanation_only_where_the_judge_decides_the_label():
     table = evaluate_run("01-evaluator-authored").record_table("p07").set_index("criterion")
     assert table.loc["completeness", "scorer"] == "judge"

@@ -14,7 +14,7 @@ VOCABULARY = ("pass", "fail", "complete", "partial", "incomplete")
 
 
 def influence_cases(
-    first: tuple[list[str], list[str]], count: int = 80, *, seed: int = 20261202
+    first: tuple[list[str], list[str]], count: int = 50, *, seed: int = 20261202
 ) -> list[tuple[list[str], list[str]]]:
     """Return ``count`` (people, judge) pairs for exercise 1: ``first``, then random ones.
 

@@ -412,10 +412,18 @@ def shelf_reading(authored: EvaluationReport) -> str:
 
 
 def materials_debrief(flags: dict[str, list[str]], report: EvaluationReport) -> str:
-    """Say why exercise 3's material check flags what it flags in the captured run, and what it misses."""
+    """Say why exercise 3's material check flags what it flags in the captured run, and what it misses.
+
+    ``flags`` are the learner's check's flags on the captured run. Where they differ from what the task's
+    rules flag, the reading says so to the learner instead of explaining flags the check did not make.
+    """
     inputs = report.inputs
     text = report.runs.generation.by_product()
-    _require(flags == {"p06": ["fabric"]}, "the check flags only p06's fabric in the captured run")
+    if flags != {"p06": ["fabric"]}:  # the learner's check passed its tests yet reads these texts otherwise
+        return (
+            f"Your check flags {flags} in the captured run, where the task's rules flag only p06's *fabric*. Run "
+            "your function on the captured texts of p06 and p01 and compare what it does with each rule of the task."
+        )
     owners = [p.id for p in inputs.products.values() if "fabric" in p.facts.materials]
     _require(bool(owners) and "p06" not in owners, "another product's facts name fabric")
     _require("alumium" in text["p01"].text, "captured p01 misspells aluminium")

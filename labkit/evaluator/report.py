@@ -431,6 +431,8 @@ def cost_ceiling_table(reports: dict[str, EvaluationReport]) -> Any:
 
     The ceiling is the request's prompt tokens at the input price plus ``max_tokens`` at
     the output price; the check can fail on the run only if some ceiling passes ``max_cost_usd``.
+    The last column is what the check leaves out: the dearest description with its judge calls
+    added (``cost_usd + judge_cost_usd`` of its record), and whether that passes the limit.
     """
     import pandas as pd
 
@@ -451,9 +453,16 @@ def cost_ceiling_table(reports: dict[str, EvaluationReport]) -> Any:
                 "ceiling, USD": f"{ceiling / 1e6:.6f}",
                 "max_cost_usd": f"{limit:.6f}",
                 "cost check": "can fail" if ceiling / 1e6 > limit else "cannot fail here",
+                "with judge calls, USD": _with_judge(report, limit),
             }
         )
     return text_table(pd.DataFrame(rows).set_index("run"))
+
+
+def _with_judge(report: EvaluationReport, limit: float) -> str:
+    """Return the dearest record's generation plus judge cost, and whether it passes ``limit``."""
+    total = max(r.cost_usd + r.judge_cost_usd for r in report.records.values())
+    return f"{total:.6f} ({'over' if total > limit else 'within'} the limit)"
 
 
 def _format_label(text: str, inputs: LessonInputs, product_id: str) -> str:
