@@ -486,7 +486,9 @@ def test_the_checked_finalize_check_refuses_expecting_the_intent_the_result_name
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match=r"'track_refund, current version'.* was verified"):
-        check_checked_finalize(_checked_agent(lambda state, result: result["intent"], _data_now), prediction="after count")
+        check_checked_finalize(
+            _checked_agent(lambda state, result: result["intent"], _data_now), prediction="after count"
+        )
 
 
 def test_the_checked_finalize_check_refuses_comparing_the_version_the_request_started_at():
@@ -532,7 +534,9 @@ def test_the_checked_finalize_check_refuses_a_node_that_skips_the_plain_nodes_re
     from labkit.agent.exercises import check_checked_finalize
 
     with pytest.raises(AssertionError, match="no count result: finalize_node crashed with TypeError"):
-        check_checked_finalize(_checked_agent(_questions_intent, _data_now, plain_first=False), prediction="after count")
+        check_checked_finalize(
+            _checked_agent(_questions_intent, _data_now, plain_first=False), prediction="after count"
+        )
 
 
 def test_the_checked_finalize_check_refuses_a_rejection_shaped_unlike_the_plain_nodes():

@@ -467,8 +467,7 @@ def _grade_reject_prediction(prediction: Any, source: str, rows: list[dict[str, 
     rejected = [name for name, row in zip(REJECT_CHOICES[:2], rows[1:], strict=True) if row["yours"] != "ok"]
     truth = "both" if len(rejected) == 2 else rejected[0] if rejected else "none"
     said = (
-        "it rejects the count made just before the data changed (stale) and answers the recount made after it "
-        "(current)"
+        "it rejects the count made just before the data changed (stale) and answers the recount made after it (current)"
     )
     if prediction == truth:
         return f"Your prediction, {prediction!r}, is right: {said}."
