@@ -249,6 +249,21 @@ def test_a_walk_that_stops_at_a_changed_length_is_refused(run):
         check_changed_fields(stops_at_length, run)
 
 
+def test_a_walk_that_reads_a_missing_field_as_null_is_refused(run):
+    def null_as_missing(recorded, actual, path=""):  # dict.get: an absent field and a null one look alike
+        recorded, actual = json_inside(recorded), json_inside(actual)
+        if isinstance(recorded, dict) and isinstance(actual, dict):
+            found = []
+            for key in set(recorded) | set(actual):
+                where = f"{path}.{key}" if path else key
+                found += null_as_missing(recorded.get(key), actual.get(key), where)
+            return sorted(found)
+        return _own_walk(recorded, actual, path)
+
+    with pytest.raises(AssertionError, match="top_p"):
+        check_changed_fields(null_as_missing, run)
+
+
 def test_unsorted_paths_are_refused(run):
     with pytest.raises(AssertionError, match="not sorted"):
         check_changed_fields(lambda r, a: sorted(_own_walk(r, a), reverse=True), run)

@@ -269,6 +269,7 @@ def request_changes(request: dict[str, Any]) -> list[dict[str, Any]]:
         {**request, "max_tokens": request["max_tokens"] - 1},
         {**request, "model": "another-model"},
         {**request, "top_p": 0.9},
+        {**request, "top_p": None},  # a field added with the value null is a field added
         {key: value for key, value in request.items() if key != "seed"},
         {**request, "temperature": 0.3, "frequency_penalty": 0.5},
         {**request, "messages": [{"role": "system", "content": policy}, request["messages"][1]]},
